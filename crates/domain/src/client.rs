@@ -1,0 +1,169 @@
+//! Client applications registered with the bank, and the channel they call from.
+
+use std::fmt;
+
+use validator::ValidateUrl;
+
+use crate::input::Expected;
+
+/// Declares a string newtype whose only constructor is a `parse` checking `$valid`.
+macro_rules! code_newtype {
+    ($(#[$doc:meta])* $name:ident, $expected:expr, $valid:expr) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Parses the raw value, refusing anything outside the documented shape.
+            pub fn parse(raw: &str) -> Result<Self, Expected> {
+                let valid: fn(&str) -> bool = $valid;
+                if valid(raw) { Ok(Self(raw.to_owned())) } else { Err($expected) }
+            }
+
+            /// The value as sent on the wire.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+fn is_token_of(raw: &str, max: usize, extra: &[u8]) -> bool {
+    !raw.is_empty()
+        && raw.len() <= max
+        && raw
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+}
+
+code_newtype!(
+    /// The client id generated when an application registered (1 to 64 of `[A-Za-z0-9._-]`).
+    ClientId,
+    Expected::ClientId,
+    |raw| is_token_of(raw, 64, b"._-")
+);
+code_newtype!(
+    /// A country as ISO 3166-1 alpha-2, upper case (`MX`).
+    CountryCode,
+    Expected::CountryCode,
+    |raw| raw.len() == 2 && raw.bytes().all(|b| b.is_ascii_uppercase())
+);
+code_newtype!(
+    /// The business code identified at registration (`GCB`): 1 to 16 letters or digits.
+    BusinessCode,
+    Expected::BusinessCode,
+    |raw| is_token_of(raw, 16, b"")
+);
+code_newtype!(
+    /// The channel a request comes from (`MOBILE`, `WEB`): 1 to 32 of `[A-Za-z0-9_-]`.
+    ChannelId,
+    Expected::ChannelId,
+    |raw| is_token_of(raw, 32, b"_-")
+);
+
+/// Where a call comes from: the (country, business, channel) triple that the bank
+/// registers clients under and configures as supported for the wait-time operation.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ChannelScope {
+    /// ISO country code.
+    pub country: CountryCode,
+    /// Business code.
+    pub business: BusinessCode,
+    /// Channel id.
+    pub channel: ChannelId,
+}
+
+/// A redirect URI registered for a client: absolute, without a fragment (RFC 6749
+/// §3.1.2), `https` or, for native apps, `http` on a loopback host (RFC 8252 §7.3).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct RedirectUri(String);
+
+impl RedirectUri {
+    /// Parses a URI to register; compared later by exact string match (RFC 9700 §2.1).
+    pub fn parse(raw: &str) -> Result<Self, Expected> {
+        let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+            .iter()
+            .any(|prefix| {
+                raw.strip_prefix(prefix)
+                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
+            });
+        let acceptable = (raw.starts_with("https://") || loopback)
+            && !raw.contains('#')
+            && raw.len() <= 2048
+            && raw.validate_url();
+        if acceptable {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(Expected::RedirectUri)
+        }
+    }
+
+    /// The URI as registered.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// Whether a registered client may obtain tokens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientStatus {
+    /// May obtain tokens.
+    Active,
+    /// Refused at `/v1/authorize`; its live tokens are revoked when it is disabled.
+    Disabled,
+}
+
+/// An application registered with the bank.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientRegistration {
+    /// Its client id.
+    pub client_id: ClientId,
+    /// The country, business and channel it registered for.
+    pub scope: ChannelScope,
+    /// The redirect URIs it registered; a `redirect_uri` sent to authorize must be one.
+    pub redirect_uris: Vec<RedirectUri>,
+    /// Whether it may obtain tokens.
+    pub status: ClientStatus,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn country_codes_are_two_upper_case_letters() {
+        assert!(CountryCode::parse("MX").is_ok());
+        for raw in ["mx", "MEX", "M", "M1", ""] {
+            assert_eq!(CountryCode::parse(raw), Err(Expected::CountryCode), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn client_ids_refuse_spaces_and_control_characters() {
+        assert!(ClientId::parse("demo-mobile.app_1").is_ok());
+        for raw in ["", "a b", "a\nb", "é", &"x".repeat(65)] {
+            assert_eq!(ClientId::parse(raw), Err(Expected::ClientId), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn redirect_uris_must_be_https_or_loopback_http_without_fragment() {
+        assert!(RedirectUri::parse("https://app.example.mx/callback").is_ok());
+        assert!(RedirectUri::parse("http://127.0.0.1:7000/cb").is_ok());
+        for raw in [
+            "http://app.example.mx/cb",
+            "https://app.example.mx/cb#x",
+            "http://localhost.evil.example/cb",
+            "app.example.mx/cb",
+            "javascript:alert(1)",
+        ] {
+            assert_eq!(RedirectUri::parse(raw), Err(Expected::RedirectUri), "{raw:?}");
+        }
+    }
+}

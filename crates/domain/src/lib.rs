@@ -1,0 +1,27 @@
+//! The bank's language for the open-banking service, free of any web framework,
+//! database driver or JWT library.
+//!
+//! This crate owns the values the service speaks about (branch ids, wait times,
+//! registered client applications, access-token claims), the *ports* it needs from the
+//! world (stores, token signing and verification, clock, id generation) and the
+//! *services* that implement the operations on top of those ports. Adapters live in the
+//! `adapters` crate and HTTP lives in the `api` crate; both depend on this one, never the
+//! other way round (`cargo tree -p domain` shows no actix, sqlx or jsonwebtoken).
+//!
+//! Values are parsed, not validated: every newtype has a private field and a `parse`
+//! constructor returning `Result`, so holding a `BranchId` means holding a valid one.
+//!
+//! # Layout
+//! - [`branch`]: `BranchId`, `WaitTime`, `BranchWaitTime`.
+//! - [`client`]: `ClientId`, `ChannelScope` (country, business, channel), client registrations.
+//! - [`token`]: access-token claims, token/session ids, opaque tokens, PKCE challenges.
+//! - [`input`]: what a malformed input was expected to look like ([`input::Expected`]).
+//! - [`ports`]: the async traits adapters implement, each with its `# Errors` contract.
+//! - [`services`]: token issuance, bearer checks and wait-time retrieval.
+
+pub mod branch;
+pub mod client;
+pub mod input;
+pub mod ports;
+pub mod services;
+pub mod token;

@@ -1,0 +1,134 @@
+//! What the domain needs from the world. Adapters implement these; services use them.
+//!
+//! Each port's `# Errors` section is the contract every adapter keeps (the SQLite and
+//! PostgreSQL stores alike): the shared contract tests in the `adapters` crate check it.
+
+use async_trait::async_trait;
+use time::OffsetDateTime;
+
+use crate::branch::{BranchId, BranchWaitTime};
+use crate::client::{ChannelScope, ClientId, ClientRegistration};
+use crate::token::{AccessClaims, IssuedToken, OpaqueToken, SessionId, TokenId};
+
+/// A store could not answer: unreachable, timed out, or failed. The cause is for the
+/// log, never for the caller.
+#[derive(Debug, thiserror::Error)]
+#[error("the store is unavailable: {0}")]
+pub struct StoreUnavailable(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+
+impl StoreUnavailable {
+    /// Wraps a driver or I/O error.
+    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(cause.into())
+    }
+}
+
+/// The registry of client applications.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ClientRegistry: Send + Sync {
+    /// The registration of `client_id`, or `None` if no such client was ever registered.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the registry cannot be read; never for an unknown id.
+    async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable>;
+}
+
+/// Which (country, business, channel) combinations the bank supports for the
+/// wait-time operation.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AccessPolicy: Send + Sync {
+    /// Whether calls from `scope` are supported.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the policy cannot be read; an unsupported combination
+    /// is `Ok(false)`.
+    async fn is_supported(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable>;
+}
+
+/// The estimated wait times of branches.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WaitTimeStore: Send + Sync {
+    /// The estimates of those `branches` that the store knows, in the order asked;
+    /// unknown branches are left out.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the estimates cannot be read.
+    async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<BranchWaitTime>, StoreUnavailable>;
+}
+
+/// The server-side record of issued tokens.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait TokenLedger: Send + Sync {
+    /// Records an issued token. Returns only once the record is durable, so a token the
+    /// client holds can always be looked up and revoked.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the record could not be made durable; the token must
+    /// then not be handed out.
+    async fn record(&self, token: IssuedToken) -> Result<(), StoreUnavailable>;
+
+    /// Whether the token `token_id` has been revoked.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when revocations cannot be read; an unknown id is `Ok(false)`
+    /// (its signature was checked before this is asked).
+    async fn is_revoked(&self, token_id: &TokenId) -> Result<bool, StoreUnavailable>;
+}
+
+/// A signed access token could not be produced (a missing or broken signing key).
+#[derive(Debug, thiserror::Error)]
+#[error("the access token could not be signed: {0}")]
+pub struct SigningFailed(pub String);
+
+/// Signs access tokens.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait TokenSigner: Send + Sync {
+    /// The compact JWS of `claims`, signed with the current key and naming it in `kid`.
+    ///
+    /// # Errors
+    /// [`SigningFailed`] when no usable signing key is loaded.
+    fn sign(&self, claims: &AccessClaims) -> Result<String, SigningFailed>;
+}
+
+/// An access token was refused. Deliberately without detail: which check failed is
+/// logged, never told to the caller.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("the access token was refused: {0}")]
+pub struct TokenRejected(pub &'static str);
+
+/// Verifies access tokens and publishes the keys that do so.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait TokenVerifier: Send + Sync {
+    /// The claims of `token` if its algorithm is the pinned one, its `kid` names a
+    /// published key, its signature verifies, and its issuer, audience, `exp` and `nbf`
+    /// hold (leeway at most one second).
+    ///
+    /// # Errors
+    /// [`TokenRejected`] for any failure, with the failed check for the log.
+    fn verify(&self, token: &str) -> Result<AccessClaims, TokenRejected>;
+
+    /// The public keys that verify live tokens, as a JWK Set document (RFC 7517 §5).
+    fn key_set_document(&self) -> String;
+}
+
+/// The time, shared by issuer and verifier.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait Clock: Send + Sync {
+    /// Now.
+    fn now(&self) -> OffsetDateTime;
+}
+
+/// Makes unguessable ids from a CSPRNG.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait IdGenerator: Send + Sync {
+    /// A fresh token id (`jti`).
+    fn token_id(&self) -> TokenId;
+    /// A fresh session id (`sid`).
+    fn session_id(&self) -> SessionId;
+    /// A fresh opaque token: at least 128 bits of CSPRNG output, base64url.
+    fn opaque_token(&self) -> OpaqueToken;
+}

@@ -1,0 +1,303 @@
+//! Token issuance: the first call of a pre-login session.
+
+use std::sync::Arc;
+
+use crate::client::{ChannelScope, ClientId, ClientStatus};
+use crate::ports::{Clock, ClientRegistry, IdGenerator, SigningFailed, StoreUnavailable, TokenLedger, TokenSigner};
+use crate::token::{AccessClaims, CodeChallenge, IssuedToken, Scope, TokenGrant};
+
+/// A token request whose every field already parsed.
+#[derive(Debug, Clone)]
+pub struct AuthorizeRequest {
+    /// The calling application.
+    pub client_id: ClientId,
+    /// The country, business and channel it says it calls from.
+    pub scope: ChannelScope,
+    /// The redirect URI it sent, if any; it must be one it registered.
+    pub redirect_uri: Option<String>,
+    /// The PKCE S256 challenge it sent, if any.
+    pub code_challenge: Option<CodeChallenge>,
+}
+
+/// Why a client was refused; all are one 401 to the caller, told apart in the log.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClientRefusal {
+    /// No client with that id is registered.
+    Unknown,
+    /// The client is disabled.
+    Disabled,
+    /// The business, country or channel differ from the client's registration.
+    RegistrationMismatch,
+}
+
+/// Why a token was not issued.
+#[derive(Debug, thiserror::Error)]
+pub enum AuthorizeError {
+    /// The client's credentials are missing or invalid (401).
+    #[error("client refused: {0:?}")]
+    Unauthorized(ClientRefusal),
+    /// `redirect_uri` is not one the client registered (400, RFC 9700 §2.1).
+    #[error("redirect_uri is not registered for this client")]
+    RedirectUriNotRegistered,
+    /// The registry or the token ledger could not be reached (500).
+    #[error(transparent)]
+    Unavailable(#[from] StoreUnavailable),
+    /// No token could be signed (500).
+    #[error(transparent)]
+    SigningFailed(#[from] SigningFailed),
+}
+
+/// Issues pre-login visitor tokens.
+pub struct TokenService {
+    registry: Arc<dyn ClientRegistry>,
+    ledger: Arc<dyn TokenLedger>,
+    signer: Arc<dyn TokenSigner>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+    lifetime_seconds: u32,
+}
+
+impl TokenService {
+    /// A service issuing tokens that live `lifetime_seconds`.
+    pub fn new(
+        registry: Arc<dyn ClientRegistry>,
+        ledger: Arc<dyn TokenLedger>,
+        signer: Arc<dyn TokenSigner>,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+        lifetime_seconds: u32,
+    ) -> Self {
+        Self { registry, ledger, signer, clock, ids, lifetime_seconds }
+    }
+
+    /// Checks the client against its registration, signs a visitor token for a new
+    /// session, and records it durably before handing it out.
+    ///
+    /// # Errors
+    /// See [`AuthorizeError`]: each variant is one response status.
+    #[tracing::instrument(skip_all, fields(client_id = %request.client_id))]
+    pub async fn authorize(&self, request: AuthorizeRequest) -> Result<TokenGrant, AuthorizeError> {
+        let client = self
+            .registry
+            .find(&request.client_id)
+            .await?
+            .ok_or(AuthorizeError::Unauthorized(ClientRefusal::Unknown))?;
+        if client.status == ClientStatus::Disabled {
+            return Err(AuthorizeError::Unauthorized(ClientRefusal::Disabled));
+        }
+        if client.scope != request.scope {
+            return Err(AuthorizeError::Unauthorized(ClientRefusal::RegistrationMismatch));
+        }
+        if let Some(sent) = &request.redirect_uri
+            && !client.redirect_uris.iter().any(|registered| registered.as_str() == sent)
+        {
+            return Err(AuthorizeError::RedirectUriNotRegistered);
+        }
+
+        let now = self.clock.now().unix_timestamp();
+        let claims = AccessClaims {
+            client_id: request.client_id,
+            scope: request.scope,
+            session: self.ids.session_id(),
+            token_id: self.ids.token_id(),
+            granted: Scope::Visitor,
+            issued_at: now,
+            not_before: now,
+            expires_at: now + i64::from(self.lifetime_seconds),
+        };
+        let access_token = self.signer.sign(&claims)?;
+        let opaque_token = self.ids.opaque_token();
+        self.ledger
+            .record(IssuedToken {
+                token_id: claims.token_id,
+                opaque_token: opaque_token.clone(),
+                client_id: claims.client_id,
+                session: claims.session.clone(),
+                issued_at: claims.issued_at,
+                expires_at: claims.expires_at,
+                code_challenge: request.code_challenge,
+            })
+            .await?;
+        Ok(TokenGrant {
+            access_token,
+            expires_in: self.lifetime_seconds,
+            scope: Scope::Visitor,
+            opaque_token,
+            session: claims.session,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::client::{BusinessCode, ChannelId, ClientRegistration, CountryCode, RedirectUri};
+    use crate::ports::{MockClientRegistry, MockClock, MockIdGenerator, MockTokenLedger, MockTokenSigner};
+    use crate::token::{OpaqueToken, SessionId, TokenId};
+    use time::OffsetDateTime;
+
+    fn scope(channel: &str) -> ChannelScope {
+        ChannelScope {
+            country: CountryCode::parse("MX").unwrap(),
+            business: BusinessCode::parse("GCB").unwrap(),
+            channel: ChannelId::parse(channel).unwrap(),
+        }
+    }
+
+    fn registration(status: ClientStatus) -> ClientRegistration {
+        ClientRegistration {
+            client_id: ClientId::parse("demo-app").unwrap(),
+            scope: scope("MOBILE"),
+            redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").unwrap()],
+            status,
+        }
+    }
+
+    fn request() -> AuthorizeRequest {
+        AuthorizeRequest {
+            client_id: ClientId::parse("demo-app").unwrap(),
+            scope: scope("MOBILE"),
+            redirect_uri: None,
+            code_challenge: None,
+        }
+    }
+
+    fn registry_with(found: Option<ClientRegistration>) -> MockClientRegistry {
+        let mut registry = MockClientRegistry::new();
+        registry.expect_find().returning(move |_| Ok(found.clone()));
+        registry
+    }
+
+    fn ids() -> MockIdGenerator {
+        let mut ids = MockIdGenerator::new();
+        ids.expect_token_id().returning(|| TokenId::new("jti-1".into()));
+        ids.expect_session_id().returning(|| SessionId::new("sid-1".into()));
+        ids.expect_opaque_token().returning(|| OpaqueToken::new("opaque-1".into()));
+        ids
+    }
+
+    fn clock_at(unix: i64) -> MockClock {
+        let mut clock = MockClock::new();
+        clock.expect_now().returning(move || OffsetDateTime::from_unix_timestamp(unix).unwrap());
+        clock
+    }
+
+    fn service(registry: MockClientRegistry, ledger: MockTokenLedger, signer: MockTokenSigner) -> TokenService {
+        TokenService::new(
+            Arc::new(registry),
+            Arc::new(ledger),
+            Arc::new(signer),
+            Arc::new(clock_at(1_000)),
+            Arc::new(ids()),
+            1800,
+        )
+    }
+
+    fn signer_never_called() -> MockTokenSigner {
+        let mut signer = MockTokenSigner::new();
+        signer.expect_sign().never();
+        signer
+    }
+
+    fn ledger_never_called() -> MockTokenLedger {
+        let mut ledger = MockTokenLedger::new();
+        ledger.expect_record().never();
+        ledger
+    }
+
+    #[tokio::test]
+    async fn a_registered_client_gets_a_visitor_token_bound_to_a_new_session() {
+        let mut signer = MockTokenSigner::new();
+        signer
+            .expect_sign()
+            .withf(|claims| {
+                claims.session.as_str() == "sid-1"
+                    && claims.expires_at - claims.issued_at == 1800
+                    && claims.granted == Scope::Visitor
+                    && claims.client_id.as_str() == "demo-app"
+            })
+            .returning(|_| Ok("signed.jwt.here".into()));
+        let mut ledger = MockTokenLedger::new();
+        ledger
+            .expect_record()
+            .withf(|token| token.token_id.as_str() == "jti-1" && token.opaque_token.as_str() == "opaque-1")
+            .times(1)
+            .returning(|_| Ok(()));
+
+        let grant = service(registry_with(Some(registration(ClientStatus::Active))), ledger, signer)
+            .authorize(request())
+            .await
+            .unwrap();
+
+        assert_eq!(grant.access_token, "signed.jwt.here");
+        assert_eq!(grant.expires_in, 1800);
+        assert_eq!(grant.scope, Scope::Visitor);
+        assert_eq!(grant.session.as_str(), "sid-1");
+        assert_eq!(grant.opaque_token.as_str(), "opaque-1");
+    }
+
+    #[tokio::test]
+    async fn an_unknown_client_is_refused_without_signing_anything() {
+        let result = service(registry_with(None), ledger_never_called(), signer_never_called())
+            .authorize(request())
+            .await;
+        assert!(matches!(result, Err(AuthorizeError::Unauthorized(ClientRefusal::Unknown))));
+    }
+
+    #[tokio::test]
+    async fn a_disabled_client_is_refused() {
+        let result = service(
+            registry_with(Some(registration(ClientStatus::Disabled))),
+            ledger_never_called(),
+            signer_never_called(),
+        )
+        .authorize(request())
+        .await;
+        assert!(matches!(result, Err(AuthorizeError::Unauthorized(ClientRefusal::Disabled))));
+    }
+
+    #[tokio::test]
+    async fn a_client_calling_from_another_channel_than_registered_is_refused() {
+        let mut other_channel = request();
+        other_channel.scope = scope("WEB");
+        let result = service(
+            registry_with(Some(registration(ClientStatus::Active))),
+            ledger_never_called(),
+            signer_never_called(),
+        )
+        .authorize(other_channel)
+        .await;
+        assert!(matches!(
+            result,
+            Err(AuthorizeError::Unauthorized(ClientRefusal::RegistrationMismatch))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_redirect_uri_must_match_a_registered_one_exactly() {
+        let mut near_miss = request();
+        near_miss.redirect_uri = Some("https://app.example.mx/cb/".into());
+        let result = service(
+            registry_with(Some(registration(ClientStatus::Active))),
+            ledger_never_called(),
+            signer_never_called(),
+        )
+        .authorize(near_miss)
+        .await;
+        assert!(matches!(result, Err(AuthorizeError::RedirectUriNotRegistered)));
+    }
+
+    #[tokio::test]
+    async fn no_token_is_handed_out_when_its_record_cannot_be_stored() {
+        let mut signer = MockTokenSigner::new();
+        signer.expect_sign().returning(|_| Ok("signed".into()));
+        let mut ledger = MockTokenLedger::new();
+        ledger
+            .expect_record()
+            .returning(|_| Err(StoreUnavailable::new("disk full")));
+        let result = service(registry_with(Some(registration(ClientStatus::Active))), ledger, signer)
+            .authorize(request())
+            .await;
+        assert!(matches!(result, Err(AuthorizeError::Unavailable(_))));
+    }
+}

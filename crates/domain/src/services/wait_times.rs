@@ -1,0 +1,191 @@
+//! Estimated wait time by branch.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use crate::branch::{BranchId, BranchWaitTime};
+use crate::client::ChannelScope;
+use crate::ports::{AccessPolicy, StoreUnavailable, WaitTimeStore};
+use crate::token::{AccessClaims, SessionId};
+
+/// The most branches one request may ask for (spec: RetrieveWaitTimeRequest.branches).
+pub const MAX_BRANCHES_PER_REQUEST: usize = 100;
+
+/// A wait-time request whose headers and body already parsed.
+#[derive(Debug, Clone)]
+pub struct WaitTimeQuery {
+    /// The country, business and channel from the request headers.
+    pub scope: ChannelScope,
+    /// The `sid` header.
+    pub session: SessionId,
+    /// The branches asked for, in order: 1 to [`MAX_BRANCHES_PER_REQUEST`].
+    pub branches: Vec<BranchId>,
+}
+
+/// Why no wait times were returned; one variant, one status.
+#[derive(Debug, thiserror::Error)]
+pub enum RetrieveWaitTimesError {
+    /// The `sid` is not the session the token was issued in (401).
+    #[error("the sid header is not the token's session")]
+    SessionMismatch,
+    /// The channel combination is not supported, or not the one the token was issued
+    /// for (403).
+    #[error("the channel, country or business is not supported")]
+    AccessNotConfigured,
+    /// A branch id appears twice; `index` is its second position (422).
+    #[error("branch {branch} is asked for twice")]
+    DuplicateBranch {
+        /// The position of the repeat in the request.
+        index: usize,
+        /// The repeated branch.
+        branch: BranchId,
+    },
+    /// None of the branches asked for is known (404).
+    #[error("none of the branches is known")]
+    NoneKnown,
+    /// The store could not be read (500).
+    #[error(transparent)]
+    Unavailable(#[from] StoreUnavailable),
+}
+
+/// Answers wait-time requests from the store of estimates.
+pub struct WaitTimeService {
+    policy: Arc<dyn AccessPolicy>,
+    store: Arc<dyn WaitTimeStore>,
+}
+
+impl WaitTimeService {
+    /// A service checking `policy` and reading `store`.
+    pub fn new(policy: Arc<dyn AccessPolicy>, store: Arc<dyn WaitTimeStore>) -> Self {
+        Self { policy, store }
+    }
+
+    /// The known branches' estimates, in request order.
+    ///
+    /// # Errors
+    /// See [`RetrieveWaitTimesError`].
+    pub async fn retrieve(
+        &self,
+        claims: &AccessClaims,
+        query: &WaitTimeQuery,
+    ) -> Result<Vec<BranchWaitTime>, RetrieveWaitTimesError> {
+        if claims.session != query.session {
+            return Err(RetrieveWaitTimesError::SessionMismatch);
+        }
+        if !self.policy.is_supported(&query.scope).await? || claims.scope != query.scope {
+            return Err(RetrieveWaitTimesError::AccessNotConfigured);
+        }
+        let mut seen = HashSet::with_capacity(query.branches.len());
+        if let Some((index, branch)) = query
+            .branches
+            .iter()
+            .enumerate()
+            .find(|(_, branch)| !seen.insert(**branch))
+        {
+            return Err(RetrieveWaitTimesError::DuplicateBranch { index, branch: *branch });
+        }
+        let known = self.store.wait_times(&query.branches).await?;
+        if known.is_empty() {
+            return Err(RetrieveWaitTimesError::NoneKnown);
+        }
+        Ok(known)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::branch::WaitTime;
+    use crate::client::ChannelId;
+    use crate::ports::{MockAccessPolicy, MockWaitTimeStore};
+    use crate::services::bearer::tests::claims;
+
+    fn ids(raw: &[&str]) -> Vec<BranchId> {
+        raw.iter().map(|id| BranchId::parse(id).unwrap()).collect()
+    }
+
+    fn query(branches: &[&str]) -> WaitTimeQuery {
+        let claims = claims();
+        WaitTimeQuery { scope: claims.scope, session: claims.session, branches: ids(branches) }
+    }
+
+    fn policy(supported: bool) -> MockAccessPolicy {
+        let mut policy = MockAccessPolicy::new();
+        policy.expect_is_supported().returning(move |_| Ok(supported));
+        policy
+    }
+
+    /// A store that knows only branch 00001 (5 minutes) and 00003 (12 minutes).
+    fn store() -> MockWaitTimeStore {
+        let mut store = MockWaitTimeStore::new();
+        store.expect_wait_times().returning(|branches| {
+            Ok(branches
+                .iter()
+                .filter_map(|branch| {
+                    let minutes = match branch.to_string().as_str() {
+                        "00001" => 5,
+                        "00003" => 12,
+                        _ => return None,
+                    };
+                    Some(BranchWaitTime { branch: *branch, wait: WaitTime::from_minutes(minutes).unwrap() })
+                })
+                .collect())
+        });
+        store
+    }
+
+    fn untouched_store() -> MockWaitTimeStore {
+        let mut store = MockWaitTimeStore::new();
+        store.expect_wait_times().never();
+        store
+    }
+
+    #[tokio::test]
+    async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out() {
+        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(store()));
+        let answer = service.retrieve(&claims(), &query(&["00003", "00002", "00001"])).await.unwrap();
+        let pairs: Vec<_> = answer.iter().map(|b| (b.branch.to_string(), b.wait.minutes())).collect();
+        assert_eq!(pairs, [("00003".to_string(), 12), ("00001".to_string(), 5)]);
+    }
+
+    #[tokio::test]
+    async fn no_known_branch_is_not_found() {
+        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(store()));
+        let result = service.retrieve(&claims(), &query(&["00002"])).await;
+        assert!(matches!(result, Err(RetrieveWaitTimesError::NoneKnown)));
+    }
+
+    #[tokio::test]
+    async fn the_same_branch_twice_names_the_second_position() {
+        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(untouched_store()));
+        let result = service.retrieve(&claims(), &query(&["00001", "00003", "00001"])).await;
+        assert!(matches!(result, Err(RetrieveWaitTimesError::DuplicateBranch { index: 2, .. })));
+    }
+
+    #[tokio::test]
+    async fn an_unsupported_channel_is_not_configured() {
+        let service = WaitTimeService::new(Arc::new(policy(false)), Arc::new(untouched_store()));
+        let result = service.retrieve(&claims(), &query(&["00001"])).await;
+        assert!(matches!(result, Err(RetrieveWaitTimesError::AccessNotConfigured)));
+    }
+
+    #[tokio::test]
+    async fn a_supported_channel_other_than_the_tokens_is_not_configured() {
+        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(untouched_store()));
+        let mut from_web = query(&["00001"]);
+        from_web.scope.channel = ChannelId::parse("WEB").unwrap();
+        let result = service.retrieve(&claims(), &from_web).await;
+        assert!(matches!(result, Err(RetrieveWaitTimesError::AccessNotConfigured)));
+    }
+
+    #[tokio::test]
+    async fn a_sid_from_another_session_is_refused_before_anything_is_read() {
+        let mut unread = MockAccessPolicy::new();
+        unread.expect_is_supported().never();
+        let service = WaitTimeService::new(Arc::new(unread), Arc::new(untouched_store()));
+        let mut other_session = query(&["00001"]);
+        other_session.session = SessionId::new("sid-2".into());
+        let result = service.retrieve(&claims(), &other_session).await;
+        assert!(matches!(result, Err(RetrieveWaitTimesError::SessionMismatch)));
+    }
+}

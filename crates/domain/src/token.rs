@@ -1,0 +1,213 @@
+//! Pre-login access tokens: what they claim and what the bank keeps of them.
+
+use std::fmt;
+
+use crate::client::{ChannelScope, ClientId};
+use crate::input::Expected;
+
+fn is_base64url(raw: &str) -> bool {
+    raw.bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+}
+
+/// Declares an opaque id newtype built by the id generator or parsed from the wire.
+macro_rules! opaque_id {
+    ($(#[$doc:meta])* $name:ident) => {
+        $(#[$doc])*
+        #[derive(Clone, PartialEq, Eq, Hash)]
+        pub struct $name(String);
+
+        impl $name {
+            /// Wraps a value made by an [`crate::ports::IdGenerator`] or read from a
+            /// token whose signature verified.
+            pub fn new(value: String) -> Self {
+                Self(value)
+            }
+
+            /// The value as it travels.
+            pub fn as_str(&self) -> &str {
+                &self.0
+            }
+        }
+
+        impl fmt::Display for $name {
+            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+                f.write_str(&self.0)
+            }
+        }
+    };
+}
+
+opaque_id!(
+    /// A token's unique id, its `jti` claim (RFC 7519 §4.1.7).
+    #[derive(Debug)]
+    TokenId
+);
+opaque_id!(
+    /// A session id (`sid`): created by the first call of the session (authorize),
+    /// returned as a header, bound into the token and resent on later calls.
+    #[derive(Debug)]
+    SessionId
+);
+opaque_id!(
+    /// A random handle on a token's server-side record: no user information, and no use
+    /// for authorization by itself. Kept out of `Debug` output and logs all the same.
+    OpaqueToken
+);
+
+impl fmt::Debug for OpaqueToken {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("OpaqueToken(..)")
+    }
+}
+
+impl SessionId {
+    /// Parses a `sid` header: 16 to 128 base64url characters.
+    pub fn parse(raw: &str) -> Result<Self, Expected> {
+        if (16..=128).contains(&raw.len()) && is_base64url(raw) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(Expected::SessionId)
+        }
+    }
+}
+
+/// The scopes this service grants. The spec: "always assigns the scope visitor";
+/// other scopes are not shown, so none exist here.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scope {
+    /// Pre-login access to public branch and ATM information.
+    Visitor,
+}
+
+impl Scope {
+    /// Parses a requested `scope` parameter (space-separated, RFC 6749 §3.3); every
+    /// value must be `visitor`.
+    pub fn parse_request(raw: &str) -> Result<Self, Expected> {
+        let mut values = raw.split(' ').peekable();
+        if values.peek().is_some() && values.all(|value| value == "visitor") {
+            Ok(Self::Visitor)
+        } else {
+            Err(Expected::Scope)
+        }
+    }
+
+    /// The scope as it is written in tokens and responses.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Visitor => "visitor",
+        }
+    }
+}
+
+/// A PKCE `code_challenge` made with method S256 (RFC 7636 §4.2): the base64url
+/// SHA-256 of the verifier, 43 characters without padding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct CodeChallenge(String);
+
+impl CodeChallenge {
+    /// Parses a challenge; the caller has already checked that the method is `S256`.
+    pub fn parse(raw: &str) -> Result<Self, Expected> {
+        if raw.len() == 43 && is_base64url(raw) {
+            Ok(Self(raw.to_owned()))
+        } else {
+            Err(Expected::CodeChallenge)
+        }
+    }
+
+    /// The challenge as sent.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+/// What an access token asserts, apart from the issuer and audience, which belong to the
+/// deployment and are added and checked by the signing adapter.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AccessClaims {
+    /// The client the token was issued to (`sub`).
+    pub client_id: ClientId,
+    /// The country, business and channel it was issued for.
+    pub scope: ChannelScope,
+    /// The session it belongs to (`sid`).
+    pub session: SessionId,
+    /// Its unique id (`jti`).
+    pub token_id: TokenId,
+    /// The granted scope.
+    pub granted: Scope,
+    /// Issued at, seconds since the Unix epoch (`iat`).
+    pub issued_at: i64,
+    /// Not valid before, seconds since the Unix epoch (`nbf`).
+    pub not_before: i64,
+    /// Expires at, seconds since the Unix epoch (`exp`).
+    pub expires_at: i64,
+}
+
+/// The server-side record of an issued token, found by its opaque token or `jti`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IssuedToken {
+    /// The token's `jti`.
+    pub token_id: TokenId,
+    /// The opaque handle given to the client with the token.
+    pub opaque_token: OpaqueToken,
+    /// Whom it was issued to.
+    pub client_id: ClientId,
+    /// The session it opened.
+    pub session: SessionId,
+    /// Issued at, seconds since the Unix epoch.
+    pub issued_at: i64,
+    /// Expires at, seconds since the Unix epoch.
+    pub expires_at: i64,
+    /// The PKCE challenge sent with the request, if any.
+    pub code_challenge: Option<CodeChallenge>,
+}
+
+/// What a successful authorize call hands back.
+#[derive(Debug, Clone)]
+pub struct TokenGrant {
+    /// The signed access token (a JWS).
+    pub access_token: String,
+    /// Its lifetime in seconds.
+    pub expires_in: u32,
+    /// The granted scope.
+    pub scope: Scope,
+    /// The opaque handle on the token's server-side record.
+    pub opaque_token: OpaqueToken,
+    /// The session the call opened.
+    pub session: SessionId,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_the_visitor_scope_can_be_requested() {
+        assert_eq!(Scope::parse_request("visitor"), Ok(Scope::Visitor));
+        assert_eq!(Scope::parse_request("visitor visitor"), Ok(Scope::Visitor));
+        for raw in ["", "admin", "visitor admin", "visitor  visitor", "Visitor"] {
+            assert_eq!(Scope::parse_request(raw), Err(Expected::Scope), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn a_code_challenge_is_43_base64url_characters() {
+        let valid = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+        assert!(CodeChallenge::parse(valid).is_ok());
+        assert!(CodeChallenge::parse(&valid[1..]).is_err());
+        assert!(CodeChallenge::parse(&valid.replace('-', "+")).is_err());
+    }
+
+    #[test]
+    fn an_opaque_token_never_shows_in_debug_output() {
+        let token = OpaqueToken::new("secret-handle".into());
+        assert!(!format!("{token:?}").contains("secret"));
+    }
+
+    #[test]
+    fn session_ids_are_base64url_of_sensible_length() {
+        assert!(SessionId::parse("AAAAAAAAAAAAAAAAAAAAAA").is_ok());
+        assert!(SessionId::parse("short").is_err());
+        assert!(SessionId::parse("AAAAAAAAAAAAAAAA AAAAA").is_err());
+    }
+}
