@@ -1,1 +1,26 @@
-//! placeholder
+//! The world behind the domain's ports.
+//!
+//! This crate owns everything that talks to something outside the process or needs a
+//! library the domain must not know: the SQLite store (sqlx), JWT signing and
+//! verification (jsonwebtoken, Ed25519 through aws-lc-rs), the system clock and the
+//! CSPRNG. It depends on `domain` and never on the web layer.
+//!
+//! The hot paths never wait on SQL: [`view::StoreView`] keeps an in-memory view of the
+//! small, read-mostly tables (clients, supported channels, wait times, revocations) and
+//! swaps in a fresh copy when the store's revision counters move, and
+//! [`token_writer::TokenWriter`] makes issued-token records durable in group commits.
+//!
+//! # Layout
+//! - [`store`]: the [`store::Store`] trait every database adapter implements, and its records.
+//! - [`sqlite`]: the SQLite store.
+//! - [`view`]: the in-memory view that implements the read ports, and its refresher.
+//! - [`token_writer`]: group-committed token records (the `TokenLedger::record` port).
+//! - [`jwt`]: Ed25519 signing keys, the token signer/verifier and the JWKS document.
+//! - [`system`]: the system clock and the CSPRNG id generator.
+
+pub mod jwt;
+pub mod sqlite;
+pub mod store;
+pub mod system;
+pub mod token_writer;
+pub mod view;

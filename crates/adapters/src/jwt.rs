@@ -1,0 +1,337 @@
+//! Access tokens as Ed25519-signed JWTs (RFC 7519, RFC 8037), and the JWKS that
+//! publishes their keys (RFC 7517).
+//!
+//! EdDSA because DECISIONS.md asks for an asymmetric algorithm and aws-lc-rs signs
+//! Ed25519 fastest of those it offers (shared/DEPENDENCIES.md). The algorithm is
+//! pinned: `none`, HMAC and every other `alg` are refused before any key is looked at.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use arc_swap::ArcSwap;
+use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
+use domain::ports::{SigningFailed, TokenRejected, TokenSigner, TokenVerifier};
+use domain::token::{AccessClaims, Scope, SessionId, TokenId};
+use jsonwebtoken::errors::ErrorKind;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde::{Deserialize, Serialize};
+
+use crate::store::StoredSigningKey;
+
+/// Leeway on `exp` and `nbf`: issuer and verifier share a clock, so one second covers
+/// rounding; jsonwebtoken's default of 60 s would keep expired tokens alive a minute.
+const LEEWAY_SECONDS: u64 = 1;
+
+/// RFC 9068 §2.1: the media type of JWT access tokens.
+const ACCESS_TOKEN_TYPE: &str = "at+jwt";
+
+/// Claims as they are signed.
+#[derive(Serialize)]
+struct ClaimsOut<'a> {
+    iss: &'a str,
+    aud: &'a str,
+    sub: &'a str,
+    iat: i64,
+    nbf: i64,
+    exp: i64,
+    jti: &'a str,
+    scope: &'a str,
+    sid: &'a str,
+    #[serde(rename = "businessCode")]
+    business_code: &'a str,
+    #[serde(rename = "countryCode")]
+    country_code: &'a str,
+    #[serde(rename = "channelId")]
+    channel_id: &'a str,
+}
+
+/// Claims as they are read back; `iss`, `aud`, `exp` and `nbf` are checked by jsonwebtoken.
+#[derive(Deserialize)]
+struct ClaimsIn {
+    sub: String,
+    iat: i64,
+    nbf: i64,
+    exp: i64,
+    jti: String,
+    scope: String,
+    sid: String,
+    #[serde(rename = "businessCode")]
+    business_code: String,
+    #[serde(rename = "countryCode")]
+    country_code: String,
+    #[serde(rename = "channelId")]
+    channel_id: String,
+}
+
+/// Why a signing key could not be made or loaded.
+#[derive(Debug, thiserror::Error)]
+#[error("signing key: {0}")]
+pub struct KeyError(String);
+
+/// Generates a fresh Ed25519 signing key, named by its RFC 7638 thumbprint.
+///
+/// # Errors
+/// [`KeyError`] if the CSPRNG or key encoding fails.
+pub fn generate_signing_key(now: i64) -> Result<StoredSigningKey, KeyError> {
+    let rng = aws_lc_rs::rand::SystemRandom::new();
+    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).map_err(|e| KeyError(e.to_string()))?;
+    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|e| KeyError(e.to_string()))?;
+    let public_key = pair.public_key().as_ref().to_vec();
+    Ok(StoredSigningKey {
+        kid: thumbprint(&public_key),
+        private_pkcs8: pkcs8.as_ref().to_vec(),
+        public_key,
+        created_at: now,
+        retired_at: None,
+    })
+}
+
+/// RFC 7638 JWK thumbprint of an Ed25519 public key (members in lexicographic order).
+fn thumbprint(public_key: &[u8]) -> String {
+    let canonical = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#, URL_SAFE_NO_PAD.encode(public_key));
+    URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, canonical.as_bytes()))
+}
+
+struct CurrentKey {
+    header: Header,
+    key: EncodingKey,
+}
+
+/// The keys loaded from the store, swapped whole when they change.
+#[derive(Default)]
+struct KeySet {
+    current: Option<CurrentKey>,
+    verifying: HashMap<String, DecodingKey>,
+    document: String,
+}
+
+/// Signs and verifies access tokens for one issuer and audience.
+pub struct JwtTokens {
+    issuer: String,
+    audience: String,
+    validation: Validation,
+    keys: ArcSwap<KeySet>,
+}
+
+impl JwtTokens {
+    /// Tokens issued by `issuer` for `audience`, with no keys loaded yet.
+    pub fn new(issuer: &str, audience: &str) -> Self {
+        let mut validation = Validation::new(Algorithm::EdDSA);
+        validation.leeway = LEEWAY_SECONDS;
+        validation.validate_nbf = true;
+        validation.set_issuer(&[issuer]);
+        validation.set_audience(&[audience]);
+        validation.set_required_spec_claims(&["exp", "nbf", "iss", "aud", "sub"]);
+        Self {
+            issuer: issuer.to_owned(),
+            audience: audience.to_owned(),
+            validation,
+            keys: ArcSwap::from_pointee(KeySet {
+                document: r#"{"keys":[]}"#.to_owned(),
+                ..KeySet::default()
+            }),
+        }
+    }
+
+    /// Replaces the loaded keys: the first key without `retired_at` signs, all verify.
+    ///
+    /// # Errors
+    /// [`KeyError`] if a stored key is unusable; the previous keys stay loaded.
+    pub fn install(&self, stored: &[StoredSigningKey]) -> Result<(), KeyError> {
+        let mut set = KeySet::default();
+        let mut published = Vec::with_capacity(stored.len());
+        for key in stored {
+            Ed25519KeyPair::from_pkcs8(&key.private_pkcs8)
+                .map_err(|e| KeyError(format!("key {} does not load: {e}", key.kid)))?;
+            if key.retired_at.is_none() && set.current.is_none() {
+                let mut header = Header::new(Algorithm::EdDSA);
+                header.kid = Some(key.kid.clone());
+                header.typ = Some(ACCESS_TOKEN_TYPE.to_owned());
+                set.current = Some(CurrentKey { header, key: EncodingKey::from_ed_der(&key.private_pkcs8) });
+            }
+            set.verifying.insert(key.kid.clone(), DecodingKey::from_ed_der(&key.public_key));
+            published.push(serde_json::json!({
+                "kty": "OKP",
+                "crv": "Ed25519",
+                "alg": "EdDSA",
+                "use": "sig",
+                "kid": key.kid,
+                "x": URL_SAFE_NO_PAD.encode(&key.public_key),
+            }));
+        }
+        set.document = serde_json::json!({ "keys": published }).to_string();
+        self.keys.store(Arc::new(set));
+        Ok(())
+    }
+
+    /// The id of the key that signs new tokens, if one is loaded.
+    pub fn current_kid(&self) -> Option<String> {
+        self.keys.load().current.as_ref().and_then(|current| current.header.kid.clone())
+    }
+}
+
+impl TokenSigner for JwtTokens {
+    fn sign(&self, claims: &AccessClaims) -> Result<String, SigningFailed> {
+        let keys = self.keys.load();
+        let current = keys
+            .current
+            .as_ref()
+            .ok_or_else(|| SigningFailed("no current signing key is loaded".into()))?;
+        let out = ClaimsOut {
+            iss: &self.issuer,
+            aud: &self.audience,
+            sub: claims.client_id.as_str(),
+            iat: claims.issued_at,
+            nbf: claims.not_before,
+            exp: claims.expires_at,
+            jti: claims.token_id.as_str(),
+            scope: claims.granted.as_str(),
+            sid: claims.session.as_str(),
+            business_code: claims.scope.business.as_str(),
+            country_code: claims.scope.country.as_str(),
+            channel_id: claims.scope.channel.as_str(),
+        };
+        jsonwebtoken::encode(&current.header, &out, &current.key).map_err(|e| SigningFailed(e.to_string()))
+    }
+}
+
+fn rejection(kind: &ErrorKind) -> TokenRejected {
+    TokenRejected(match kind {
+        ErrorKind::ExpiredSignature => "expired",
+        ErrorKind::ImmatureSignature => "not yet valid",
+        ErrorKind::InvalidSignature => "bad signature",
+        ErrorKind::InvalidIssuer => "wrong issuer",
+        ErrorKind::InvalidAudience => "wrong audience",
+        ErrorKind::InvalidAlgorithm => "algorithm not allowed",
+        ErrorKind::MissingRequiredClaim(_) => "missing claim",
+        _ => "malformed token",
+    })
+}
+
+impl TokenVerifier for JwtTokens {
+    fn verify(&self, token: &str) -> Result<AccessClaims, TokenRejected> {
+        let header = jsonwebtoken::decode_header(token).map_err(|e| rejection(e.kind()))?;
+        if header.alg != Algorithm::EdDSA {
+            return Err(TokenRejected("algorithm not allowed"));
+        }
+        let keys = self.keys.load();
+        let key = header
+            .kid
+            .as_ref()
+            .and_then(|kid| keys.verifying.get(kid))
+            .ok_or(TokenRejected("unknown key id"))?;
+        let claims = jsonwebtoken::decode::<ClaimsIn>(token, key, &self.validation)
+            .map_err(|e| rejection(e.kind()))?
+            .claims;
+        let malformed = |_| TokenRejected("malformed claims");
+        Ok(AccessClaims {
+            client_id: ClientId::parse(&claims.sub).map_err(malformed)?,
+            scope: ChannelScope {
+                country: CountryCode::parse(&claims.country_code).map_err(malformed)?,
+                business: BusinessCode::parse(&claims.business_code).map_err(malformed)?,
+                channel: ChannelId::parse(&claims.channel_id).map_err(malformed)?,
+            },
+            session: SessionId::new(claims.sid),
+            token_id: TokenId::new(claims.jti),
+            granted: Scope::parse_request(&claims.scope).map_err(malformed)?,
+            issued_at: claims.iat,
+            not_before: claims.nbf,
+            expires_at: claims.exp,
+        })
+    }
+
+    fn key_set_document(&self) -> String {
+        self.keys.load().document.clone()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use time::OffsetDateTime;
+
+    fn now() -> i64 {
+        OffsetDateTime::now_utc().unix_timestamp()
+    }
+
+    fn claims(issued_at: i64, lifetime: i64) -> AccessClaims {
+        AccessClaims {
+            client_id: ClientId::parse("demo-app").unwrap(),
+            scope: ChannelScope {
+                country: CountryCode::parse("MX").unwrap(),
+                business: BusinessCode::parse("GCB").unwrap(),
+                channel: ChannelId::parse("MOBILE").unwrap(),
+            },
+            session: SessionId::new("sid-123".into()),
+            token_id: TokenId::new("jti-123".into()),
+            granted: Scope::Visitor,
+            issued_at,
+            not_before: issued_at,
+            expires_at: issued_at + lifetime,
+        }
+    }
+
+    fn tokens_with(keys: &[StoredSigningKey]) -> JwtTokens {
+        let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api");
+        tokens.install(keys).unwrap();
+        tokens
+    }
+
+    #[test]
+    fn a_signed_token_verifies_back_to_its_claims() {
+        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let issued = claims(now(), 60);
+        let token = tokens.sign(&issued).unwrap();
+        assert_eq!(tokens.verify(&token).unwrap(), issued);
+    }
+
+    #[test]
+    fn an_expired_token_is_rejected() {
+        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let token = tokens.sign(&claims(now() - 120, 60)).unwrap();
+        assert_eq!(tokens.verify(&token), Err(TokenRejected("expired")));
+    }
+
+    #[test]
+    fn a_token_from_another_issuer_is_rejected() {
+        let key = generate_signing_key(now()).unwrap();
+        let elsewhere = JwtTokens::new("https://evil.example/api", "https://bank.example/api");
+        elsewhere.install(std::slice::from_ref(&key)).unwrap();
+        let token = elsewhere.sign(&claims(now(), 60)).unwrap();
+        assert_eq!(tokens_with(&[key]).verify(&token), Err(TokenRejected("wrong issuer")));
+    }
+
+    #[test]
+    fn a_token_signed_by_an_unpublished_key_is_rejected() {
+        let signer = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let verifier = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let token = signer.sign(&claims(now(), 60)).unwrap();
+        assert_eq!(verifier.verify(&token), Err(TokenRejected("unknown key id")));
+    }
+
+    #[test]
+    fn after_rotation_the_new_key_signs_and_old_tokens_still_verify() {
+        let old = generate_signing_key(now() - 10).unwrap();
+        let before = tokens_with(std::slice::from_ref(&old));
+        let old_token = before.sign(&claims(now(), 60)).unwrap();
+
+        let new = generate_signing_key(now()).unwrap();
+        let retired = StoredSigningKey { retired_at: Some(now()), ..old.clone() };
+        let after = tokens_with(&[new.clone(), retired]);
+
+        assert_eq!(after.current_kid(), Some(new.kid));
+        assert!(after.verify(&old_token).is_ok());
+        let document: serde_json::Value = serde_json::from_str(&after.key_set_document()).unwrap();
+        assert_eq!(document["keys"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn the_kid_is_the_rfc7638_thumbprint() {
+        // RFC 8037 Appendix A.3: the thumbprint of its example Ed25519 key.
+        let x = URL_SAFE_NO_PAD.decode("11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo").unwrap();
+        assert_eq!(thumbprint(&x), "kPrK_qmxVWaYVA9wwBF6Iuo3vVzz7TxHCTwXBygrS4k");
+    }
+}

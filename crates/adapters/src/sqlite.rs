@@ -1,0 +1,431 @@
+//! The SQLite store: the embedded default, one file, no server to run.
+
+use std::path::Path;
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
+use domain::ports::StoreUnavailable;
+use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+
+use crate::store::{AdminError, Revisions, Store, StoredSigningKey, TokenRecord, WaitTimeEstimate};
+
+/// Connections in the pool: measured best of 1/2/4/8 on a 2-core machine
+/// (shared/DEPENDENCIES.md). The hot paths do not use the pool at all.
+const POOL_SIZE: u32 = 4;
+
+/// How long a writer waits for another process's write lock (the CLI importing while
+/// the service runs) before giving up.
+const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Rows per multi-row INSERT: 7 parameters a row stays far below SQLite's limit of
+/// 32,766 bound parameters.
+const ROWS_PER_STATEMENT: usize = 500;
+
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+
+fn unavailable(error: sqlx::Error) -> StoreUnavailable {
+    StoreUnavailable::new(error)
+}
+
+fn corrupt(what: &str, value: &str) -> StoreUnavailable {
+    StoreUnavailable::new(format!("the store holds an invalid {what}: {value:?}"))
+}
+
+/// A SQLite database file.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating it and its folder if missing) the database at `url`
+    /// (`sqlite://path/to/file.db`, or `sqlite::memory:` for a throwaway one).
+    ///
+    /// Writes are durable when they return: WAL journal with `synchronous = FULL`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the URL is not a SQLite URL or the file cannot be opened.
+    pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
+        let options = SqliteConnectOptions::from_str(url)
+            .map_err(unavailable)?
+            .create_if_missing(true)
+            .journal_mode(SqliteJournalMode::Wal)
+            .synchronous(SqliteSynchronous::Full)
+            .busy_timeout(BUSY_TIMEOUT)
+            .foreign_keys(true);
+        let file = options.get_filename();
+        if file != Path::new(":memory:")
+            && let Some(folder) = file.parent().filter(|folder| !folder.as_os_str().is_empty())
+        {
+            std::fs::create_dir_all(folder).map_err(StoreUnavailable::new)?;
+        }
+        // An in-memory database exists once per connection: keep exactly one.
+        let in_memory = file == Path::new(":memory:") || url.contains("mode=memory");
+        let pool = SqlitePoolOptions::new()
+            .max_connections(if in_memory { 1 } else { POOL_SIZE })
+            .min_connections(if in_memory { 1 } else { 0 })
+            .idle_timeout(if in_memory { None } else { Some(Duration::from_secs(600)) })
+            .max_lifetime(if in_memory { None } else { Some(Duration::from_secs(1800)) })
+            .acquire_timeout(Duration::from_secs(5))
+            .connect_with(options)
+            .await
+            .map_err(unavailable)?;
+        Ok(Self { pool })
+    }
+
+    /// Closes every connection; for tests that make the store unreachable.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+type ClientRow = (String, String, String, String, String, String);
+
+fn client_from_row((client_id, country, business, channel, uris, status): ClientRow) -> Result<ClientRegistration, StoreUnavailable> {
+    let uris: Vec<String> = serde_json::from_str(&uris).map_err(|_| corrupt("redirect URI list", &uris))?;
+    Ok(ClientRegistration {
+        scope: ChannelScope {
+            country: CountryCode::parse(&country).map_err(|_| corrupt("country code", &country))?,
+            business: BusinessCode::parse(&business).map_err(|_| corrupt("business code", &business))?,
+            channel: ChannelId::parse(&channel).map_err(|_| corrupt("channel id", &channel))?,
+        },
+        client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
+        redirect_uris: uris
+            .iter()
+            .map(|uri| RedirectUri::parse(uri).map_err(|_| corrupt("redirect URI", uri)))
+            .collect::<Result<_, _>>()?,
+        status: match status.as_str() {
+            "active" => ClientStatus::Active,
+            "disabled" => ClientStatus::Disabled,
+            _ => return Err(corrupt("client status", &status)),
+        },
+    })
+}
+
+type TokenRow = (String, String, String, String, i64, i64, Option<String>, Option<i64>);
+
+fn token_from_row(
+    (jti, opaque, client_id, session, issued_at, expires_at, challenge, revoked_at): TokenRow,
+) -> Result<TokenRecord, StoreUnavailable> {
+    Ok(TokenRecord {
+        token: IssuedToken {
+            token_id: TokenId::new(jti),
+            opaque_token: OpaqueToken::new(opaque),
+            client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
+            session: SessionId::new(session),
+            issued_at,
+            expires_at,
+            code_challenge: challenge
+                .map(|c| CodeChallenge::parse(&c).map_err(|_| corrupt("code challenge", &c)))
+                .transpose()?,
+        },
+        revoked_at,
+    })
+}
+
+#[async_trait]
+impl Store for SqliteStore {
+    #[tracing::instrument(skip(self))]
+    async fn migrate(&self) -> Result<(), StoreUnavailable> {
+        MIGRATOR.run(&self.pool).await.map_err(StoreUnavailable::new)
+    }
+
+    async fn ping(&self) -> Result<(), StoreUnavailable> {
+        sqlx::query("SELECT revision FROM change_log LIMIT 1")
+            .fetch_optional(&self.pool)
+            .await
+            .map(drop)
+            .map_err(unavailable)
+    }
+
+    async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
+        let rows: Vec<(String, i64)> = sqlx::query_as("SELECT topic, revision FROM change_log")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        let mut revisions = Revisions::default();
+        for (topic, revision) in rows {
+            let slot = match topic.as_str() {
+                "clients" => &mut revisions.clients,
+                "access" => &mut revisions.access,
+                "wait_times" => &mut revisions.wait_times,
+                "revocations" => &mut revisions.revocations,
+                "signing_keys" => &mut revisions.signing_keys,
+                _ => continue,
+            };
+            *slot = revision;
+        }
+        Ok(revisions)
+    }
+
+    async fn is_empty(&self) -> Result<bool, StoreUnavailable> {
+        let (any,): (bool,) = sqlx::query_as(
+            "SELECT EXISTS (SELECT 1 FROM clients) OR EXISTS (SELECT 1 FROM branch_wait_times)",
+        )
+        .fetch_one(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(!any)
+    }
+
+    async fn clients(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
+        let rows: Vec<ClientRow> = sqlx::query_as(
+            "SELECT client_id, country_code, business_code, channel_id, redirect_uris, status \
+             FROM clients ORDER BY client_id",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.into_iter().map(client_from_row).collect()
+    }
+
+    async fn supported_channels(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
+        let rows: Vec<(String, String, String)> = sqlx::query_as(
+            "SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        rows.into_iter()
+            .map(|(country, business, channel)| {
+                Ok(ChannelScope {
+                    country: CountryCode::parse(&country).map_err(|_| corrupt("country code", &country))?,
+                    business: BusinessCode::parse(&business).map_err(|_| corrupt("business code", &business))?,
+                    channel: ChannelId::parse(&channel).map_err(|_| corrupt("channel id", &channel))?,
+                })
+            })
+            .collect()
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn wait_times(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
+        let rows: Vec<(String, i64, i64)> =
+            sqlx::query_as("SELECT branch_id, minutes, estimated_at FROM branch_wait_times")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(unavailable)?;
+        rows.into_iter()
+            .map(|(branch, minutes, estimated_at)| {
+                Ok(WaitTimeEstimate {
+                    estimate: BranchWaitTime {
+                        branch: BranchId::parse(&branch).map_err(|_| corrupt("branch id", &branch))?,
+                        wait: u32::try_from(minutes)
+                            .ok()
+                            .and_then(|m| WaitTime::from_minutes(m).ok())
+                            .ok_or_else(|| corrupt("wait time", &minutes.to_string()))?,
+                    },
+                    estimated_at,
+                })
+            })
+            .collect()
+    }
+
+    async fn revoked_tokens(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
+        let rows: Vec<(String,)> =
+            sqlx::query_as("SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= ?")
+                .bind(now)
+                .fetch_all(&self.pool)
+                .await
+                .map_err(unavailable)?;
+        Ok(rows.into_iter().map(|(jti,)| TokenId::new(jti)).collect())
+    }
+
+    async fn signing_keys(&self, retired_after: i64) -> Result<Vec<StoredSigningKey>, StoreUnavailable> {
+        let rows: Vec<(String, Vec<u8>, Vec<u8>, i64, Option<i64>)> = sqlx::query_as(
+            "SELECT kid, private_key, public_key, created_at, retired_at FROM signing_keys \
+             WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, kid",
+        )
+        .bind(retired_after)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(rows
+            .into_iter()
+            .map(|(kid, private_pkcs8, public_key, created_at, retired_at)| StoredSigningKey {
+                kid,
+                private_pkcs8,
+                public_key,
+                created_at,
+                retired_at,
+            })
+            .collect())
+    }
+
+    #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
+    async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new(
+                "INSERT INTO issued_tokens \
+                 (jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge) ",
+            )
+            .push_values(chunk, |mut row, token| {
+                row.push_bind(token.token_id.as_str())
+                    .push_bind(token.opaque_token.as_str())
+                    .push_bind(token.client_id.as_str())
+                    .push_bind(token.session.as_str())
+                    .push_bind(token.issued_at)
+                    .push_bind(token.expires_at)
+                    .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
+            })
+            .build()
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    async fn find_token(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
+        let row: Option<TokenRow> = sqlx::query_as(
+            "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, revoked_at \
+             FROM issued_tokens WHERE opaque_token = ?",
+        )
+        .bind(opaque.as_str())
+        .fetch_optional(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        row.map(token_from_row).transpose()
+    }
+
+    async fn revoke_token(&self, opaque: &OpaqueToken, now: i64) -> Result<bool, AdminError> {
+        let record = self
+            .find_token(opaque)
+            .await?
+            .ok_or_else(|| AdminError::NotFound("that opaque token".into()))?;
+        let changed = sqlx::query("UPDATE issued_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL")
+            .bind(now)
+            .bind(record.token.token_id.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .rows_affected();
+        Ok(changed == 1)
+    }
+
+    async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ?")
+            .bind(before)
+            .execute(&self.pool)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(unavailable)
+    }
+
+    async fn register_client(&self, client: &ClientRegistration, now: i64) -> Result<(), AdminError> {
+        let uris: Vec<&str> = client.redirect_uris.iter().map(RedirectUri::as_str).collect();
+        let uris = serde_json::to_string(&uris).map_err(StoreUnavailable::new)?;
+        let inserted = sqlx::query(
+            "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, status, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client_id) DO NOTHING",
+        )
+        .bind(client.client_id.as_str())
+        .bind(client.scope.country.as_str())
+        .bind(client.scope.business.as_str())
+        .bind(client.scope.channel.as_str())
+        .bind(uris)
+        .bind(match client.status {
+            ClientStatus::Active => "active",
+            ClientStatus::Disabled => "disabled",
+        })
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?
+        .rows_affected();
+        if inserted == 0 {
+            return Err(AdminError::AlreadyExists(format!("client {}", client.client_id)));
+        }
+        Ok(())
+    }
+
+    async fn disable_client(&self, client_id: &ClientId, now: i64) -> Result<u64, AdminError> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        let found = sqlx::query("UPDATE clients SET status = 'disabled' WHERE client_id = ?")
+            .bind(client_id.as_str())
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?
+            .rows_affected();
+        if found == 0 {
+            return Err(AdminError::NotFound(format!("client {client_id}")));
+        }
+        let revoked = sqlx::query(
+            "UPDATE issued_tokens SET revoked_at = ? \
+             WHERE client_id = ? AND revoked_at IS NULL AND expires_at >= ?",
+        )
+        .bind(now)
+        .bind(client_id.as_str())
+        .bind(now)
+        .execute(&mut *transaction)
+        .await
+        .map_err(unavailable)?
+        .rows_affected();
+        transaction.commit().await.map_err(unavailable)?;
+        Ok(revoked)
+    }
+
+    async fn allow_channel(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
+        sqlx::query(
+            "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES (?, ?, ?) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(scope.country.as_str())
+        .bind(scope.business.as_str())
+        .bind(scope.channel.as_str())
+        .execute(&self.pool)
+        .await
+        .map(|done| done.rows_affected() == 1)
+        .map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
+    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
+                .push_values(chunk, |mut row, estimate| {
+                    row.push_bind(estimate.estimate.branch.to_string())
+                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
+                        .push_bind(estimate.estimated_at);
+                })
+                .push(
+                    " ON CONFLICT (branch_id) DO UPDATE SET \
+                     minutes = excluded.minutes, estimated_at = excluded.estimated_at",
+                )
+                .build()
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    async fn rotate_signing_key(&self, key: &StoredSigningKey, now: i64) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL")
+            .bind(now)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        sqlx::query(
+            "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at) \
+             VALUES (?, 'EdDSA', ?, ?, ?)",
+        )
+        .bind(&key.kid)
+        .bind(&key.private_pkcs8)
+        .bind(&key.public_key)
+        .bind(key.created_at)
+        .execute(&mut *transaction)
+        .await
+        .map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+}

@@ -1,0 +1,71 @@
+//! Group commit for issued-token records.
+//!
+//! Every token must be durable before it is handed out, and a durable SQLite commit
+//! costs an fsync. Requests queue their record here; one task writes whatever has
+//! queued up in a single transaction and then answers every waiter, so the fsync cost
+//! is shared by the whole batch and issuance scales with load instead of disk latency.
+
+use std::sync::Arc;
+
+use domain::ports::StoreUnavailable;
+use domain::token::IssuedToken;
+use tokio::sync::{mpsc, oneshot};
+
+use crate::store::Store;
+
+/// The most records written in one transaction.
+const MAX_BATCH: usize = 512;
+
+/// Records queued before callers wait for room: bounds memory under overload.
+const QUEUE_CAPACITY: usize = 8 * MAX_BATCH;
+
+type Reply = oneshot::Sender<Result<(), String>>;
+
+/// Queues token records for the group-commit task.
+#[derive(Clone)]
+pub struct TokenWriter {
+    queue: mpsc::Sender<(IssuedToken, Reply)>,
+}
+
+impl TokenWriter {
+    /// Starts the group-commit task on the current tokio runtime. It stops when the last
+    /// `TokenWriter` clone is dropped.
+    pub fn spawn(store: Arc<dyn Store>) -> Self {
+        let (queue, pending) = mpsc::channel(QUEUE_CAPACITY);
+        tokio::spawn(write_batches(store, pending));
+        Self { queue }
+    }
+
+    /// Queues `token` and waits until it is durable.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the batch it was in could not be committed.
+    pub async fn record(&self, token: IssuedToken) -> Result<(), StoreUnavailable> {
+        let (reply, answer) = oneshot::channel();
+        self.queue
+            .send((token, reply))
+            .await
+            .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
+        answer
+            .await
+            .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?
+            .map_err(StoreUnavailable::new)
+    }
+}
+
+async fn write_batches(store: Arc<dyn Store>, mut pending: mpsc::Receiver<(IssuedToken, Reply)>) {
+    let mut batch = Vec::with_capacity(MAX_BATCH);
+    let mut tokens = Vec::with_capacity(MAX_BATCH);
+    while pending.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        tokens.extend(batch.iter().map(|(token, _)| token.clone()));
+        let outcome = store.record_tokens(&tokens).await.map_err(|error| {
+            tracing::error!(error = %error, tokens = tokens.len(), "token records were not stored");
+            error.to_string()
+        });
+        tokens.clear();
+        for (_, reply) in batch.drain(..) {
+            // A waiter that went away (client disconnected) needs no answer.
+            let _ = reply.send(outcome.clone());
+        }
+    }
+}

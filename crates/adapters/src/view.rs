@@ -1,0 +1,197 @@
+//! An in-memory view of the store for the request paths.
+//!
+//! Per-request SQL through a pool costs about fifteen times what parsing and writing the
+//! JSON of a 100-branch request costs (shared/DEPENDENCIES.md), so requests read this
+//! view instead. A refresher polls the store's change counters (one tiny query) every
+//! `refresh_interval` and reloads only the topics whose counter moved, whoever wrote the
+//! change. The view is therefore at most one interval plus one reload stale.
+//!
+//! When the store cannot be reached the view keeps serving what it last loaded; the
+//! readiness check reports the store, so a load balancer can decide.
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::time::Duration;
+
+use arc_swap::ArcSwap;
+use async_trait::async_trait;
+use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::client::{ChannelScope, ClientId, ClientRegistration};
+use domain::ports::{AccessPolicy, ClientRegistry, StoreUnavailable, TokenLedger, WaitTimeStore};
+use domain::token::{IssuedToken, TokenId};
+use time::OffsetDateTime;
+use tokio::sync::Mutex;
+
+use crate::jwt::JwtTokens;
+use crate::store::{Revisions, Store};
+use crate::token_writer::TokenWriter;
+
+/// Wait times indexed by branch id: the id space is five digits, so a dense table of
+/// 100,000 slots (200 KB) answers any look-up with one array read.
+struct WaitTable(Box<[Option<WaitTime>]>);
+
+impl WaitTable {
+    fn empty() -> Self {
+        Self(vec![None; BranchId::SPACE].into_boxed_slice())
+    }
+}
+
+/// How long a retired signing key stays published after it stopped signing: the
+/// longest a token it signed can live, plus a margin for instances that switch keys up
+/// to one refresh later.
+fn key_publication_window(token_lifetime: Duration, refresh_interval: Duration) -> i64 {
+    (token_lifetime + refresh_interval * 2 + Duration::from_secs(60)).as_secs() as i64
+}
+
+/// The in-memory view; implements the read ports and the token ledger.
+pub struct StoreView {
+    store: Arc<dyn Store>,
+    tokens: Arc<JwtTokens>,
+    writer: TokenWriter,
+    key_window_seconds: i64,
+    seen: Mutex<Option<Revisions>>,
+    clients: ArcSwap<HashMap<ClientId, ClientRegistration>>,
+    channels: ArcSwap<HashSet<ChannelScope>>,
+    wait_times: ArcSwap<WaitTable>,
+    revoked: ArcSwap<HashSet<TokenId>>,
+}
+
+impl StoreView {
+    /// Loads everything from `store` (signing keys into `tokens`) and starts the token
+    /// writer. Call [`StoreView::spawn_refresher`] to keep it current.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the first load fails.
+    pub async fn load(
+        store: Arc<dyn Store>,
+        tokens: Arc<JwtTokens>,
+        token_lifetime: Duration,
+        refresh_interval: Duration,
+    ) -> Result<Arc<Self>, StoreUnavailable> {
+        let view = Arc::new(Self {
+            writer: TokenWriter::spawn(Arc::clone(&store)),
+            store,
+            tokens,
+            key_window_seconds: key_publication_window(token_lifetime, refresh_interval),
+            seen: Mutex::new(None),
+            clients: ArcSwap::from_pointee(HashMap::new()),
+            channels: ArcSwap::from_pointee(HashSet::new()),
+            wait_times: ArcSwap::from_pointee(WaitTable::empty()),
+            revoked: ArcSwap::from_pointee(HashSet::new()),
+        });
+        view.refresh().await?;
+        Ok(view)
+    }
+
+    /// Reloads every topic whose change counter moved since the last refresh.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the store could not be read; the view is unchanged for
+    /// the topics that failed and they are retried next time.
+    pub async fn refresh(&self) -> Result<(), StoreUnavailable> {
+        let mut seen = self.seen.lock().await;
+        let now = self.store.revisions().await?;
+        let before = *seen;
+        let moved = |pick: fn(&Revisions) -> i64| before.is_none_or(|old| pick(&old) != pick(&now));
+        // Record progress topic by topic, so one failing load does not force the others
+        // to reload next time.
+        let mut done = before.unwrap_or(Revisions { clients: -1, access: -1, wait_times: -1, revocations: -1, signing_keys: -1 });
+
+        if moved(|r| r.clients) {
+            let clients = self.store.clients().await?;
+            self.clients
+                .store(Arc::new(clients.into_iter().map(|c| (c.client_id.clone(), c)).collect()));
+            done.clients = now.clients;
+        }
+        if moved(|r| r.access) {
+            let channels = self.store.supported_channels().await?;
+            self.channels.store(Arc::new(channels.into_iter().collect()));
+            done.access = now.access;
+        }
+        if moved(|r| r.wait_times) {
+            let mut table = WaitTable::empty();
+            for row in self.store.wait_times().await? {
+                table.0[row.estimate.branch.index()] = Some(row.estimate.wait);
+            }
+            self.wait_times.store(Arc::new(table));
+            done.wait_times = now.wait_times;
+        }
+        let unix_now = OffsetDateTime::now_utc().unix_timestamp();
+        if moved(|r| r.revocations) {
+            let revoked = self.store.revoked_tokens(unix_now).await?;
+            self.revoked.store(Arc::new(revoked.into_iter().collect()));
+            done.revocations = now.revocations;
+        }
+        if moved(|r| r.signing_keys) {
+            let keys = self.store.signing_keys(unix_now - self.key_window_seconds).await?;
+            self.tokens
+                .install(&keys)
+                .map_err(StoreUnavailable::new)?;
+            done.signing_keys = now.signing_keys;
+        }
+        *seen = Some(done);
+        Ok(())
+    }
+
+    /// Refreshes every `interval` until the process ends; failures are logged and
+    /// retried at the next tick.
+    pub fn spawn_refresher(self: &Arc<Self>, interval: Duration) -> tokio::task::JoinHandle<()> {
+        let view = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut ticks = tokio::time::interval(interval);
+            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            loop {
+                ticks.tick().await;
+                if let Err(error) = view.refresh().await {
+                    tracing::warn!(error = %error, "the in-memory view could not be refreshed");
+                }
+            }
+        })
+    }
+
+    /// Whether the store answers now (for the readiness check).
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if it does not.
+    pub async fn ping(&self) -> Result<(), StoreUnavailable> {
+        self.store.ping().await
+    }
+}
+
+#[async_trait]
+impl ClientRegistry for StoreView {
+    async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable> {
+        Ok(self.clients.load().get(client_id).cloned())
+    }
+}
+
+#[async_trait]
+impl AccessPolicy for StoreView {
+    async fn is_supported(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
+        Ok(self.channels.load().contains(scope))
+    }
+}
+
+#[async_trait]
+impl WaitTimeStore for StoreView {
+    async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<BranchWaitTime>, StoreUnavailable> {
+        let table = self.wait_times.load();
+        Ok(branches
+            .iter()
+            .filter_map(|branch| {
+                table.0[branch.index()].map(|wait| BranchWaitTime { branch: *branch, wait })
+            })
+            .collect())
+    }
+}
+
+#[async_trait]
+impl TokenLedger for StoreView {
+    async fn record(&self, token: IssuedToken) -> Result<(), StoreUnavailable> {
+        self.writer.record(token).await
+    }
+
+    async fn is_revoked(&self, token_id: &TokenId) -> Result<bool, StoreUnavailable> {
+        Ok(self.revoked.load().contains(token_id))
+    }
+}
