@@ -1,0 +1,245 @@
+//! The contract every [`Store`] keeps, run against each adapter.
+//!
+//! Each check is an async function over `&dyn Store` on a freshly migrated, empty
+//! store; every adapter module below runs all of them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use adapters::jwt::{JwtTokens, generate_signing_key};
+use adapters::store::{AdminError, Store, WaitTimeEstimate};
+use adapters::view::StoreView;
+use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri};
+use domain::ports::{AccessPolicy, ClientRegistry, TokenLedger, WaitTimeStore};
+use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
+
+const NOW: i64 = 1_800_000_000;
+
+fn scope(channel: &str) -> ChannelScope {
+    ChannelScope {
+        country: CountryCode::parse("MX").unwrap(),
+        business: BusinessCode::parse("GCB").unwrap(),
+        channel: ChannelId::parse(channel).unwrap(),
+    }
+}
+
+fn client(id: &str) -> ClientRegistration {
+    ClientRegistration {
+        client_id: ClientId::parse(id).unwrap(),
+        scope: scope("MOBILE"),
+        redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").unwrap()],
+        status: ClientStatus::Active,
+    }
+}
+
+fn estimate(branch: &str, minutes: u32) -> WaitTimeEstimate {
+    WaitTimeEstimate {
+        estimate: BranchWaitTime { branch: BranchId::parse(branch).unwrap(), wait: WaitTime::from_minutes(minutes).unwrap() },
+        estimated_at: NOW,
+    }
+}
+
+fn token(n: u32, client_id: &str, expires_at: i64) -> IssuedToken {
+    IssuedToken {
+        token_id: TokenId::new(format!("jti-{n}")),
+        opaque_token: OpaqueToken::new(format!("opaque-{n}")),
+        client_id: ClientId::parse(client_id).unwrap(),
+        session: SessionId::new(format!("session-{n}")),
+        issued_at: NOW,
+        expires_at,
+        code_challenge: (n % 2 == 0).then(|| CodeChallenge::parse("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM").unwrap()),
+    }
+}
+
+async fn a_new_store_is_empty_until_something_is_written(store: &dyn Store) {
+    assert!(store.is_empty().await.unwrap());
+    store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
+    assert!(!store.is_empty().await.unwrap());
+}
+
+async fn clients_round_trip_and_cannot_be_registered_twice(store: &dyn Store) {
+    store.register_client(&client("b-app"), NOW).await.unwrap();
+    store.register_client(&client("a-app"), NOW).await.unwrap();
+    let again = store.register_client(&client("a-app"), NOW).await;
+    assert!(matches!(again, Err(AdminError::AlreadyExists(_))));
+    let listed = store.clients().await.unwrap();
+    assert_eq!(listed, vec![client("a-app"), client("b-app")]);
+}
+
+async fn disabling_a_client_revokes_only_its_live_tokens(store: &dyn Store) {
+    store.register_client(&client("a-app"), NOW).await.unwrap();
+    store
+        .record_tokens(&[token(1, "a-app", NOW + 600), token(2, "a-app", NOW - 1), token(3, "b-app", NOW + 600)])
+        .await
+        .unwrap();
+    let revoked = store.disable_client(&ClientId::parse("a-app").unwrap(), NOW).await.unwrap();
+    assert_eq!(revoked, 1);
+    assert_eq!(store.clients().await.unwrap()[0].status, ClientStatus::Disabled);
+    assert_eq!(store.revoked_tokens(NOW).await.unwrap(), vec![TokenId::new("jti-1".into())]);
+    let missing = store.disable_client(&ClientId::parse("nobody").unwrap(), NOW).await;
+    assert!(matches!(missing, Err(AdminError::NotFound(_))));
+}
+
+async fn supported_channels_are_a_set(store: &dyn Store) {
+    assert!(store.allow_channel(&scope("WEB")).await.unwrap());
+    assert!(!store.allow_channel(&scope("WEB")).await.unwrap());
+    assert!(store.allow_channel(&scope("MOBILE")).await.unwrap());
+    assert_eq!(store.supported_channels().await.unwrap(), vec![scope("MOBILE"), scope("WEB")]);
+}
+
+async fn wait_times_are_upserted_and_keep_leading_zeros(store: &dyn Store) {
+    store.upsert_wait_times(&[estimate("00001", 3), estimate("12345", 40)]).await.unwrap();
+    store.upsert_wait_times(&[estimate("00001", 7)]).await.unwrap();
+    let mut stored = store.wait_times().await.unwrap();
+    stored.sort_by_key(|row| row.estimate.branch);
+    assert_eq!(stored, vec![estimate("00001", 7), estimate("12345", 40)]);
+}
+
+async fn tokens_are_found_by_opaque_token_and_revoked_once(store: &dyn Store) {
+    let tokens: Vec<_> = (0..1200).map(|n| token(n, "a-app", NOW + 600)).collect();
+    store.record_tokens(&tokens).await.unwrap();
+    let found = store.find_token(&OpaqueToken::new("opaque-1100".into())).await.unwrap().unwrap();
+    assert_eq!(found.token, tokens[1100]);
+    assert_eq!(found.revoked_at, None);
+    assert!(store.revoke_token(&OpaqueToken::new("opaque-1100".into()), NOW).await.unwrap());
+    assert!(!store.revoke_token(&OpaqueToken::new("opaque-1100".into()), NOW).await.unwrap());
+    assert!(store.find_token(&OpaqueToken::new("nope".into())).await.unwrap().is_none());
+}
+
+async fn a_token_id_cannot_be_recorded_twice(store: &dyn Store) {
+    store.record_tokens(&[token(1, "a-app", NOW)]).await.unwrap();
+    assert!(store.record_tokens(&[token(5, "a-app", NOW), token(1, "a-app", NOW)]).await.is_err());
+    // All or none: the batch with the duplicate left nothing behind.
+    assert!(store.find_token(&OpaqueToken::new("opaque-5".into())).await.unwrap().is_none());
+}
+
+async fn expired_tokens_are_purged(store: &dyn Store) {
+    store.record_tokens(&[token(1, "a-app", NOW - 10), token(2, "a-app", NOW + 10)]).await.unwrap();
+    assert_eq!(store.purge_expired_tokens(NOW).await.unwrap(), 1);
+    assert!(store.find_token(&OpaqueToken::new("opaque-2".into())).await.unwrap().is_some());
+}
+
+async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones(store: &dyn Store) {
+    let first = generate_signing_key(NOW - 100).unwrap();
+    let second = generate_signing_key(NOW).unwrap();
+    store.rotate_signing_key(&first, NOW - 100).await.unwrap();
+    store.rotate_signing_key(&second, NOW).await.unwrap();
+    let keys = store.signing_keys(NOW - 1).await.unwrap();
+    assert_eq!(keys.len(), 2);
+    assert_eq!(keys[0].kid, second.kid);
+    assert_eq!(keys[0].retired_at, None);
+    assert_eq!(keys[1].retired_at, Some(NOW));
+    assert_eq!(store.signing_keys(NOW).await.unwrap().len(), 1, "a key retired before the window is dropped");
+}
+
+async fn every_write_moves_its_change_counter(store: &dyn Store) {
+    let before = store.revisions().await.unwrap();
+    store.register_client(&client("a-app"), NOW).await.unwrap();
+    store.allow_channel(&scope("WEB")).await.unwrap();
+    store.upsert_wait_times(&[estimate("00001", 1)]).await.unwrap();
+    store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
+    store.record_tokens(&[token(1, "a-app", NOW + 60)]).await.unwrap();
+    store.revoke_token(&OpaqueToken::new("opaque-1".into()), NOW).await.unwrap();
+    let after = store.revisions().await.unwrap();
+    assert!(after.clients > before.clients);
+    assert!(after.access > before.access);
+    assert!(after.wait_times > before.wait_times);
+    assert!(after.signing_keys > before.signing_keys);
+    assert!(after.revocations > before.revocations);
+}
+
+async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc<dyn Store>) {
+    store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
+    store.register_client(&client("a-app"), NOW).await.unwrap();
+    store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
+    let tokens = Arc::new(JwtTokens::new("iss", "aud"));
+    let view = StoreView::load(Arc::clone(&store), Arc::clone(&tokens), Duration::from_secs(1800), Duration::from_secs(1))
+        .await
+        .unwrap();
+    assert!(tokens.current_kid().is_some());
+    assert!(view.find(&ClientId::parse("a-app").unwrap()).await.unwrap().is_some());
+    assert!(!view.is_supported(&scope("WEB")).await.unwrap());
+
+    store.allow_channel(&scope("WEB")).await.unwrap();
+    store.upsert_wait_times(&[estimate("00001", 9), estimate("00002", 4)]).await.unwrap();
+    let ids = [BranchId::parse("00002").unwrap(), BranchId::parse("00003").unwrap(), BranchId::parse("00001").unwrap()];
+    assert_eq!(view.wait_times(&ids).await.unwrap().len(), 1, "unchanged until refreshed");
+    view.refresh().await.unwrap();
+    assert!(view.is_supported(&scope("WEB")).await.unwrap());
+    let minutes: Vec<_> = view.wait_times(&ids).await.unwrap().iter().map(|w| w.wait.minutes()).collect();
+    assert_eq!(minutes, vec![4, 9]);
+
+    view.record(token(7, "a-app", NOW + 3600_000_000)).await.unwrap();
+    assert!(store.find_token(&OpaqueToken::new("opaque-7".into())).await.unwrap().is_some(), "durable once recorded");
+    store.revoke_token(&OpaqueToken::new("opaque-7".into()), NOW).await.unwrap();
+    view.refresh().await.unwrap();
+    assert!(view.is_revoked(&TokenId::new("jti-7".into())).await.unwrap());
+}
+
+/// Runs every contract check, each on a fresh store made by `fresh`.
+macro_rules! contract_suite {
+    ($fresh:expr) => {
+        #[tokio::test]
+        async fn a_new_store_is_empty_until_something_is_written() {
+            super::a_new_store_is_empty_until_something_is_written(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn clients_round_trip_and_cannot_be_registered_twice() {
+            super::clients_round_trip_and_cannot_be_registered_twice(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn disabling_a_client_revokes_only_its_live_tokens() {
+            super::disabling_a_client_revokes_only_its_live_tokens(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn supported_channels_are_a_set() {
+            super::supported_channels_are_a_set(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn wait_times_are_upserted_and_keep_leading_zeros() {
+            super::wait_times_are_upserted_and_keep_leading_zeros(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn tokens_are_found_by_opaque_token_and_revoked_once() {
+            super::tokens_are_found_by_opaque_token_and_revoked_once(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn a_token_id_cannot_be_recorded_twice() {
+            super::a_token_id_cannot_be_recorded_twice(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn expired_tokens_are_purged() {
+            super::expired_tokens_are_purged(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones() {
+            super::rotation_keeps_one_current_key_and_publishes_recently_retired_ones(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn every_write_moves_its_change_counter() {
+            super::every_write_moves_its_change_counter(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn the_view_serves_what_the_store_holds_and_follows_its_changes() {
+            super::the_view_serves_what_the_store_holds_and_follows_its_changes($fresh.await).await;
+        }
+    };
+}
+
+mod sqlite {
+    use super::*;
+    use adapters::sqlite::SqliteStore;
+
+    /// A migrated store in a file of its own (a file, not `:memory:`, so WAL and
+    /// several pooled connections are exercised as in production).
+    async fn fresh() -> Arc<dyn Store> {
+        let folder = tempfile::tempdir().unwrap().keep();
+        let url = format!("sqlite://{}/nested/store.db", folder.display());
+        let store = SqliteStore::connect(&url).await.unwrap();
+        store.migrate().await.unwrap();
+        Arc::new(store)
+    }
+
+    contract_suite!(fresh());
+}
