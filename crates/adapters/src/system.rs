@@ -26,7 +26,8 @@ fn random_base64url<const N: usize>() -> String {
 
 impl IdGenerator for RandomIds {
     fn token_id(&self) -> TokenId {
-        TokenId::new(uuid::Uuid::from_bytes(rand::random()).hyphenated().to_string())
+        // A version-4 UUID (RFC 9562 §5.4) from the same CSPRNG.
+        TokenId::new(uuid::Builder::from_random_bytes(rand::random()).into_uuid().hyphenated().to_string())
     }
 
     fn session_id(&self) -> SessionId {
@@ -50,6 +51,13 @@ mod tests {
         let tokens: HashSet<String> = (0..10_000).map(|_| RandomIds.opaque_token().as_str().to_owned()).collect();
         assert_eq!(tokens.len(), 10_000);
         assert!(tokens.iter().all(|token| token.len() == 43));
+    }
+
+    #[test]
+    fn token_ids_are_version_4_uuids() {
+        let id = RandomIds.token_id();
+        let parsed = uuid::Uuid::parse_str(id.as_str()).unwrap();
+        assert_eq!(parsed.get_version_num(), 4);
     }
 
     #[test]

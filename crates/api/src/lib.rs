@@ -1,1 +1,21 @@
-//! placeholder
+//! The HTTP face of the branch and ATM open-banking service, and the `branch-atm`
+//! binary's commands.
+//!
+//! This crate extracts requests, turns them into domain values, calls the domain's
+//! services and maps results and errors to the wire. It holds no SQL and no JWT code:
+//! those live in `adapters`, which [`startup`] wires into the services.
+//!
+//! # Layout
+//! - [`http`]: routes, middleware, handlers (one module per operation), wire errors.
+//! - [`startup`]: `Application::build(settings)` → `.port()` → `.run_until_stopped()`.
+//! - [`settings`]: the command line, environment and config file, resolved.
+//! - [`admin`]: the operators' commands (clients, access, wait times, keys, tokens).
+//! - [`demo`]: the demo data set of a first start.
+//! - [`telemetry`]: logging.
+
+pub mod admin;
+pub mod demo;
+pub mod http;
+pub mod settings;
+pub mod startup;
+pub mod telemetry;

@@ -1,1 +1,73 @@
-fn main() {}
+//! `branch-atm`: serve the API (the default) or run an operator's command.
+
+use std::process::ExitCode;
+
+use api::admin::{self, CommandError, one_line};
+use api::settings::{Cli, Command, ServeArgs, Settings, resolve};
+use api::startup::{Application, open_store};
+use api::telemetry::{self, Sink};
+use clap::Parser as _;
+use secrecy::ExposeSecret as _;
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    let mut cli = Cli::parse();
+    match run(&mut cli).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("branch-atm: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: &mut Cli) -> Result<(), CommandError> {
+    let command = cli.command.take();
+    let serve_args = match &command {
+        Some(Command::Serve(args)) => args.clone(),
+        _ => cli.serve.clone(),
+    };
+    let (common, settings) = resolve(cli, &serve_args).map_err(|e| CommandError(e.to_string()))?;
+    let command = match command {
+        None | Some(Command::Serve(_)) => {
+            telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
+            return serve(settings).await;
+        }
+        Some(command) => command,
+    };
+    if let Some(filter) = &common.log_filter {
+        telemetry::init(filter, common.log_format, Sink::Stderr);
+    }
+    let store = open_store(common.database_url.expose_secret()).await?;
+    if !matches!(command, Command::Migrate) {
+        // Every command works on a current schema, also on a fresh database file.
+        store.migrate().await?;
+    }
+    match command {
+        Command::Migrate => {
+            store.migrate().await?;
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Clients { action } => admin::clients(&*store, action).await,
+        Command::Access { action } => admin::access(&*store, action).await,
+        Command::Waittimes { action } => admin::wait_times(&*store, action).await,
+        Command::Keys { action } => admin::keys(&*store, action).await,
+        Command::Tokens { action } => admin::tokens(&*store, action).await,
+        Command::Serve(ServeArgs { .. }) => Ok(()),
+    }
+}
+
+async fn serve(settings: Settings) -> Result<(), CommandError> {
+    let demo = settings.demo_data;
+    let base = settings.public_base_url.clone();
+    let application = Application::build(settings).await.map_err(|e| CommandError(one_line(&e)))?;
+    println!("branch-atm listening on {base} (port {})", application.port());
+    if demo {
+        println!("{}", api::demo::curl_walkthrough(&base));
+    }
+    application
+        .run_until_stopped()
+        .await
+        .map_err(|e| CommandError(format!("server failed: {e}")))
+}

@@ -33,6 +33,9 @@ pub enum Expected {
     /// Space-separated scopes, each `visitor` (the only scope this service grants).
     #[error("the scope 'visitor'")]
     Scope,
+    /// A UUID (RFC 9562), as the per-request `uuid` header.
+    #[error("a UUID")]
+    Uuid,
     /// 43 base64url characters: a SHA-256 digest, RFC 7636 §4.2.
     #[error("43 base64url characters (RFC 7636 S256)")]
     CodeChallenge,

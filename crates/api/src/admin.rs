@@ -1,0 +1,295 @@
+//! The operators' commands: each prints what it did on stdout and fails with a
+//! one-line reason.
+
+use std::collections::HashMap;
+use std::io::Read;
+use std::path::Path;
+
+use adapters::jwt::generate_signing_key;
+use adapters::store::{AdminError, Store, WaitTimeEstimate};
+use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri};
+use domain::input::Expected;
+use domain::token::OpaqueToken;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use crate::settings::{AccessAction, ClientsAction, KeysAction, TokensAction, WaitTimesAction};
+use crate::startup::unix_now;
+
+/// A command failed; the text is its one-line reason.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct CommandError(pub String);
+
+impl From<AdminError> for CommandError {
+    fn from(error: AdminError) -> Self {
+        Self(error.to_string())
+    }
+}
+
+impl From<domain::ports::StoreUnavailable> for CommandError {
+    fn from(error: domain::ports::StoreUnavailable) -> Self {
+        Self(one_line(&error))
+    }
+}
+
+/// An error and its causes on one line, `outer: inner: root`.
+pub fn one_line(error: &dyn std::error::Error) -> String {
+    let mut line = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let text = cause.to_string();
+        if !line.contains(&text) {
+            line.push_str(": ");
+            line.push_str(&text);
+        }
+        source = cause.source();
+    }
+    line.replace('\n', " ")
+}
+
+fn parse<T>(what: &str, raw: &str, parse: impl FnOnce(&str) -> Result<T, Expected>) -> Result<T, CommandError> {
+    parse(raw).map_err(|expected| CommandError(format!("{what} {raw:?} is not valid: expected {expected}")))
+}
+
+fn channel_scope(country: &str, business: &str, channel: &str) -> Result<ChannelScope, CommandError> {
+    Ok(ChannelScope {
+        country: parse("country code", country, CountryCode::parse)?,
+        business: parse("business code", business, BusinessCode::parse)?,
+        channel: parse("channel id", channel, ChannelId::parse)?,
+    })
+}
+
+/// `clients …`
+///
+/// # Errors
+/// [`CommandError`] with the reason.
+pub async fn clients(store: &dyn Store, action: ClientsAction) -> Result<(), CommandError> {
+    match action {
+        ClientsAction::Add { client_id, business_code, country_code, channel_id, redirect_uris } => {
+            let client = ClientRegistration {
+                client_id: parse("client id", &client_id, ClientId::parse)?,
+                scope: channel_scope(&country_code, &business_code, &channel_id)?,
+                redirect_uris: redirect_uris
+                    .iter()
+                    .map(|uri| parse("redirect URI", uri, RedirectUri::parse))
+                    .collect::<Result<_, _>>()?,
+                status: ClientStatus::Active,
+            };
+            store.register_client(&client, unix_now()).await?;
+            println!("registered client {client_id}");
+        }
+        ClientsAction::List => {
+            println!("client_id\tstatus\tcountryCode\tbusinessCode\tchannelId\tredirect_uris");
+            for client in store.clients().await? {
+                let uris: Vec<&str> = client.redirect_uris.iter().map(RedirectUri::as_str).collect();
+                println!(
+                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    client.client_id,
+                    match client.status {
+                        ClientStatus::Active => "active",
+                        ClientStatus::Disabled => "disabled",
+                    },
+                    client.scope.country,
+                    client.scope.business,
+                    client.scope.channel,
+                    uris.join(" ")
+                );
+            }
+        }
+        ClientsAction::Disable { client_id } => {
+            let id = parse("client id", &client_id, ClientId::parse)?;
+            let revoked = store.disable_client(&id, unix_now()).await?;
+            println!("disabled client {client_id}; revoked {revoked} live token(s)");
+        }
+    }
+    Ok(())
+}
+
+/// `access …`
+///
+/// # Errors
+/// [`CommandError`] with the reason.
+pub async fn access(store: &dyn Store, action: AccessAction) -> Result<(), CommandError> {
+    let AccessAction::Allow { country_code, business_code, channel_id } = action;
+    let scope = channel_scope(&country_code, &business_code, &channel_id)?;
+    let added = store.allow_channel(&scope).await?;
+    let how = if added { "now supported" } else { "already supported" };
+    println!("{country_code}/{business_code}/{channel_id} {how}");
+    Ok(())
+}
+
+/// Parses a wait-time CSV: header `branchId,timeTaken` and optionally `estimatedAt`
+/// (RFC 3339; the import time when absent or empty). The first bad row fails the whole
+/// file, naming its line (the header is line 1).
+///
+/// # Errors
+/// [`CommandError`] naming the line and the field.
+pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstimate>, CommandError> {
+    let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(input);
+    let headers = reader
+        .headers()
+        .map_err(|e| CommandError(format!("line 1: {e}")))?
+        .clone();
+    let mut columns = HashMap::new();
+    for (index, name) in headers.iter().enumerate() {
+        let name = name.trim_start_matches('\u{feff}');
+        if !["branchId", "timeTaken", "estimatedAt"].contains(&name) {
+            return Err(CommandError(format!(
+                "line 1: unknown column {name:?}; expected branchId,timeTaken[,estimatedAt]"
+            )));
+        }
+        if columns.insert(name.to_owned(), index).is_some() {
+            return Err(CommandError(format!("line 1: column {name:?} appears twice")));
+        }
+    }
+    let column = |name: &str| {
+        columns
+            .get(name)
+            .copied()
+            .ok_or_else(|| CommandError(format!("line 1: the header lacks the column {name:?}")))
+    };
+    let (branch_column, time_column) = (column("branchId")?, column("timeTaken")?);
+    let estimated_column = columns.get("estimatedAt").copied();
+
+    let mut seen: HashMap<BranchId, u64> = HashMap::new();
+    let mut estimates = Vec::new();
+    for record in reader.records() {
+        let record = record.map_err(|e| {
+            let line = e.position().map_or(0, |p| p.line());
+            CommandError(format!("line {line}: {e}"))
+        })?;
+        let line = record.position().map_or(0, |p| p.line());
+        let field = |index: usize| record.get(index).unwrap_or_default();
+        let at_line = |what: &str, raw: &str, expected: Expected| {
+            CommandError(format!("line {line}: {what} {raw:?} is not valid: expected {expected}"))
+        };
+        let branch = BranchId::parse(field(branch_column))
+            .map_err(|e| at_line("branchId", field(branch_column), e))?;
+        let wait = WaitTime::parse(field(time_column)).map_err(|e| at_line("timeTaken", field(time_column), e))?;
+        let estimated_at = match estimated_column.map(field).filter(|raw| !raw.is_empty()) {
+            None => now,
+            Some(raw) => OffsetDateTime::parse(raw, &Rfc3339)
+                .map_err(|_| CommandError(format!("line {line}: estimatedAt {raw:?} is not an RFC 3339 date-time")))?
+                .unix_timestamp(),
+        };
+        if let Some(first) = seen.insert(branch, line) {
+            return Err(CommandError(format!("line {line}: branch {branch} was already given on line {first}")));
+        }
+        estimates.push(WaitTimeEstimate { estimate: BranchWaitTime { branch, wait }, estimated_at });
+    }
+    Ok(estimates)
+}
+
+/// `waittimes …`
+///
+/// # Errors
+/// [`CommandError`] with the reason; nothing is written then.
+pub async fn wait_times(store: &dyn Store, action: WaitTimesAction) -> Result<(), CommandError> {
+    let WaitTimesAction::Import { file } = action;
+    let estimates = parse_wait_times(open(&file)?, unix_now())
+        .map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
+    store.upsert_wait_times(&estimates).await?;
+    println!("imported {} wait time(s) from {}", estimates.len(), file.display());
+    Ok(())
+}
+
+fn open(path: &Path) -> Result<std::fs::File, CommandError> {
+    std::fs::File::open(path).map_err(|e| CommandError(format!("cannot open {}: {e}", path.display())))
+}
+
+/// `keys …`
+///
+/// # Errors
+/// [`CommandError`] with the reason.
+pub async fn keys(store: &dyn Store, action: KeysAction) -> Result<(), CommandError> {
+    let KeysAction::Rotate = action;
+    let key = generate_signing_key(unix_now()).map_err(|e| CommandError(e.to_string()))?;
+    store.rotate_signing_key(&key, unix_now()).await?;
+    println!("signing key {} is now current; the previous one stays published until its tokens expire", key.kid);
+    Ok(())
+}
+
+/// `tokens …`
+///
+/// # Errors
+/// [`CommandError`] with the reason.
+pub async fn tokens(store: &dyn Store, action: TokensAction) -> Result<(), CommandError> {
+    match action {
+        TokensAction::Show { opaque_token } => {
+            let record = store
+                .find_token(&OpaqueToken::new(opaque_token))
+                .await?
+                .ok_or_else(|| CommandError("no token has that opaque token".into()))?;
+            let time = |unix: i64| {
+                OffsetDateTime::from_unix_timestamp(unix)
+                    .ok()
+                    .and_then(|t| t.format(&Rfc3339).ok())
+                    .unwrap_or_else(|| unix.to_string())
+            };
+            println!("jti\t{}", record.token.token_id);
+            println!("client_id\t{}", record.token.client_id);
+            println!("sid\t{}", record.token.session);
+            println!("issued_at\t{}", time(record.token.issued_at));
+            println!("expires_at\t{}", time(record.token.expires_at));
+            println!("revoked_at\t{}", record.revoked_at.map_or_else(|| "-".to_owned(), time));
+        }
+        TokensAction::Revoke { opaque_token } => {
+            let revoked = store.revoke_token(&OpaqueToken::new(opaque_token), unix_now()).await?;
+            println!("{}", if revoked { "revoked" } else { "already revoked" });
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_csv_with_an_estimated_at_column_keeps_its_times() {
+        let csv = "branchId,timeTaken,estimatedAt\n00001,5,2026-11-21T10:00:00Z\n00002,0,\n";
+        let rows = parse_wait_times(csv.as_bytes(), 42).unwrap();
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[0].estimate.wait.minutes(), 5);
+        assert_eq!(rows[0].estimated_at, 1_795_255_200);
+        assert_eq!(rows[1].estimated_at, 42);
+    }
+
+    #[test]
+    fn a_bad_row_names_its_line_counting_the_header_as_line_one() {
+        let csv = "branchId,timeTaken\n00001,5\n00002,5\n1234,5\n";
+        let error = parse_wait_times(csv.as_bytes(), 0).unwrap_err().to_string();
+        assert!(error.starts_with("line 4:"), "{error}");
+        assert!(error.contains("branchId"), "{error}");
+    }
+
+    #[test]
+    fn negative_or_fractional_minutes_are_refused() {
+        for bad in ["-1", "2.5", "abc", ""] {
+            let csv = format!("branchId,timeTaken\n00001,{bad}\n");
+            let error = parse_wait_times(csv.as_bytes(), 0).unwrap_err().to_string();
+            assert!(error.starts_with("line 2:") && error.contains("timeTaken"), "{error}");
+        }
+    }
+
+    #[test]
+    fn a_branch_given_twice_is_refused() {
+        let csv = "branchId,timeTaken\n00001,5\n00001,6\n";
+        let error = parse_wait_times(csv.as_bytes(), 0).unwrap_err().to_string();
+        assert!(error.contains("line 3") && error.contains("line 2"), "{error}");
+    }
+
+    #[test]
+    fn a_wrong_header_is_refused_on_line_one() {
+        let error = parse_wait_times("branch,minutes\n00001,5\n".as_bytes(), 0).unwrap_err().to_string();
+        assert!(error.starts_with("line 1:"), "{error}");
+    }
+
+    #[test]
+    fn a_row_with_too_many_fields_is_refused() {
+        let error = parse_wait_times("branchId,timeTaken\n00001,5,9\n".as_bytes(), 0).unwrap_err().to_string();
+        assert!(error.starts_with("line 2:"), "{error}");
+    }
+}

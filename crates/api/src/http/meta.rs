@@ -1,0 +1,43 @@
+//! The JWKS and the health checks.
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, web};
+
+use super::AppState;
+use super::errors::mime_json;
+
+/// Verifiers may cache the key set this long; a rotated-in key is published well before
+/// it signs anything a verifier sees (DECISIONS.md: keys rotate without invalidating
+/// live tokens).
+const JWKS_MAX_AGE: &str = "public, max-age=300";
+
+/// GET /api/.well-known/jwks.json: the public keys that verify access tokens (RFC 7517).
+pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(HeaderValue::from_static("application/jwk-set+json"))
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(JWKS_MAX_AGE)))
+        .body(state.verifier.key_set_document())
+}
+
+/// GET /api/health/live: the process answers.
+pub async fn live() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(r#"{"status":"up"}"#)
+}
+
+/// GET /api/health/ready: the store answers too; 503 while it does not.
+pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    let (mut response, body) = match state.store.ping().await {
+        Ok(()) => (HttpResponse::Ok(), r#"{"status":"ready"}"#),
+        Err(error) => {
+            tracing::warn!(error = %error, "not ready: the store does not answer");
+            (HttpResponse::ServiceUnavailable(), r#"{"status":"unavailable"}"#)
+        }
+    };
+    response
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(body)
+}

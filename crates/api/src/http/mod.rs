@@ -1,0 +1,91 @@
+//! The HTTP face: routes, middleware, and one module per operation.
+//!
+//! Handlers read top to bottom in four steps: extract, turn into domain values, call a
+//! service, map the outcome to the wire. Every status and wire code is chosen in
+//! [`errors`].
+
+pub mod authorize;
+pub mod errors;
+pub mod language;
+pub mod meta;
+pub mod middleware;
+pub mod request;
+pub mod wait_times;
+
+use std::sync::Arc;
+
+use actix_web::http::{StatusCode, header};
+use actix_web::{HttpRequest, HttpResponse, web};
+use adapters::store::Store;
+use domain::ports::TokenVerifier;
+use domain::services::authorize::TokenService;
+use domain::services::bearer::BearerCheck;
+use domain::services::wait_times::WaitTimeService;
+
+use errors::{ApiError, Failure, Message, Shape, code};
+use request::error_context;
+
+/// What the handlers share.
+pub struct AppState {
+    /// Token issuance.
+    pub tokens: TokenService,
+    /// Bearer checks.
+    pub bearer: BearerCheck,
+    /// Wait times.
+    pub wait_times: WaitTimeService,
+    /// Publishes the JWKS.
+    pub verifier: Arc<dyn TokenVerifier>,
+    /// For the readiness check.
+    pub store: Arc<dyn Store>,
+}
+
+/// Every route under `/api`.
+pub fn routes(config: &mut web::ServiceConfig) {
+    config.service(
+        web::scope("/api")
+            .service(get_resource("/v1/authorize", authorize::authorize, Shape::Token))
+            .service(
+                web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
+                    .route(web::post().to(wait_times::retrieve))
+                    .default_service(web::to(|request: HttpRequest| async move {
+                        method_not_allowed(&request, "POST", Shape::ErrorResponse)
+                    })),
+            )
+            .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse))
+            .service(get_resource("/health/live", meta::live, Shape::ErrorResponse))
+            .service(get_resource("/health/ready", meta::ready, Shape::ErrorResponse)),
+    );
+}
+
+/// A GET (and HEAD, RFC 9110 §9.3.2) resource whose other methods get a 405.
+fn get_resource<F, Args>(path: &str, handler: F, shape: Shape) -> actix_web::Resource
+where
+    F: actix_web::Handler<Args> + Clone,
+    Args: actix_web::FromRequest + 'static,
+    F::Output: actix_web::Responder + 'static,
+{
+    web::resource(path)
+        .route(web::get().to(handler.clone()))
+        .route(web::head().to(handler))
+        .default_service(web::to(move |request: HttpRequest| async move {
+            method_not_allowed(&request, "GET, HEAD", shape)
+        }))
+}
+
+fn method_not_allowed(request: &HttpRequest, allow: &'static str, shape: Shape) -> Result<HttpResponse, ApiError> {
+    let failure = Failure::other(StatusCode::METHOD_NOT_ALLOWED, code::METHOD_NOT_ALLOWED, Message::MethodNotAllowed);
+    let mut response = actix_web::ResponseError::error_response(&ApiError::new(failure, shape, &error_context(request)));
+    response
+        .headers_mut()
+        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    Ok(response)
+}
+
+/// Unknown paths: 404 with the JSON ErrorResponse body, never an HTML page.
+pub async fn not_found(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    Err(ApiError::new(
+        Failure::other(StatusCode::NOT_FOUND, code::RESOURCE_NOT_FOUND, Message::NoSuchPath),
+        Shape::ErrorResponse,
+        &error_context(&request),
+    ))
+}

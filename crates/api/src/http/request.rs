@@ -1,0 +1,129 @@
+//! Reading headers, query parameters and bodies into domain values, each failure a
+//! [`Failure`] naming its location.
+
+use actix_web::HttpRequest;
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::web::{Bytes, Payload};
+use domain::input::Expected;
+
+use super::errors::{ErrorContext, Failure, Message};
+use super::language::Language;
+
+/// The request header that carries the per-request UUID (spec: `uuid`).
+pub const UUID_HEADER: &str = "uuid";
+
+/// Bodies larger than this are refused before they are buffered. 100 branch items of
+/// `{"branchId":"01234"}` are about 2 KB; 64 KiB leaves room for whitespace and nothing
+/// for abuse.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// The raw value of header `name`: required, and visible ASCII.
+pub fn required_header<'r>(headers: &'r HeaderMap, name: &'static str) -> Result<&'r str, Failure> {
+    let value = headers.get(name).ok_or_else(|| Failure::invalid(name, Message::Missing))?;
+    value.to_str().map_err(|_| Failure::invalid(name, Message::NotText))
+}
+
+/// Header `name` parsed into a domain value.
+pub fn parsed_header<T>(
+    headers: &HeaderMap,
+    name: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, Expected>,
+) -> Result<T, Failure> {
+    parse(required_header(headers, name)?).map_err(|shape| Failure::invalid(name, Message::Malformed(shape)))
+}
+
+/// A `uuid` header value, if it is a valid UUID (RFC 9562), as sent.
+pub fn valid_uuid(headers: &HeaderMap) -> Option<&str> {
+    headers
+        .get(UUID_HEADER)
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| uuid::Uuid::try_parse(value).is_ok())
+}
+
+/// The language and correlation id errors of this request are written with.
+pub fn error_context(request: &HttpRequest) -> ErrorContext {
+    ErrorContext { language: Language::of(request), uuid: valid_uuid(request.headers()).map(str::to_owned) }
+}
+
+/// Checks that the required `uuid` header is present and a UUID.
+pub fn require_uuid(headers: &HeaderMap) -> Result<(), Failure> {
+    required_header(headers, UUID_HEADER)?;
+    valid_uuid(headers)
+        .map(drop)
+        .ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
+}
+
+/// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), if the
+/// header is there and well formed.
+pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
+    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    let (scheme, token) = value.split_once(' ')?;
+    (scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty() && !token.contains(' ')).then_some(token)
+}
+
+/// Whether a media-type header value (`Content-Type`) is JSON.
+pub fn is_json_content_type(value: &str) -> bool {
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+/// Whether an `Accept` header allows `application/json` (RFC 9110 §12.5.1).
+pub fn accepts_json(value: &str) -> bool {
+    value.split(',').any(|range| {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim();
+        let refused = parts.any(|param| {
+            param
+                .trim()
+                .strip_prefix("q=")
+                .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+        });
+        !refused
+            && ["application/json", "application/*", "*/*"]
+                .iter()
+                .any(|allowed| media.eq_ignore_ascii_case(allowed))
+    })
+}
+
+/// Reads the body, refusing more than [`MAX_BODY_BYTES`] without buffering it.
+pub async fn read_body(headers: &HeaderMap, payload: Payload) -> Result<Bytes, Failure> {
+    let too_large = || Failure::invalid("body", Message::BodyTooLarge(MAX_BODY_BYTES));
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
+        return Err(too_large());
+    }
+    match payload.to_bytes_limited(MAX_BODY_BYTES).await {
+        Ok(Ok(bytes)) => Ok(bytes),
+        Ok(Err(_)) => Err(too_large()),
+        Err(_) => Err(Failure::invalid("body", Message::Body("the body could not be read".into()))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_headers_that_allow_json() {
+        for value in ["application/json", "*/*", "text/html, application/*;q=0.5", "APPLICATION/JSON; charset=utf-8"] {
+            assert!(accepts_json(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn accept_headers_that_do_not_allow_json() {
+        for value in ["text/html", "application/xml", "application/json;q=0", ""] {
+            assert!(!accepts_json(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn json_content_types_may_carry_a_charset() {
+        assert!(is_json_content_type("application/json; charset=utf-8"));
+        assert!(!is_json_content_type("text/plain"));
+        assert!(!is_json_content_type("application/jsonx"));
+    }
+}

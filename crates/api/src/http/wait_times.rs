@@ -1,0 +1,218 @@
+//! POST /api/v1/open-banking/channels/branch/waittime/retrieve.
+
+use std::borrow::Cow;
+use std::io::Write as _;
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::branch::{BranchId, BranchWaitTime};
+use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
+use domain::services::bearer::BearerError;
+use domain::services::wait_times::{MAX_BRANCHES_PER_REQUEST, RetrieveWaitTimesError, WaitTimeQuery};
+use domain::token::SessionId;
+use serde::Deserialize;
+
+use super::AppState;
+use super::errors::{ApiError, Failure, Message, Shape, code, mime_json};
+use super::request::{
+    accepts_json, bearer_token, error_context, is_json_content_type, parsed_header, read_body, require_uuid,
+    required_header,
+};
+
+/// RetrieveBranchWaitTimeRequest. The spec's samples name the key `branch`; it is
+/// accepted as an alias of `branches` (DECISIONS.md). Unknown fields are refused.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RetrieveBranchWaitTimeRequest<'a> {
+    #[serde(alias = "branch", borrow)]
+    branches: Vec<BranchItem<'a>>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct BranchItem<'a> {
+    #[serde(rename = "branchId", borrow)]
+    branch_id: Cow<'a, str>,
+}
+
+/// The branch ids of the body, in order, each failure located (`branches[3].branchId`).
+fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
+    let mut json = serde_json::Deserializer::from_slice(body);
+    let request: RetrieveBranchWaitTimeRequest<'_> =
+        serde_path_to_error::deserialize(&mut json).map_err(|error| {
+            let path = error.path().to_string();
+            let location = match path.as_str() {
+                "." if error.inner().to_string().starts_with("missing field") => "branches".to_owned(),
+                "." => "body".to_owned(),
+                _ => path,
+            };
+            Failure::invalid(location, Message::Body(error.inner().to_string()))
+        })?;
+    json.end()
+        .map_err(|error| Failure::invalid("body", Message::Body(error.to_string())))?;
+    match request.branches.len() {
+        0 => return Err(Failure::invalid("branches", Message::NoBranches)),
+        n if n > MAX_BRANCHES_PER_REQUEST => {
+            return Err(Failure::invalid("branches", Message::TooManyBranches(MAX_BRANCHES_PER_REQUEST)));
+        }
+        _ => {}
+    }
+    request
+        .branches
+        .iter()
+        .enumerate()
+        .map(|(index, item)| {
+            BranchId::parse(&item.branch_id)
+                .map_err(|shape| Failure::invalid(format!("branches[{index}].branchId"), Message::Malformed(shape)))
+        })
+        .collect()
+}
+
+/// RetrieveBranchWaitTimeResponse, written by hand: every value is digits, so nothing
+/// needs escaping and the 100-branch answer is one small allocation.
+fn response_body(known: &[BranchWaitTime]) -> Vec<u8> {
+    let mut body = Vec::with_capacity(16 + known.len() * 40);
+    body.extend_from_slice(br#"{"branches":["#);
+    for (n, entry) in known.iter().enumerate() {
+        let comma = if n == 0 { "" } else { "," };
+        // Writing into a Vec cannot fail.
+        let _ = write!(body, r#"{comma}{{"branchId":"{}","timeTaken":"{}"}}"#, entry.branch, entry.wait);
+    }
+    body.extend_from_slice(b"]}");
+    body
+}
+
+fn failure_of(error: RetrieveWaitTimesError) -> Failure {
+    use actix_web::http::StatusCode;
+    match error {
+        RetrieveWaitTimesError::SessionMismatch => Failure::unauthorized(Message::BearerUnauthorized),
+        RetrieveWaitTimesError::AccessNotConfigured => {
+            Failure::other(StatusCode::FORBIDDEN, code::ACCESS_NOT_CONFIGURED, Message::AccessNotConfigured)
+        }
+        RetrieveWaitTimesError::DuplicateBranch { index, branch } => Failure {
+            location: Some(format!("branches[{index}].branchId")),
+            ..Failure::other(
+                StatusCode::UNPROCESSABLE_ENTITY,
+                code::BUSINESS_VALIDATION_FAILED,
+                Message::DuplicateBranch(branch.to_string()),
+            )
+        },
+        RetrieveWaitTimesError::NoneKnown => {
+            Failure::other(StatusCode::NOT_FOUND, code::RESOURCE_NOT_FOUND, Message::NoBranchKnown)
+        }
+        RetrieveWaitTimesError::Unavailable(cause) => {
+            tracing::error!(error = %cause, "wait times could not be read");
+            Failure::unavailable()
+        }
+    }
+}
+
+/// The checks before the body: headers the spec requires, in the order a caller fixes
+/// them (correlation id, credentials, then the rest).
+fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failure> {
+    let headers = request.headers();
+    if !accepts_json(required_header(headers, "Accept")?) {
+        return Err(Failure::invalid("Accept", Message::Accept));
+    }
+    if !is_json_content_type(required_header(headers, "Content-Type")?) {
+        return Err(Failure::invalid("Content-Type", Message::ContentType));
+    }
+    let scope = ChannelScope {
+        country: parsed_header(headers, "countryCode", CountryCode::parse)?,
+        business: parsed_header(headers, "businessCode", BusinessCode::parse)?,
+        channel: parsed_header(headers, "ChannelId", ChannelId::parse)?,
+    };
+    let session = parsed_header(headers, "sid", SessionId::parse)?;
+    Ok((scope, session))
+}
+
+/// Estimated wait per branch, in request order; unknown branches are left out.
+///
+/// Responses: 200 RetrieveBranchWaitTimeResponse; 400 `invalidRequest` (a required
+/// header missing or malformed, or a bad body; `location` names it); 401 `unAuthorized`
+/// (bearer token or `sid`); 403 `accessNotConfigured`; 404 `resourceNotFound` (no
+/// branch known); 422 `businessValidationFailed` (a branch twice); 500 `serverUnavailable`.
+pub async fn retrieve(
+    request: HttpRequest,
+    payload: web::Payload,
+    state: web::Data<AppState>,
+) -> Result<HttpResponse, ApiError> {
+    let context = error_context(&request);
+    let fail = |failure| ApiError::new(failure, Shape::ErrorResponse, &context);
+    let refuse = || fail(Failure::unauthorized(Message::BearerUnauthorized)).with_bearer_challenge();
+
+    // 1. Extract: correlation id and credentials first, then the other headers and body.
+    let headers = request.headers();
+    require_uuid(headers).map_err(fail)?;
+    let token = bearer_token(headers).ok_or_else(refuse)?;
+    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(fail)?;
+    let claims = state.bearer.authenticate(token, &client_id).await.map_err(|error| match error {
+        BearerError::Refused(reason) => {
+            tracing::info!(reason, "bearer token refused");
+            refuse()
+        }
+        BearerError::Unavailable(cause) => {
+            tracing::error!(error = %cause, "revocations could not be read");
+            fail(Failure::unavailable())
+        }
+    })?;
+    let (scope, session) = headers_of(&request).map_err(fail)?;
+    // 2. Domain values.
+    let body = read_body(headers, payload).await.map_err(fail)?;
+    let query = WaitTimeQuery { scope, session, branches: branches_of(&body).map_err(fail)? };
+    // 3. Call the service.
+    let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| {
+        let failure = failure_of(error);
+        if failure.status == actix_web::http::StatusCode::UNAUTHORIZED {
+            tracing::info!("sid is not the token's session");
+            return refuse();
+        }
+        fail(failure)
+    })?;
+    // 4. Map to the wire.
+    Ok(HttpResponse::Ok()
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(response_body(&known)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::branch::WaitTime;
+
+    #[test]
+    fn the_samples_branch_key_is_read_like_branches() {
+        let ids = branches_of(br#"{"branch":[{"branchId":"00042"}]}"#).unwrap();
+        assert_eq!(ids[0].to_string(), "00042");
+    }
+
+    #[test]
+    fn a_bad_id_is_located_by_its_position() {
+        let failure = branches_of(br#"{"branches":[{"branchId":"00001"},{"branchId":"1"}]}"#).unwrap_err();
+        assert_eq!(failure.location.as_deref(), Some("branches[1].branchId"));
+    }
+
+    #[test]
+    fn a_number_where_a_string_belongs_is_located_too() {
+        let failure = branches_of(br#"{"branches":[{"branchId":12345}]}"#).unwrap_err();
+        assert_eq!(failure.location.as_deref(), Some("branches[0].branchId"));
+    }
+
+    #[test]
+    fn unknown_fields_and_trailing_garbage_are_refused() {
+        assert!(branches_of(br#"{"branches":[{"branchId":"00001"}],"x":1}"#).is_err());
+        assert!(branches_of(br#"{"branches":[{"branchId":"00001","x":1}]}"#).is_err());
+        assert!(branches_of(br#"{"branches":[{"branchId":"00001"}]} {}"#).is_err());
+    }
+
+    #[test]
+    fn the_response_is_the_specs_shape_with_time_taken_spelled_right() {
+        let known = [BranchWaitTime {
+            branch: BranchId::parse("00042").unwrap(),
+            wait: WaitTime::from_minutes(7).unwrap(),
+        }];
+        let body: serde_json::Value = serde_json::from_slice(&response_body(&known)).unwrap();
+        assert_eq!(body, serde_json::json!({"branches": [{"branchId": "00042", "timeTaken": "7"}]}));
+    }
+}

@@ -1,0 +1,168 @@
+//! Wiring adapters into services and services into an HTTP server. The binary and the
+//! tests start the service the same way: `Application::build(settings)`, then
+//! `.port()`, then `.run_until_stopped()`.
+
+use std::net::TcpListener;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::Server;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+use adapters::jwt::{JwtTokens, generate_signing_key};
+use adapters::sqlite::SqliteStore;
+use adapters::store::Store;
+use adapters::system::{RandomIds, SystemClock};
+use adapters::view::StoreView;
+use domain::ports::{StoreUnavailable, TokenLedger};
+use domain::services::authorize::TokenService;
+use domain::services::bearer::BearerCheck;
+use domain::services::wait_times::WaitTimeService;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use secrecy::ExposeSecret as _;
+use time::OffsetDateTime;
+
+use crate::demo;
+use crate::http::{self, AppState};
+use crate::settings::{Settings, TlsFiles};
+
+/// How long in-flight requests may take to finish after SIGTERM/SIGINT.
+const SHUTDOWN_GRACE_SECONDS: u64 = 15;
+
+/// Why the service did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The store could not be opened, migrated or loaded.
+    #[error(transparent)]
+    Store(#[from] StoreUnavailable),
+    /// The listen address could not be bound.
+    #[error("cannot listen: {0}")]
+    Listen(#[from] std::io::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// The signing key could not be created.
+    #[error("{0}")]
+    Keys(String),
+}
+
+/// Opens the store named by `database_url`.
+///
+/// # Errors
+/// [`StoreUnavailable`] for an unsupported URL or an unreachable database.
+pub async fn open_store(database_url: &str) -> Result<Arc<dyn Store>, StoreUnavailable> {
+    if database_url.starts_with("sqlite:") {
+        Ok(Arc::new(SqliteStore::connect(database_url).await?))
+    } else {
+        Err(StoreUnavailable::new("unsupported database URL: expected sqlite://…"))
+    }
+}
+
+/// Unix time now.
+pub fn unix_now() -> i64 {
+    OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Migrates, creates a signing key if the store has none, and loads the demo data set
+/// into an empty store when asked to.
+async fn prepare(store: &dyn Store, demo_data: bool) -> Result<(), StartupError> {
+    store.migrate().await?;
+    if store.signing_keys(i64::MAX).await?.is_empty() {
+        let key = generate_signing_key(unix_now()).map_err(|e| StartupError::Keys(e.to_string()))?;
+        store.rotate_signing_key(&key, unix_now()).await?;
+        tracing::info!(kid = %key.kid, "created a signing key");
+    }
+    if demo_data && store.is_empty().await? {
+        demo::load(store).await?;
+        tracing::info!("loaded the demo data set");
+    }
+    Ok(())
+}
+
+fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
+    let certs = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| StartupError::Tls(format!("certificate {}: {e}", files.cert.display())))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .map_err(|e| StartupError::Tls(format!("key {}: {e}", files.key.display())))?;
+    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StartupError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| StartupError::Tls(e.to_string()))
+}
+
+/// A built, bound, not yet running service.
+pub struct Application {
+    port: u16,
+    server: Server,
+}
+
+impl Application {
+    /// Opens and prepares the store, loads the in-memory view, binds the listener.
+    ///
+    /// # Errors
+    /// [`StartupError`] says what stopped it.
+    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        let store = open_store(settings.database_url.expose_secret()).await?;
+        prepare(&*store, settings.demo_data).await?;
+
+        let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
+        let issuer = format!("{}/api", settings.public_base_url);
+        let jwt = Arc::new(JwtTokens::new(&issuer, &issuer));
+        let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), lifetime, settings.refresh_interval).await?;
+        view.spawn_refresher(settings.refresh_interval);
+
+        let ledger: Arc<dyn TokenLedger> = view.clone();
+        let state = web::Data::new(AppState {
+            tokens: TokenService::new(
+                view.clone(),
+                Arc::clone(&ledger),
+                jwt.clone(),
+                Arc::new(SystemClock),
+                Arc::new(RandomIds),
+                settings.token_ttl_seconds,
+            ),
+            bearer: BearerCheck::new(jwt.clone(), ledger),
+            wait_times: WaitTimeService::new(view.clone(), view),
+            verifier: jwt,
+            store,
+        });
+
+        let listener = TcpListener::bind(settings.listen)?;
+        let port = listener.local_addr()?.port();
+        let mut server = HttpServer::new(move || {
+            App::new()
+                .wrap(from_fn(http::middleware::observe))
+                .wrap(http::middleware::security_headers())
+                .app_data(state.clone())
+                .configure(http::routes)
+                .default_service(web::to(http::not_found))
+        })
+        .shutdown_timeout(SHUTDOWN_GRACE_SECONDS);
+        if let Some(workers) = settings.workers {
+            server = server.workers(workers);
+        }
+        let server = match &settings.tls {
+            Some(files) => server.listen_rustls_0_23(listener, tls_config(files)?)?,
+            None => server.listen(listener)?,
+        }
+        .run();
+        Ok(Self { port, server })
+    }
+
+    /// The port it listens on (the real one when built with port 0).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// Serves until SIGTERM or SIGINT, then drains in-flight requests.
+    ///
+    /// # Errors
+    /// The server's I/O error, if it fails.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        self.server.await
+    }
+}
