@@ -26,7 +26,7 @@ const MAX_TOKEN_TTL_SECONDS: u32 = 86_400;
 
 /// The `branch-atm` command line.
 #[derive(Debug, Parser)]
-#[command(name = "branch-atm", version, about = "Branch and ATM open-banking service", args_conflicts_with_subcommands = true)]
+#[command(name = "branch-atm", version, about = "Branch and ATM open-banking service")]
 pub struct Cli {
     /// TOML file of settings, keys named like the flags (`token-ttl-seconds = 900`).
     #[arg(long, env = "BRANCH_ATM_CONFIG", global = true, value_name = "FILE")]

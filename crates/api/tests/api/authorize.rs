@@ -1,0 +1,162 @@
+//! GET /api/v1/authorize.
+
+use serde_json::Value;
+
+use crate::helpers::{UUID, assert_security_headers, demo_authorize_query, spawn_app};
+
+fn without(name: &str) -> Vec<(&'static str, &'static str)> {
+    demo_authorize_query().into_iter().filter(|(key, _)| *key != name).collect()
+}
+
+fn with(name: &'static str, value: &'static str) -> Vec<(&'static str, &'static str)> {
+    let mut query = without(name);
+    query.push((name, value));
+    query
+}
+
+async fn assert_token_error(response: reqwest::Response, status: u16, code: &str, location: Option<&str>) -> Value {
+    assert_eq!(response.status(), status);
+    assert_security_headers(&response);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["location"].as_str(), location, "{body}");
+    assert!(body["timestamp"].is_string() && body["details"].is_string(), "{body}");
+    assert!(body.get("type").is_none() && body.get("uuid").is_none(), "token bodies have neither: {body}");
+    body
+}
+
+#[tokio::test]
+async fn a_registered_client_gets_a_visitor_token_with_a_session() {
+    let app = spawn_app().await;
+    let response = app.authorize(&demo_authorize_query()).await;
+
+    assert_eq!(response.status(), 200);
+    assert_security_headers(&response);
+    let headers = response.headers().clone();
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["uuid"], UUID);
+    let sid = headers["sid"].to_str().unwrap().to_owned();
+    assert!(sid.len() >= 22);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "Bearer");
+    assert_eq!(body["expires_in"], "1800");
+    assert_eq!(body["scope"], "visitor");
+    assert!(body["opaque_token"].as_str().unwrap().len() >= 22, "at least 128 bits");
+    assert_eq!(body["access_token"].as_str().unwrap().split('.').count(), 3, "a compact JWS");
+}
+
+#[tokio::test]
+async fn two_calls_open_two_sessions_with_distinct_tokens() {
+    let app = spawn_app().await;
+    let (first, second) = (app.session().await, app.session().await);
+    assert_ne!(first.sid, second.sid);
+    assert_ne!(first.token, second.token);
+}
+
+#[tokio::test]
+async fn state_comes_back_unchanged_in_a_header() {
+    let app = spawn_app().await;
+    let response = app.authorize(&with("state", "af0ifjsldkj-._~")).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["state"], "af0ifjsldkj-._~");
+}
+
+#[tokio::test]
+async fn each_missing_required_parameter_is_a_400_naming_it() {
+    let app = spawn_app().await;
+    for name in ["response_type", "client_id", "businessCode", "countryCode", "channelId"] {
+        let response = app.authorize(&without(name)).await;
+        assert_token_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_missing_or_malformed_uuid_header_is_a_400() {
+    let app = spawn_app().await;
+    let url = format!("{}/api/v1/authorize", app.address);
+    let missing = app.http.get(&url).query(&demo_authorize_query()).send().await.unwrap();
+    assert_token_error(missing, 400, "invalidRequest", Some("uuid")).await;
+    let malformed = app.http.get(&url).header("uuid", "not-a-uuid").query(&demo_authorize_query()).send().await.unwrap();
+    assert_token_error(malformed, 400, "invalidRequest", Some("uuid")).await;
+}
+
+#[tokio::test]
+async fn malformed_parameters_are_400s_naming_them() {
+    let app = spawn_app().await;
+    let cases = [
+        ("response_type", "code"),
+        ("countryCode", "mex"),
+        ("businessCode", "G C B"),
+        ("channelId", "MOB/ILE"),
+        ("client_id", "demo mobile"),
+        ("scope", "visitor admin"),
+        ("state", "line\nbreak"),
+    ];
+    for (name, value) in cases {
+        let response = app.authorize(&with(name, value)).await;
+        assert_token_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_repeated_parameter_is_a_400() {
+    let app = spawn_app().await;
+    let mut query = demo_authorize_query();
+    query.push(("client_id", "demo-web-app"));
+    assert_token_error(app.authorize(&query).await, 400, "invalidRequest", Some("client_id")).await;
+}
+
+#[tokio::test]
+async fn pkce_needs_s256_and_a_43_character_challenge() {
+    let app = spawn_app().await;
+    let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    let mut good = demo_authorize_query();
+    good.extend([("code_challenge", challenge), ("code_challenge_method", "S256")]);
+    assert_eq!(app.authorize(&good).await.status(), 200);
+
+    let mut plain = demo_authorize_query();
+    plain.extend([("code_challenge", challenge), ("code_challenge_method", "plain")]);
+    assert_token_error(app.authorize(&plain).await, 400, "invalidRequest", Some("code_challenge_method")).await;
+
+    let mut no_method = demo_authorize_query();
+    no_method.push(("code_challenge", challenge));
+    assert_token_error(app.authorize(&no_method).await, 400, "invalidRequest", Some("code_challenge_method")).await;
+
+    let mut short = demo_authorize_query();
+    short.extend([("code_challenge", "abc"), ("code_challenge_method", "S256")]);
+    assert_token_error(app.authorize(&short).await, 400, "invalidRequest", Some("code_challenge")).await;
+}
+
+#[tokio::test]
+async fn redirect_uri_must_be_registered_exactly() {
+    let app = spawn_app().await;
+    let registered = with("redirect_uri", "https://demo.bank.example.mx/mobile/callback");
+    assert_eq!(app.authorize(&registered).await.status(), 200);
+    let other = with("redirect_uri", "https://demo.bank.example.mx/mobile/callback/../evil");
+    assert_token_error(app.authorize(&other).await, 400, "invalidRequest", Some("redirect_uri")).await;
+}
+
+#[tokio::test]
+async fn unknown_clients_and_registration_mismatches_are_401() {
+    let app = spawn_app().await;
+    for query in [with("client_id", "nobody"), with("channelId", "WEB"), with("countryCode", "US")] {
+        assert_token_error(app.authorize(&query).await, 401, "unAuthorized", None).await;
+    }
+}
+
+#[tokio::test]
+async fn errors_are_told_in_spanish_when_asked() {
+    let app = spawn_app().await;
+    let response = app
+        .http
+        .get(format!("{}/api/v1/authorize", app.address))
+        .header("uuid", UUID)
+        .header("Accept-Language", "es-MX,es;q=0.9,en;q=0.5")
+        .query(&without("countryCode"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-language"], "es");
+    let body = assert_token_error(response, 400, "invalidRequest", Some("countryCode")).await;
+    assert!(body["details"].as_str().unwrap().contains("Falta"), "{body}");
+}

@@ -1,0 +1,164 @@
+//! The binary's commands, run as an operator runs them.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::helpers::{spawn_app, spawn_app_with};
+
+fn branch_atm(database_url: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_branch-atm"))
+        .arg("--database-url")
+        .arg(database_url)
+        .args(args)
+        .env_remove("BRANCH_ATM_LOG_FILTER")
+        .output()
+        .unwrap()
+}
+
+fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+fn fresh_database() -> (tempfile::TempDir, String) {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/cli/branch-atm.db", folder.path().display());
+    (folder, url)
+}
+
+#[test]
+fn clients_are_added_listed_and_disabled() {
+    let (_folder, url) = fresh_database();
+    let add = branch_atm(
+        &url,
+        &["clients", "add", "--client-id", "bank-app", "--business-code", "GCB", "--country-code", "MX", "--channel-id", "WEB", "--redirect-uri", "https://app.example.mx/cb"],
+    );
+    assert!(add.status.success(), "{}", stderr(&add));
+    assert!(stderr(&add).is_empty(), "commands log nothing unless asked: {}", stderr(&add));
+
+    let again = branch_atm(&url, &["clients", "add", "--client-id", "bank-app", "--business-code", "GCB", "--country-code", "MX", "--channel-id", "WEB"]);
+    assert!(!again.status.success());
+    assert_eq!(stderr(&again).lines().count(), 1, "one line: {}", stderr(&again));
+    assert!(stderr(&again).contains("already exists"));
+
+    let list = branch_atm(&url, &["clients", "list"]);
+    assert!(stdout(&list).contains("bank-app\tactive\tMX\tGCB\tWEB\thttps://app.example.mx/cb"), "{}", stdout(&list));
+
+    let disable = branch_atm(&url, &["clients", "disable", "bank-app"]);
+    assert!(disable.status.success(), "{}", stderr(&disable));
+    assert!(stdout(&branch_atm(&url, &["clients", "list"])).contains("bank-app\tdisabled"));
+}
+
+#[test]
+fn invalid_arguments_fail_with_one_line_naming_the_value() {
+    let (_folder, url) = fresh_database();
+    let bad = branch_atm(&url, &["clients", "add", "--client-id", "x", "--business-code", "GCB", "--country-code", "mexico", "--channel-id", "WEB"]);
+    assert!(!bad.status.success());
+    assert_eq!(stderr(&bad).lines().count(), 1);
+    assert!(stderr(&bad).contains("mexico"));
+}
+
+#[tokio::test]
+async fn a_csv_with_a_bad_row_names_its_line_and_changes_nothing() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let before: Value = app.wait_times(&session, &["00001"]).await.json().await.unwrap();
+    let csv = app.folder.path().join("bad.csv");
+    std::fs::write(&csv, "branchId,timeTaken\n00001,59\n00002,abc\n").unwrap();
+
+    let import = branch_atm(&app.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
+    assert!(!import.status.success());
+    assert!(stderr(&import).contains("line 3"), "{}", stderr(&import));
+    assert_eq!(stderr(&import).lines().count(), 1);
+
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let after: Value = app.wait_times(&session, &["00001"]).await.json().await.unwrap();
+    assert_eq!(before, after, "nothing of the bad file was written");
+}
+
+#[tokio::test]
+async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() {
+    let app = spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let session = app.session().await;
+    let csv = app.folder.path().join("good.csv");
+    std::fs::write(&csv, "branchId,timeTaken,estimatedAt\n00001,59,2026-11-21T10:00:00Z\n54321,7,\n").unwrap();
+    let import = branch_atm(&app.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", stderr(&import));
+    assert!(stdout(&import).contains("imported 2"));
+
+    let mut served = Value::Null;
+    for _ in 0..50 {
+        let response = app.wait_times(&session, &["54321", "00001"]).await;
+        if response.status() == 200 {
+            served = response.json().await.unwrap();
+            if served["branches"].as_array().unwrap().len() == 2 {
+                break;
+            }
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(served, serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]}));
+
+    let disable = branch_atm(&app.database_url, &["clients", "disable", "demo-mobile-app"]);
+    assert!(stdout(&disable).contains("revoked 1"), "{}", stdout(&disable));
+    let mut status = 200;
+    for _ in 0..50 {
+        status = app.wait_times(&session, &["00001"]).await.status().as_u16();
+        if status == 401 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 401, "a revoked token is refused");
+    assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 401, "a disabled client gets no token");
+}
+
+#[tokio::test]
+async fn after_a_key_rotation_new_tokens_use_the_new_key_and_old_ones_still_work() {
+    let app = spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let old = app.session().await;
+    let old_kid = jsonwebtoken::decode_header(&old.token).unwrap().kid.unwrap();
+    let rotate = branch_atm(&app.database_url, &["keys", "rotate"]);
+    assert!(rotate.status.success(), "{}", stderr(&rotate));
+
+    let mut new_kid = old_kid.clone();
+    for _ in 0..50 {
+        new_kid = jsonwebtoken::decode_header(&app.session().await.token).unwrap().kid.unwrap();
+        if new_kid != old_kid {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_ne!(new_kid, old_kid, "new tokens are signed with the new key");
+    let jwks: Value = app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
+    assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
+    assert_eq!(app.wait_times(&old, &["00001"]).await.status(), 200, "a token of the old key still works");
+}
+
+#[tokio::test]
+async fn an_opaque_token_finds_its_record_and_revokes_it() {
+    let app = spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let response = app.authorize(&crate::helpers::demo_authorize_query()).await;
+    let sid = response.headers()["sid"].to_str().unwrap().to_owned();
+    let body: Value = response.json().await.unwrap();
+    let opaque = body["opaque_token"].as_str().unwrap();
+    let session = crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid: sid.clone() };
+
+    let show = branch_atm(&app.database_url, &["tokens", "show", opaque]);
+    assert!(stdout(&show).contains(&format!("sid\t{sid}")), "{}", stdout(&show));
+    let revoke = branch_atm(&app.database_url, &["tokens", "revoke", opaque]);
+    assert!(stdout(&revoke).contains("revoked"));
+    let mut status = 200;
+    for _ in 0..50 {
+        status = app.wait_times(&session, &["00001"]).await.status().as_u16();
+        if status == 401 {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(status, 401);
+}

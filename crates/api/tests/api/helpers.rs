@@ -1,0 +1,200 @@
+//! Starting the app the way the binary does, and calling it the way a bank app does.
+
+use std::sync::Arc;
+
+use adapters::jwt::JwtTokens;
+use adapters::sqlite::SqliteStore;
+use adapters::store::Store;
+use api::settings::Settings;
+use api::startup::Application;
+use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
+use domain::ports::TokenSigner;
+use domain::token::{AccessClaims, Scope, SessionId, TokenId};
+use reqwest::{RequestBuilder, Response};
+use serde_json::Value;
+
+/// A request UUID.
+pub const UUID: &str = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
+/// The demo client.
+pub const CLIENT: &str = "demo-mobile-app";
+/// The wait-time path.
+pub const WAIT_TIME_PATH: &str = "/api/v1/open-banking/channels/branch/waittime/retrieve";
+
+/// A running application on its own database, with the demo data set.
+pub struct TestApp {
+    /// `http://127.0.0.1:<port>`.
+    pub address: String,
+    /// The database URL, for reaching behind the API.
+    pub database_url: String,
+    /// The settings it was started with.
+    pub settings: Settings,
+    /// An HTTP client.
+    pub http: reqwest::Client,
+    /// Keeps the database folder alive.
+    pub folder: tempfile::TempDir,
+}
+
+/// A token and the session it opened.
+pub struct Session {
+    /// The access token.
+    pub token: String,
+    /// The `sid` header of the authorize response.
+    pub sid: String,
+}
+
+/// Starts the app with demo data and default settings.
+pub async fn spawn_app() -> TestApp {
+    spawn_app_with(|_| {}).await
+}
+
+/// Starts the app with demo data, after `configure` adjusted the settings.
+pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
+    let folder = tempfile::tempdir().unwrap();
+    let database_url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+    let mut settings = Settings::for_database(&database_url);
+    settings.demo_data = true;
+    configure(&mut settings);
+    let application = Application::build(settings.clone()).await.expect("the app starts");
+    let port = application.port();
+    tokio::spawn(application.run_until_stopped());
+    TestApp {
+        address: format!("http://127.0.0.1:{port}"),
+        database_url,
+        settings,
+        http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+        folder,
+    }
+}
+
+/// The demo client's authorize parameters.
+pub fn demo_authorize_query() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("response_type", "token"),
+        ("client_id", CLIENT),
+        ("businessCode", "GCB"),
+        ("countryCode", "MX"),
+        ("channelId", "MOBILE"),
+    ]
+}
+
+/// The headers of a valid wait-time call, except the ones from the session.
+pub fn wait_time_headers() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("client_id", CLIENT),
+        ("Accept", "application/json"),
+        ("uuid", UUID),
+        ("Content-Type", "application/json"),
+        ("countryCode", "MX"),
+        ("businessCode", "GCB"),
+        ("ChannelId", "MOBILE"),
+    ]
+}
+
+impl TestApp {
+    /// GET /api/v1/authorize with `query` and a `uuid` header.
+    pub async fn authorize(&self, query: &[(&str, &str)]) -> Response {
+        self.http
+            .get(format!("{}/api/v1/authorize", self.address))
+            .header("uuid", UUID)
+            .query(query)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    /// A fresh token for the demo client.
+    pub async fn session(&self) -> Session {
+        let response = self.authorize(&demo_authorize_query()).await;
+        assert_eq!(response.status(), 200);
+        let sid = response.headers()["sid"].to_str().unwrap().to_owned();
+        let body: Value = response.json().await.unwrap();
+        Session { token: body["access_token"].as_str().unwrap().to_owned(), sid }
+    }
+
+    /// A wait-time POST with every required header, minus those named in `without`.
+    pub fn wait_time_request(&self, session: &Session, without: &[&str]) -> RequestBuilder {
+        let mut request = self.http.post(format!("{}{WAIT_TIME_PATH}", self.address));
+        let bearer = format!("Bearer {}", session.token);
+        let mut headers = wait_time_headers();
+        headers.push(("Authorization", &bearer));
+        headers.push(("sid", &session.sid));
+        for (name, value) in headers {
+            if !without.iter().any(|skip| skip.eq_ignore_ascii_case(name)) {
+                request = request.header(name, value);
+            }
+        }
+        request
+    }
+
+    /// Wait times of `branches` with a valid session; the response.
+    pub async fn wait_times(&self, session: &Session, branches: &[&str]) -> Response {
+        let body = serde_json::json!({
+            "branches": branches.iter().map(|id| serde_json::json!({"branchId": id})).collect::<Vec<_>>()
+        });
+        self.wait_time_request(session, &[]).body(body.to_string()).send().await.unwrap()
+    }
+
+    /// The store behind the app, opened separately (as the CLI or another process would).
+    pub async fn store(&self) -> Arc<dyn Store> {
+        Arc::new(SqliteStore::connect(&self.database_url).await.unwrap())
+    }
+
+    /// A token signed with the app's real current key, with claims of our choosing:
+    /// for tokens the app would never issue (expired, not yet valid, other issuer).
+    pub async fn forge(&self, issuer: &str, claims: &AccessClaims) -> String {
+        let keys = self.store().await.signing_keys(0).await.unwrap();
+        let signer = JwtTokens::new(issuer, &format!("{}/api", self.settings.public_base_url));
+        signer.install(&keys).unwrap();
+        signer.sign(claims).unwrap()
+    }
+
+    /// The issuer the app signs as.
+    pub fn issuer(&self) -> String {
+        format!("{}/api", self.settings.public_base_url)
+    }
+}
+
+/// Claims like the demo client's, for `sid`, valid from `issued_at` for `lifetime` s.
+pub fn demo_claims(sid: &str, issued_at: i64, lifetime: i64) -> AccessClaims {
+    AccessClaims {
+        client_id: ClientId::parse(CLIENT).unwrap(),
+        scope: ChannelScope {
+            country: CountryCode::parse("MX").unwrap(),
+            business: BusinessCode::parse("GCB").unwrap(),
+            channel: ChannelId::parse("MOBILE").unwrap(),
+        },
+        session: SessionId::new(sid.to_owned()),
+        token_id: TokenId::new(uuid::Uuid::new_v4().to_string()),
+        granted: Scope::Visitor,
+        issued_at,
+        not_before: issued_at,
+        expires_at: issued_at + lifetime,
+    }
+}
+
+/// Now, seconds since the Unix epoch.
+pub fn now() -> i64 {
+    time::OffsetDateTime::now_utc().unix_timestamp()
+}
+
+/// Asserts an ErrorResponse: status, `code`, `location`, and the echoed `uuid`.
+pub async fn assert_error(response: Response, status: u16, code: &str, location: Option<&str>) -> Value {
+    assert_eq!(response.status(), status, "status");
+    assert_security_headers(&response);
+    assert_eq!(response.headers()["content-type"], "application/json");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["location"].as_str(), location, "{body}");
+    assert!(body["timestamp"].is_string(), "{body}");
+    assert!(body["details"].as_str().is_some_and(|d| !d.is_empty()), "{body}");
+    body
+}
+
+/// Asserts the four security headers DECISIONS.md puts on every response.
+pub fn assert_security_headers(response: &Response) {
+    let headers = response.headers();
+    assert_eq!(headers["strict-transport-security"], "max-age=31536000; includeSubDomains");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["x-xss-protection"], "0");
+    assert_eq!(headers["content-security-policy"], "default-src 'none'; frame-ancestors 'none'");
+}

@@ -1,0 +1,167 @@
+//! What a token proves: the JWKS verifies it with a standard library, and every way of
+//! tampering with it is a 401.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use serde_json::Value;
+
+use crate::helpers::{CLIENT, Session, assert_error, demo_claims, now, spawn_app};
+
+#[tokio::test]
+async fn a_token_verifies_with_the_published_jwks_through_a_standard_jwt_library() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let jwks: jsonwebtoken::jwk::JwkSet = app
+        .http
+        .get(format!("{}/api/.well-known/jwks.json", app.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let header = jsonwebtoken::decode_header(&session.token).unwrap();
+    assert_eq!(header.alg, Algorithm::EdDSA);
+    let jwk = jwks.find(header.kid.as_deref().unwrap()).expect("the kid is published");
+    let mut validation = Validation::new(Algorithm::EdDSA);
+    validation.set_issuer(&[app.issuer()]);
+    validation.set_audience(&[app.issuer()]);
+    let claims = jsonwebtoken::decode::<Value>(&session.token, &DecodingKey::from_jwk(jwk).unwrap(), &validation)
+        .unwrap()
+        .claims;
+    assert_eq!(claims["sub"], CLIENT);
+    assert_eq!(claims["scope"], "visitor");
+    assert_eq!(claims["sid"], session.sid);
+    assert_eq!(claims["businessCode"], "GCB");
+    assert_eq!(claims["countryCode"], "MX");
+    assert_eq!(claims["channelId"], "MOBILE");
+    assert_eq!(claims["exp"].as_i64().unwrap() - claims["iat"].as_i64().unwrap(), 1800);
+    assert!(claims["jti"].is_string() && claims["nbf"].is_i64());
+}
+
+async fn assert_refused(app: &crate::helpers::TestApp, token: &str, sid: &str) {
+    let session = Session { token: token.to_owned(), sid: sid.to_owned() };
+    let response = app.wait_times(&session, &["00001"]).await;
+    assert_eq!(response.headers()["www-authenticate"], "Bearer");
+    assert_error(response, 401, "unAuthorized", None).await;
+}
+
+#[tokio::test]
+async fn a_token_with_a_changed_signature_is_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let (signed, signature) = session.token.rsplit_once('.').unwrap();
+    let mut bytes = URL_SAFE_NO_PAD.decode(signature).unwrap();
+    bytes[0] ^= 1;
+    assert_refused(&app, &format!("{signed}.{}", URL_SAFE_NO_PAD.encode(bytes)), &session.sid).await;
+}
+
+#[tokio::test]
+async fn a_token_with_changed_claims_is_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let parts: Vec<&str> = session.token.split('.').collect();
+    let mut claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
+    claims["exp"] = Value::from(claims["exp"].as_i64().unwrap() + 86_400);
+    let forged = format!("{}.{}.{}", parts[0], URL_SAFE_NO_PAD.encode(claims.to_string()), parts[2]);
+    assert_refused(&app, &forged, &session.sid).await;
+}
+
+#[tokio::test]
+async fn an_unsigned_alg_none_token_is_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let claims = session.token.split('.').nth(1).unwrap();
+    let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#);
+    assert_refused(&app, &format!("{header}.{claims}."), &session.sid).await;
+}
+
+#[tokio::test]
+async fn an_hs256_token_keyed_with_the_public_key_is_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let kid = jsonwebtoken::decode_header(&session.token).unwrap().kid.unwrap();
+    let jwks: Value = app
+        .http
+        .get(format!("{}/api/.well-known/jwks.json", app.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let public_key = URL_SAFE_NO_PAD.decode(jwks["keys"][0]["x"].as_str().unwrap()).unwrap();
+    let claims: Value =
+        serde_json::from_slice(&URL_SAFE_NO_PAD.decode(session.token.split('.').nth(1).unwrap()).unwrap()).unwrap();
+    let mut header = Header::new(Algorithm::HS256);
+    header.kid = Some(kid);
+    let confused = jsonwebtoken::encode(&header, &claims, &EncodingKey::from_secret(&public_key)).unwrap();
+    assert_refused(&app, &confused, &session.sid).await;
+}
+
+#[tokio::test]
+async fn an_expired_token_signed_with_the_real_key_is_refused() {
+    let app = spawn_app().await;
+    let expired = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() - 3600, 60)).await;
+    assert_refused(&app, &expired, "AAAAAAAAAAAAAAAAAAAAAA").await;
+}
+
+#[tokio::test]
+async fn a_token_not_yet_valid_is_refused() {
+    let app = spawn_app().await;
+    let future = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() + 120, 600)).await;
+    assert_refused(&app, &future, "AAAAAAAAAAAAAAAAAAAAAA").await;
+}
+
+#[tokio::test]
+async fn a_token_from_another_issuer_is_refused_even_with_the_real_key() {
+    let app = spawn_app().await;
+    let foreign = app.forge("https://elsewhere.example/api", &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now(), 600)).await;
+    assert_refused(&app, &foreign, "AAAAAAAAAAAAAAAAAAAAAA").await;
+}
+
+#[tokio::test]
+async fn a_token_forged_the_same_way_but_valid_is_accepted() {
+    // The control for the three tests above: only the claim under test differs.
+    let app = spawn_app().await;
+    let valid = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now(), 600)).await;
+    let session = Session { token: valid, sid: "AAAAAAAAAAAAAAAAAAAAAA".into() };
+    assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_token_presented_with_another_client_id_is_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let response = app
+        .wait_time_request(&session, &["client_id"])
+        .header("client_id", "demo-web-app")
+        .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_error(response, 401, "unAuthorized", None).await;
+}
+
+#[tokio::test]
+async fn a_sid_from_another_session_is_refused() {
+    let app = spawn_app().await;
+    let (session, other) = (app.session().await, app.session().await);
+    assert_refused(&app, &session.token, &other.sid).await;
+}
+
+#[tokio::test]
+async fn a_missing_or_non_bearer_authorization_is_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    for authorization in [None, Some(format!("Basic {}", session.token)), Some("Bearer".to_owned())] {
+        let mut request = app.wait_time_request(&session, &["Authorization"]);
+        if let Some(value) = authorization {
+            request = request.header("Authorization", value);
+        }
+        let response = request.body(r#"{"branches":[{"branchId":"00001"}]}"#).send().await.unwrap();
+        assert_eq!(response.headers()["www-authenticate"], "Bearer");
+        assert_error(response, 401, "unAuthorized", None).await;
+    }
+}

@@ -1,0 +1,214 @@
+//! POST /api/v1/open-banking/channels/branch/waittime/retrieve.
+
+use serde_json::Value;
+
+use crate::helpers::{UUID, assert_error, assert_security_headers, spawn_app};
+
+#[tokio::test]
+async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let response = app.wait_times(&session, &["00042", "99999", "00001"]).await;
+
+    assert_eq!(response.status(), 200);
+    assert_security_headers(&response);
+    assert_eq!(response.headers()["uuid"], UUID);
+    let body: Value = response.json().await.unwrap();
+    let branches = body["branches"].as_array().unwrap();
+    let ids: Vec<&str> = branches.iter().map(|b| b["branchId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["00042", "00001"]);
+    for branch in branches {
+        let minutes = branch["timeTaken"].as_str().unwrap();
+        assert!(!minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit()), "{branch}");
+        assert!(branch.get("timeTaken ").is_none());
+    }
+}
+
+#[tokio::test]
+async fn the_samples_branch_key_works_like_branches() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let response = app
+        .wait_time_request(&session, &[])
+        .body(r#"{"branch":[{"branchId":"00007"}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["branches"][0]["branchId"], "00007");
+}
+
+#[tokio::test]
+async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let ids: Vec<String> = (1..=101).map(|n| format!("{n:05}")).collect();
+    let hundred: Vec<&str> = ids[..100].iter().map(String::as_str).collect();
+    let response = app.wait_times(&session, &hundred).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["branches"].as_array().unwrap().len(), 100);
+
+    let all: Vec<&str> = ids.iter().map(String::as_str).collect();
+    assert_error(app.wait_times(&session, &all).await, 400, "invalidRequest", Some("branches")).await;
+}
+
+#[tokio::test]
+async fn each_missing_required_header_is_a_400_naming_it() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    // reqwest always sends an Accept header; its absence is tested with a raw request below.
+    for name in ["client_id", "uuid", "Content-Type", "countryCode", "businessCode", "ChannelId", "sid"] {
+        let response = app
+            .wait_time_request(&session, &[name])
+            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_missing_accept_header_is_a_400_naming_it() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let body = r#"{"branches":[{"branchId":"00001"}]}"#;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nclient_id: demo-mobile-app\r\n\
+         uuid: {UUID}\r\nContent-Type: application/json\r\ncountryCode: MX\r\nbusinessCode: GCB\r\n\
+         ChannelId: MOBILE\r\nsid: {sid}\r\nAuthorization: Bearer {token}\r\nContent-Length: {length}\r\n\r\n{body}",
+        path = crate::helpers::WAIT_TIME_PATH,
+        sid = session.sid,
+        token = session.token,
+        length = body.len(),
+    );
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains(r#""location":"Accept""#), "{answer}");
+}
+
+#[tokio::test]
+async fn malformed_headers_are_400s_naming_them() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let cases = [
+        ("uuid", "12345"),
+        ("countryCode", "Mexico"),
+        ("businessCode", "G-C-B"),
+        ("ChannelId", "MOBILE APP"),
+        ("sid", "x"),
+        ("Content-Type", "text/plain"),
+        ("Accept", "text/html"),
+    ];
+    for (name, value) in cases {
+        let response = app
+            .wait_time_request(&session, &[name])
+            .header(name, value)
+            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400s_pointing_at_the_field() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let cases = [
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":"0001"}]}"#, "branches[1].branchId"),
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":"00002"},{"branchId":12345}]}"#, "branches[2].branchId"),
+        (r#"{"branches":[]}"#, "branches"),
+        (r#"{}"#, "branches"),
+        (r#"{"branches":[{"branchId":"00001"}],"extra":true}"#, "extra"),
+        (r#"{"branches":[{"branchId":"00001","x":1}]}"#, "branches[0].x"),
+        (r#"{"branches":"#, "branches"),
+        ("not json", "body"),
+        ("", "body"),
+    ];
+    for (body, location) in cases {
+        let response = app.wait_time_request(&session, &[]).body(body).send().await.unwrap();
+        assert_error(response, 400, "invalidRequest", Some(location)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_64_kib_is_refused_without_being_read() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let huge = format!(r#"{{"branches":[{{"branchId":"00001"}}],"pad":"{}"}}"#, "x".repeat(70 * 1024));
+    let response = app.wait_time_request(&session, &[]).body(huge).send().await.unwrap();
+    assert_error(response, 400, "invalidRequest", Some("body")).await;
+}
+
+#[tokio::test]
+async fn the_same_branch_twice_is_a_422_at_the_repeat() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let response = app.wait_times(&session, &["00001", "00002", "00001"]).await;
+    assert_error(response, 422, "businessValidationFailed", Some("branches[2].branchId")).await;
+}
+
+#[tokio::test]
+async fn no_known_branch_is_a_404() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let body = assert_error(app.wait_times(&session, &["99998", "99999"]).await, 404, "resourceNotFound", None).await;
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["uuid"], UUID);
+}
+
+#[tokio::test]
+async fn an_unsupported_channel_is_a_403() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    for (header, value) in [("countryCode", "US"), ("ChannelId", "KIOSK")] {
+        let response = app
+            .wait_time_request(&session, &[header])
+            .header(header, value)
+            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_error(response, 403, "accessNotConfigured", None).await;
+    }
+}
+
+#[tokio::test]
+async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
+    let app = spawn_app_fast_refresh().await;
+    let session = app.session().await;
+    let store = app.store().await;
+    let estimate = adapters::store::WaitTimeEstimate {
+        estimate: domain::branch::BranchWaitTime {
+            branch: domain::branch::BranchId::parse("77777").unwrap(),
+            wait: domain::branch::WaitTime::from_minutes(33).unwrap(),
+        },
+        estimated_at: crate::helpers::now(),
+    };
+    assert_eq!(app.wait_times(&session, &["77777"]).await.status(), 404);
+    store.upsert_wait_times(&[estimate]).await.unwrap();
+
+    let mut served = None;
+    for _ in 0..50 {
+        let response = app.wait_times(&session, &["77777"]).await;
+        if response.status() == 200 {
+            served = Some(response.json::<Value>().await.unwrap());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let body = served.expect("the new branch is served once the view refreshes");
+    assert_eq!(body["branches"][0]["timeTaken"], "33");
+}
+
+async fn spawn_app_fast_refresh() -> crate::helpers::TestApp {
+    crate::helpers::spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await
+}
