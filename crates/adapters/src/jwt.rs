@@ -129,10 +129,7 @@ impl JwtTokens {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             validation,
-            keys: ArcSwap::from_pointee(KeySet {
-                document: r#"{"keys":[]}"#.to_owned(),
-                ..KeySet::default()
-            }),
+            keys: ArcSwap::from_pointee(KeySet { document: r#"{"keys":[]}"#.to_owned(), ..KeySet::default() }),
         }
     }
 
@@ -176,10 +173,7 @@ impl JwtTokens {
 impl TokenSigner for JwtTokens {
     fn sign(&self, claims: &AccessClaims) -> Result<String, SigningFailed> {
         let keys = self.keys.load();
-        let current = keys
-            .current
-            .as_ref()
-            .ok_or_else(|| SigningFailed("no current signing key is loaded".into()))?;
+        let current = keys.current.as_ref().ok_or_else(|| SigningFailed("no current signing key is loaded".into()))?;
         let out = ClaimsOut {
             iss: &self.issuer,
             aud: &self.audience,
@@ -218,14 +212,9 @@ impl TokenVerifier for JwtTokens {
             return Err(TokenRejected("algorithm not allowed"));
         }
         let keys = self.keys.load();
-        let key = header
-            .kid
-            .as_ref()
-            .and_then(|kid| keys.verifying.get(kid))
-            .ok_or(TokenRejected("unknown key id"))?;
-        let claims = jsonwebtoken::decode::<ClaimsIn>(token, key, &self.validation)
-            .map_err(|e| rejection(e.kind()))?
-            .claims;
+        let key = header.kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected("unknown key id"))?;
+        let claims =
+            jsonwebtoken::decode::<ClaimsIn>(token, key, &self.validation).map_err(|e| rejection(e.kind()))?.claims;
         let malformed = |_| TokenRejected("malformed claims");
         Ok(AccessClaims {
             client_id: ClientId::parse(&claims.sub).map_err(malformed)?,

@@ -11,12 +11,12 @@
 //! [`token_writer::TokenWriter`] makes issued-token records durable in group commits.
 //!
 //! # Layout
-//! - [`store`]: the [`store::Store`] trait every database adapter implements, and its records.
-//! - [`sqlite`]: the SQLite store.
-//! - [`view`]: the in-memory view that implements the read ports, and its refresher.
-//! - [`token_writer`]: group-committed token records (the `TokenLedger::record` port).
-//! - [`jwt`]: Ed25519 signing keys, the token signer/verifier and the JWKS document.
-//! - [`system`]: the system clock and the CSPRNG id generator.
+//! - [`store`] — the [`store::Store`] trait every database adapter implements, and its records.
+//! - [`sqlite`] — the SQLite store.
+//! - [`view`] — the in-memory view that implements the read ports, and its refresher.
+//! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
+//! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
+//! - [`system`] — the system clock and the CSPRNG id generator.
 
 pub mod jwt;
 pub mod sqlite;

@@ -88,7 +88,9 @@ impl SqliteStore {
 
 type ClientRow = (String, String, String, String, String, String);
 
-fn client_from_row((client_id, country, business, channel, uris, status): ClientRow) -> Result<ClientRegistration, StoreUnavailable> {
+fn client_from_row(
+    (client_id, country, business, channel, uris, status): ClientRow,
+) -> Result<ClientRegistration, StoreUnavailable> {
     let uris: Vec<String> = serde_json::from_str(&uris).map_err(|_| corrupt("redirect URI list", &uris))?;
     Ok(ClientRegistration {
         scope: ChannelScope {
@@ -166,12 +168,11 @@ impl Store for SqliteStore {
     }
 
     async fn is_empty(&self) -> Result<bool, StoreUnavailable> {
-        let (any,): (bool,) = sqlx::query_as(
-            "SELECT EXISTS (SELECT 1 FROM clients) OR EXISTS (SELECT 1 FROM branch_wait_times)",
-        )
-        .fetch_one(&self.pool)
-        .await
-        .map_err(unavailable)?;
+        let (any,): (bool,) =
+            sqlx::query_as("SELECT EXISTS (SELECT 1 FROM clients) OR EXISTS (SELECT 1 FROM branch_wait_times)")
+                .fetch_one(&self.pool)
+                .await
+                .map_err(unavailable)?;
         Ok(!any)
     }
 
@@ -187,12 +188,11 @@ impl Store for SqliteStore {
     }
 
     async fn supported_channels(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
-        let rows: Vec<(String, String, String)> = sqlx::query_as(
-            "SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3",
-        )
-        .fetch_all(&self.pool)
-        .await
-        .map_err(unavailable)?;
+        let rows: Vec<(String, String, String)> =
+            sqlx::query_as("SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(unavailable)?;
         rows.into_iter()
             .map(|(country, business, channel)| {
                 Ok(ChannelScope {
@@ -296,10 +296,7 @@ impl Store for SqliteStore {
     }
 
     async fn revoke_token(&self, opaque: &OpaqueToken, now: i64) -> Result<bool, AdminError> {
-        let record = self
-            .find_token(opaque)
-            .await?
-            .ok_or_else(|| AdminError::NotFound("that opaque token".into()))?;
+        let record = self.find_token(opaque).await?.ok_or_else(|| AdminError::NotFound("that opaque token".into()))?;
         let changed = sqlx::query("UPDATE issued_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL")
             .bind(now)
             .bind(record.token.token_id.as_str())

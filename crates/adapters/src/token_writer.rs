@@ -42,14 +42,8 @@ impl TokenWriter {
     /// [`StoreUnavailable`] if the batch it was in could not be committed.
     pub async fn record(&self, token: IssuedToken) -> Result<(), StoreUnavailable> {
         let (reply, answer) = oneshot::channel();
-        self.queue
-            .send((token, reply))
-            .await
-            .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
-        answer
-            .await
-            .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?
-            .map_err(StoreUnavailable::new)
+        self.queue.send((token, reply)).await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
+        answer.await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?.map_err(StoreUnavailable::new)
     }
 }
 

@@ -95,12 +95,12 @@ impl StoreView {
         let moved = |pick: fn(&Revisions) -> i64| before.is_none_or(|old| pick(&old) != pick(&now));
         // Record progress topic by topic, so one failing load does not force the others
         // to reload next time.
-        let mut done = before.unwrap_or(Revisions { clients: -1, access: -1, wait_times: -1, revocations: -1, signing_keys: -1 });
+        let mut done =
+            before.unwrap_or(Revisions { clients: -1, access: -1, wait_times: -1, revocations: -1, signing_keys: -1 });
 
         if moved(|r| r.clients) {
             let clients = self.store.clients().await?;
-            self.clients
-                .store(Arc::new(clients.into_iter().map(|c| (c.client_id.clone(), c)).collect()));
+            self.clients.store(Arc::new(clients.into_iter().map(|c| (c.client_id.clone(), c)).collect()));
             done.clients = now.clients;
         }
         if moved(|r| r.access) {
@@ -124,9 +124,7 @@ impl StoreView {
         }
         if moved(|r| r.signing_keys) {
             let keys = self.store.signing_keys(unix_now - self.key_window_seconds).await?;
-            self.tokens
-                .install(&keys)
-                .map_err(StoreUnavailable::new)?;
+            self.tokens.install(&keys).map_err(StoreUnavailable::new)?;
             done.signing_keys = now.signing_keys;
         }
         *seen = Some(done);
@@ -178,9 +176,7 @@ impl WaitTimeStore for StoreView {
         let table = self.wait_times.load();
         Ok(branches
             .iter()
-            .filter_map(|branch| {
-                table.0[branch.index()].map(|wait| BranchWaitTime { branch: *branch, wait })
-            })
+            .filter_map(|branch| table.0[branch.index()].map(|wait| BranchWaitTime { branch: *branch, wait }))
             .collect())
     }
 }

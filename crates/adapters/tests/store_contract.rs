@@ -3,6 +3,9 @@
 //! Each check is an async function over `&dyn Store` on a freshly migrated, empty
 //! store; every adapter module below runs all of them.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -10,7 +13,9 @@ use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
 use adapters::view::StoreView;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri};
+use domain::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
 use domain::ports::{AccessPolicy, ClientRegistry, TokenLedger, WaitTimeStore};
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
 
@@ -35,7 +40,10 @@ fn client(id: &str) -> ClientRegistration {
 
 fn estimate(branch: &str, minutes: u32) -> WaitTimeEstimate {
     WaitTimeEstimate {
-        estimate: BranchWaitTime { branch: BranchId::parse(branch).unwrap(), wait: WaitTime::from_minutes(minutes).unwrap() },
+        estimate: BranchWaitTime {
+            branch: BranchId::parse(branch).unwrap(),
+            wait: WaitTime::from_minutes(minutes).unwrap(),
+        },
         estimated_at: NOW,
     }
 }
@@ -48,7 +56,8 @@ fn token(n: u32, client_id: &str, expires_at: i64) -> IssuedToken {
         session: SessionId::new(format!("session-{n}")),
         issued_at: NOW,
         expires_at,
-        code_challenge: (n % 2 == 0).then(|| CodeChallenge::parse("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM").unwrap()),
+        code_challenge: n.is_multiple_of(2)
+            .then(|| CodeChallenge::parse("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM").unwrap()),
     }
 }
 
@@ -154,9 +163,10 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     store.register_client(&client("a-app"), NOW).await.unwrap();
     store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
     let tokens = Arc::new(JwtTokens::new("iss", "aud"));
-    let view = StoreView::load(Arc::clone(&store), Arc::clone(&tokens), Duration::from_secs(1800), Duration::from_secs(1))
-        .await
-        .unwrap();
+    let view =
+        StoreView::load(Arc::clone(&store), Arc::clone(&tokens), Duration::from_secs(1800), Duration::from_secs(1))
+            .await
+            .unwrap();
     assert!(tokens.current_kid().is_some());
     assert!(view.find(&ClientId::parse("a-app").unwrap()).await.unwrap().is_some());
     assert!(!view.is_supported(&scope("WEB")).await.unwrap());
@@ -170,7 +180,7 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     let minutes: Vec<_> = view.wait_times(&ids).await.unwrap().iter().map(|w| w.wait.minutes()).collect();
     assert_eq!(minutes, vec![4, 9]);
 
-    view.record(token(7, "a-app", NOW + 3600_000_000)).await.unwrap();
+    view.record(token(7, "a-app", NOW + 3_600_000_000)).await.unwrap();
     assert!(store.find_token(&OpaqueToken::new("opaque-7".into())).await.unwrap().is_some(), "durable once recorded");
     store.revoke_token(&OpaqueToken::new("opaque-7".into()), NOW).await.unwrap();
     view.refresh().await.unwrap();

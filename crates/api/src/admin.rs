@@ -8,7 +8,9 @@ use std::path::Path;
 use adapters::jwt::generate_signing_key;
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri};
+use domain::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
 use domain::input::Expected;
 use domain::token::OpaqueToken;
 use time::OffsetDateTime;
@@ -128,10 +130,7 @@ pub async fn access(store: &dyn Store, action: AccessAction) -> Result<(), Comma
 /// [`CommandError`] naming the line and the field.
 pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstimate>, CommandError> {
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(input);
-    let headers = reader
-        .headers()
-        .map_err(|e| CommandError(format!("line 1: {e}")))?
-        .clone();
+    let headers = reader.headers().map_err(|e| CommandError(format!("line 1: {e}")))?.clone();
     let mut columns = HashMap::new();
     for (index, name) in headers.iter().enumerate() {
         let name = name.trim_start_matches('\u{feff}');
@@ -145,10 +144,7 @@ pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstima
         }
     }
     let column = |name: &str| {
-        columns
-            .get(name)
-            .copied()
-            .ok_or_else(|| CommandError(format!("line 1: the header lacks the column {name:?}")))
+        columns.get(name).copied().ok_or_else(|| CommandError(format!("line 1: the header lacks the column {name:?}")))
     };
     let (branch_column, time_column) = (column("branchId")?, column("timeTaken")?);
     let estimated_column = columns.get("estimatedAt").copied();
@@ -165,8 +161,7 @@ pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstima
         let at_line = |what: &str, raw: &str, expected: Expected| {
             CommandError(format!("line {line}: {what} {raw:?} is not valid: expected {expected}"))
         };
-        let branch = BranchId::parse(field(branch_column))
-            .map_err(|e| at_line("branchId", field(branch_column), e))?;
+        let branch = BranchId::parse(field(branch_column)).map_err(|e| at_line("branchId", field(branch_column), e))?;
         let wait = WaitTime::parse(field(time_column)).map_err(|e| at_line("timeTaken", field(time_column), e))?;
         let estimated_at = match estimated_column.map(field).filter(|raw| !raw.is_empty()) {
             None => now,
@@ -188,8 +183,8 @@ pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstima
 /// [`CommandError`] with the reason; nothing is written then.
 pub async fn wait_times(store: &dyn Store, action: WaitTimesAction) -> Result<(), CommandError> {
     let WaitTimesAction::Import { file } = action;
-    let estimates = parse_wait_times(open(&file)?, unix_now())
-        .map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
+    let estimates =
+        parse_wait_times(open(&file)?, unix_now()).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
     store.upsert_wait_times(&estimates).await?;
     println!("imported {} wait time(s) from {}", estimates.len(), file.display());
     Ok(())

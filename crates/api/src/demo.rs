@@ -4,7 +4,9 @@
 
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri};
+use domain::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
 use domain::ports::StoreUnavailable;
 
 use crate::startup::unix_now;

@@ -6,12 +6,12 @@
 //! those live in `adapters`, which [`startup`] wires into the services.
 //!
 //! # Layout
-//! - [`http`]: routes, middleware, handlers (one module per operation), wire errors.
-//! - [`startup`]: `Application::build(settings)` → `.port()` → `.run_until_stopped()`.
-//! - [`settings`]: the command line, environment and config file, resolved.
-//! - [`admin`]: the operators' commands (clients, access, wait times, keys, tokens).
-//! - [`demo`]: the demo data set of a first start.
-//! - [`telemetry`]: logging.
+//! - [`http`] — routes, middleware, handlers (one module per operation), wire errors.
+//! - [`startup`] — `Application::build(settings)` → `.port()` → `.run_until_stopped()`.
+//! - [`settings`] — the command line, environment and config file, resolved.
+//! - [`admin`] — the operators' commands (clients, access, wait times, keys, tokens).
+//! - [`demo`] — the demo data set of a first start.
+//! - [`telemetry`] — logging.
 
 pub mod admin;
 pub mod demo;

@@ -66,8 +66,5 @@ async fn serve(settings: Settings) -> Result<(), CommandError> {
     if demo {
         println!("{}", api::demo::curl_walkthrough(&base));
     }
-    application
-        .run_until_stopped()
-        .await
-        .map_err(|e| CommandError(format!("server failed: {e}")))
+    application.run_until_stopped().await.map_err(|e| CommandError(format!("server failed: {e}")))
 }

@@ -290,9 +290,7 @@ fn read_file(path: Option<&Path>) -> Result<FileSettings, SettingsError> {
     let Some(path) = path else { return Ok(FileSettings::default()) };
     let text = std::fs::read_to_string(path)
         .map_err(|e| SettingsError(format!("cannot read config file {}: {e}", path.display())))?;
-    toml::from_str(&text).map_err(|e| {
-        SettingsError(format!("config file {}: {}", path.display(), e.message()))
-    })
+    toml::from_str(&text).map_err(|e| SettingsError(format!("config file {}: {}", path.display(), e.message())))
 }
 
 /// Resolves the shared settings and those of `serve` from the command line, the
@@ -302,11 +300,8 @@ fn read_file(path: Option<&Path>) -> Result<FileSettings, SettingsError> {
 /// [`SettingsError`] for an unreadable or invalid file or an out-of-range value.
 pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings), SettingsError> {
     let file = read_file(cli.config.as_deref())?;
-    let database_url = cli
-        .database_url
-        .clone()
-        .or(file.database_url)
-        .unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
+    let database_url =
+        cli.database_url.clone().or(file.database_url).unwrap_or_else(|| DEFAULT_DATABASE_URL.to_owned());
     let common = CommonSettings {
         database_url: SecretString::from(database_url.clone()),
         log_filter: cli.log_filter.clone().or(file.log_filter),
@@ -315,9 +310,9 @@ pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings
 
     let listen = match serve.listen.or(file.listen) {
         Some(listen) => listen,
-        None => DEFAULT_LISTEN
-            .parse()
-            .map_err(|_| SettingsError("the default listen address does not parse".into()))?,
+        None => {
+            DEFAULT_LISTEN.parse().map_err(|_| SettingsError("the default listen address does not parse".into()))?
+        }
     };
     let token_ttl_seconds = serve.token_ttl_seconds.or(file.token_ttl_seconds).unwrap_or(DEFAULT_TOKEN_TTL_SECONDS);
     if !(1..=MAX_TOKEN_TTL_SECONDS).contains(&token_ttl_seconds) {
@@ -329,11 +324,8 @@ pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings
         _ => return Err(SettingsError("tls-cert and tls-key go together".into())),
     };
     let scheme = if tls.is_some() { "https" } else { "http" };
-    let public_base_url = serve
-        .public_base_url
-        .clone()
-        .or(file.public_base_url)
-        .unwrap_or_else(|| format!("{scheme}://{listen}"));
+    let public_base_url =
+        serve.public_base_url.clone().or(file.public_base_url).unwrap_or_else(|| format!("{scheme}://{listen}"));
     if !(public_base_url.starts_with("https://") || public_base_url.starts_with("http://")) {
         return Err(SettingsError("public-base-url must be an http or https URL".into()));
     }

@@ -26,8 +26,12 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) {
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(terminal);
     let _ = match (format, sink) {
-        (LogFormat::Json, Sink::Stdout) => builder.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout).try_init(),
-        (LogFormat::Json, Sink::Stderr) => builder.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr).try_init(),
+        (LogFormat::Json, Sink::Stdout) => {
+            builder.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout).try_init()
+        }
+        (LogFormat::Json, Sink::Stderr) => {
+            builder.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr).try_init()
+        }
         (LogFormat::Pretty, Sink::Stdout) => builder.compact().with_writer(std::io::stdout).try_init(),
         (LogFormat::Pretty, Sink::Stderr) => builder.compact().with_writer(std::io::stderr).try_init(),
     };

@@ -21,9 +21,7 @@ impl BranchId {
         if bytes.len() != 5 || !bytes.iter().all(u8::is_ascii_digit) {
             return Err(Expected::FiveDigits);
         }
-        let value = bytes
-            .iter()
-            .fold(0u32, |acc, digit| acc * 10 + u32::from(digit - b'0'));
+        let value = bytes.iter().fold(0u32, |acc, digit| acc * 10 + u32::from(digit - b'0'));
         Ok(Self(value))
     }
 
@@ -34,7 +32,7 @@ impl BranchId {
 
     /// The id at `index` of a table of [`BranchId::SPACE`] slots, if it is in range.
     pub fn from_index(index: usize) -> Option<Self> {
-        (index < Self::SPACE).then(|| Self(index as u32))
+        (index < Self::SPACE).then_some(Self(index as u32))
     }
 }
 
@@ -55,11 +53,7 @@ impl WaitTime {
 
     /// A wait of `minutes`, if it is within [`WaitTime::MAX_MINUTES`].
     pub fn from_minutes(minutes: u32) -> Result<Self, Expected> {
-        u16::try_from(minutes)
-            .ok()
-            .filter(|m| *m <= Self::MAX_MINUTES)
-            .map(Self)
-            .ok_or(Expected::Minutes)
+        u16::try_from(minutes).ok().filter(|m| *m <= Self::MAX_MINUTES).map(Self).ok_or(Expected::Minutes)
     }
 
     /// Parses a digit string such as `"15"`; signs, decimals and blanks are refused.
@@ -67,9 +61,7 @@ impl WaitTime {
         if raw.is_empty() || raw.len() > 4 || !raw.bytes().all(|b| b.is_ascii_digit()) {
             return Err(Expected::Minutes);
         }
-        raw.parse::<u32>()
-            .map_err(|_| Expected::Minutes)
-            .and_then(Self::from_minutes)
+        raw.parse::<u32>().map_err(|_| Expected::Minutes).and_then(Self::from_minutes)
     }
 
     /// The wait in minutes.

@@ -35,11 +35,7 @@ macro_rules! code_newtype {
 }
 
 fn is_token_of(raw: &str, max: usize, extra: &[u8]) -> bool {
-    !raw.is_empty()
-        && raw.len() <= max
-        && raw
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
+    !raw.is_empty() && raw.len() <= max && raw.bytes().all(|b| b.is_ascii_alphanumeric() || extra.contains(&b))
 }
 
 code_newtype!(
@@ -89,19 +85,10 @@ impl RedirectUri {
     pub fn parse(raw: &str) -> Result<Self, Expected> {
         let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
             .iter()
-            .any(|prefix| {
-                raw.strip_prefix(prefix)
-                    .is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/']))
-            });
-        let acceptable = (raw.starts_with("https://") || loopback)
-            && !raw.contains('#')
-            && raw.len() <= 2048
-            && raw.validate_url();
-        if acceptable {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err(Expected::RedirectUri)
-        }
+            .any(|prefix| raw.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
+        let acceptable =
+            (raw.starts_with("https://") || loopback) && !raw.contains('#') && raw.len() <= 2048 && raw.validate_url();
+        if acceptable { Ok(Self(raw.to_owned())) } else { Err(Expected::RedirectUri) }
     }
 
     /// The URI as registered.

@@ -12,12 +12,12 @@
 //! constructor returning `Result`, so holding a `BranchId` means holding a valid one.
 //!
 //! # Layout
-//! - [`branch`]: `BranchId`, `WaitTime`, `BranchWaitTime`.
-//! - [`client`]: `ClientId`, `ChannelScope` (country, business, channel), client registrations.
-//! - [`token`]: access-token claims, token/session ids, opaque tokens, PKCE challenges.
-//! - [`input`]: what a malformed input was expected to look like ([`input::Expected`]).
-//! - [`ports`]: the async traits adapters implement, each with its `# Errors` contract.
-//! - [`services`]: token issuance, bearer checks and wait-time retrieval.
+//! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
+//! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
+//! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
+//! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
+//! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
+//! - [`services`] — token issuance, bearer checks and wait-time retrieval.
 
 pub mod branch;
 pub mod client;

@@ -6,8 +6,7 @@ use crate::client::{ChannelScope, ClientId};
 use crate::input::Expected;
 
 fn is_base64url(raw: &str) -> bool {
-    raw.bytes()
-        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
+    raw.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_')
 }
 
 /// Declares an opaque id newtype built by the id generator or parsed from the wire.
@@ -108,11 +107,7 @@ pub struct CodeChallenge(String);
 impl CodeChallenge {
     /// Parses a challenge; the caller has already checked that the method is `S256`.
     pub fn parse(raw: &str) -> Result<Self, Expected> {
-        if raw.len() == 43 && is_base64url(raw) {
-            Ok(Self(raw.to_owned()))
-        } else {
-            Err(Expected::CodeChallenge)
-        }
+        if raw.len() == 43 && is_base64url(raw) { Ok(Self(raw.to_owned())) } else { Err(Expected::CodeChallenge) }
     }
 
     /// The challenge as sent.

@@ -124,7 +124,9 @@ impl Message {
             Self::Repeated => format!("The parameter {at} was sent more than once."),
             Self::ResponseType if es => "response_type debe ser 'token'.".into(),
             Self::ResponseType => "response_type must be 'token'.".into(),
-            Self::ChallengeMethod if es => "code_challenge_method debe ser 'S256' cuando se envía code_challenge.".into(),
+            Self::ChallengeMethod if es => {
+                "code_challenge_method debe ser 'S256' cuando se envía code_challenge.".into()
+            }
             Self::ChallengeMethod => "code_challenge_method must be 'S256' when code_challenge is sent.".into(),
             Self::State if es => "state debe ser texto ASCII visible de hasta 1024 caracteres.".into(),
             Self::State => "state must be visible ASCII text of at most 1024 characters.".into(),

@@ -18,11 +18,7 @@ impl Language {
     /// the highest-weighted range whose primary tag is `en` or `es`; `*` and absent or
     /// unparseable headers give English.
     pub fn of(request: &HttpRequest) -> Self {
-        let Some(raw) = request
-            .headers()
-            .get(header::ACCEPT_LANGUAGE)
-            .and_then(|value| value.to_str().ok())
-        else {
+        let Some(raw) = request.headers().get(header::ACCEPT_LANGUAGE).and_then(|value| value.to_str().ok()) else {
             return Self::default();
         };
         let mut best: Option<(f32, Self)> = None;

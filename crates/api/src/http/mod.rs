@@ -64,20 +64,16 @@ where
     Args: actix_web::FromRequest + 'static,
     F::Output: actix_web::Responder + 'static,
 {
-    web::resource(path)
-        .route(web::get().to(handler.clone()))
-        .route(web::head().to(handler))
-        .default_service(web::to(move |request: HttpRequest| async move {
-            method_not_allowed(&request, "GET, HEAD", shape)
-        }))
+    web::resource(path).route(web::get().to(handler.clone())).route(web::head().to(handler)).default_service(web::to(
+        move |request: HttpRequest| async move { method_not_allowed(&request, "GET, HEAD", shape) },
+    ))
 }
 
 fn method_not_allowed(request: &HttpRequest, allow: &'static str, shape: Shape) -> Result<HttpResponse, ApiError> {
     let failure = Failure::other(StatusCode::METHOD_NOT_ALLOWED, code::METHOD_NOT_ALLOWED, Message::MethodNotAllowed);
-    let mut response = actix_web::ResponseError::error_response(&ApiError::new(failure, shape, &error_context(request)));
-    response
-        .headers_mut()
-        .insert(header::ALLOW, header::HeaderValue::from_static(allow));
+    let mut response =
+        actix_web::ResponseError::error_response(&ApiError::new(failure, shape, &error_context(request)));
+    response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
     Ok(response)
 }
 

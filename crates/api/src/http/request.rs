@@ -34,10 +34,7 @@ pub fn parsed_header<T>(
 
 /// A `uuid` header value, if it is a valid UUID (RFC 9562), as sent.
 pub fn valid_uuid(headers: &HeaderMap) -> Option<&str> {
-    headers
-        .get(UUID_HEADER)
-        .and_then(|value| value.to_str().ok())
-        .filter(|value| uuid::Uuid::try_parse(value).is_ok())
+    headers.get(UUID_HEADER).and_then(|value| value.to_str().ok()).filter(|value| uuid::Uuid::try_parse(value).is_ok())
 }
 
 /// The language and correlation id errors of this request are written with.
@@ -48,9 +45,7 @@ pub fn error_context(request: &HttpRequest) -> ErrorContext {
 /// Checks that the required `uuid` header is present and a UUID.
 pub fn require_uuid(headers: &HeaderMap) -> Result<(), Failure> {
     required_header(headers, UUID_HEADER)?;
-    valid_uuid(headers)
-        .map(drop)
-        .ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
+    valid_uuid(headers).map(drop).ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
 }
 
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), if the
@@ -73,15 +68,10 @@ pub fn accepts_json(value: &str) -> bool {
         let mut parts = range.split(';');
         let media = parts.next().unwrap_or_default().trim();
         let refused = parts.any(|param| {
-            param
-                .trim()
-                .strip_prefix("q=")
-                .is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+            param.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
         });
         !refused
-            && ["application/json", "application/*", "*/*"]
-                .iter()
-                .any(|allowed| media.eq_ignore_ascii_case(allowed))
+            && ["application/json", "application/*", "*/*"].iter().any(|allowed| media.eq_ignore_ascii_case(allowed))
     })
 }
 

@@ -38,18 +38,16 @@ struct BranchItem<'a> {
 /// The branch ids of the body, in order, each failure located (`branches[3].branchId`).
 fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
     let mut json = serde_json::Deserializer::from_slice(body);
-    let request: RetrieveBranchWaitTimeRequest<'_> =
-        serde_path_to_error::deserialize(&mut json).map_err(|error| {
-            let path = error.path().to_string();
-            let location = match path.as_str() {
-                "." if error.inner().to_string().starts_with("missing field") => "branches".to_owned(),
-                "." => "body".to_owned(),
-                _ => path,
-            };
-            Failure::invalid(location, Message::Body(error.inner().to_string()))
-        })?;
-    json.end()
-        .map_err(|error| Failure::invalid("body", Message::Body(error.to_string())))?;
+    let request: RetrieveBranchWaitTimeRequest<'_> = serde_path_to_error::deserialize(&mut json).map_err(|error| {
+        let path = error.path().to_string();
+        let location = match path.as_str() {
+            "." if error.inner().to_string().starts_with("missing field") => "branches".to_owned(),
+            "." => "body".to_owned(),
+            _ => path,
+        };
+        Failure::invalid(location, Message::Body(error.inner().to_string()))
+    })?;
+    json.end().map_err(|error| Failure::invalid("body", Message::Body(error.to_string())))?;
     match request.branches.len() {
         0 => return Err(Failure::invalid("branches", Message::NoBranches)),
         n if n > MAX_BRANCHES_PER_REQUEST => {
@@ -208,10 +206,8 @@ mod tests {
 
     #[test]
     fn the_response_is_the_specs_shape_with_time_taken_spelled_right() {
-        let known = [BranchWaitTime {
-            branch: BranchId::parse("00042").unwrap(),
-            wait: WaitTime::from_minutes(7).unwrap(),
-        }];
+        let known =
+            [BranchWaitTime { branch: BranchId::parse("00042").unwrap(), wait: WaitTime::from_minutes(7).unwrap() }];
         let body: serde_json::Value = serde_json::from_slice(&response_body(&known)).unwrap();
         assert_eq!(body, serde_json::json!({"branches": [{"branchId": "00042", "timeTaken": "7"}]}));
     }

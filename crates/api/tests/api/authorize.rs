@@ -76,7 +76,8 @@ async fn a_missing_or_malformed_uuid_header_is_a_400() {
     let url = format!("{}/api/v1/authorize", app.address);
     let missing = app.http.get(&url).query(&demo_authorize_query()).send().await.unwrap();
     assert_token_error(missing, 400, "invalidRequest", Some("uuid")).await;
-    let malformed = app.http.get(&url).header("uuid", "not-a-uuid").query(&demo_authorize_query()).send().await.unwrap();
+    let malformed =
+        app.http.get(&url).header("uuid", "not-a-uuid").query(&demo_authorize_query()).send().await.unwrap();
     assert_token_error(malformed, 400, "invalidRequest", Some("uuid")).await;
 }
 

@@ -35,12 +35,39 @@ fn clients_are_added_listed_and_disabled() {
     let (_folder, url) = fresh_database();
     let add = branch_atm(
         &url,
-        &["clients", "add", "--client-id", "bank-app", "--business-code", "GCB", "--country-code", "MX", "--channel-id", "WEB", "--redirect-uri", "https://app.example.mx/cb"],
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "bank-app",
+            "--business-code",
+            "GCB",
+            "--country-code",
+            "MX",
+            "--channel-id",
+            "WEB",
+            "--redirect-uri",
+            "https://app.example.mx/cb",
+        ],
     );
     assert!(add.status.success(), "{}", stderr(&add));
     assert!(stderr(&add).is_empty(), "commands log nothing unless asked: {}", stderr(&add));
 
-    let again = branch_atm(&url, &["clients", "add", "--client-id", "bank-app", "--business-code", "GCB", "--country-code", "MX", "--channel-id", "WEB"]);
+    let again = branch_atm(
+        &url,
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "bank-app",
+            "--business-code",
+            "GCB",
+            "--country-code",
+            "MX",
+            "--channel-id",
+            "WEB",
+        ],
+    );
     assert!(!again.status.success());
     assert_eq!(stderr(&again).lines().count(), 1, "one line: {}", stderr(&again));
     assert!(stderr(&again).contains("already exists"));
@@ -56,7 +83,21 @@ fn clients_are_added_listed_and_disabled() {
 #[test]
 fn invalid_arguments_fail_with_one_line_naming_the_value() {
     let (_folder, url) = fresh_database();
-    let bad = branch_atm(&url, &["clients", "add", "--client-id", "x", "--business-code", "GCB", "--country-code", "mexico", "--channel-id", "WEB"]);
+    let bad = branch_atm(
+        &url,
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "x",
+            "--business-code",
+            "GCB",
+            "--country-code",
+            "mexico",
+            "--channel-id",
+            "WEB",
+        ],
+    );
     assert!(!bad.status.success());
     assert_eq!(stderr(&bad).lines().count(), 1);
     assert!(stderr(&bad).contains("mexico"));
@@ -101,7 +142,10 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert_eq!(served, serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]}));
+    assert_eq!(
+        served,
+        serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]})
+    );
 
     let disable = branch_atm(&app.database_url, &["clients", "disable", "demo-mobile-app"]);
     assert!(stdout(&disable).contains("revoked 1"), "{}", stdout(&disable));
@@ -114,7 +158,11 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_eq!(status, 401, "a revoked token is refused");
-    assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 401, "a disabled client gets no token");
+    assert_eq!(
+        app.authorize(&crate::helpers::demo_authorize_query()).await.status(),
+        401,
+        "a disabled client gets no token"
+    );
 }
 
 #[tokio::test]
@@ -134,7 +182,8 @@ async fn after_a_key_rotation_new_tokens_use_the_new_key_and_old_ones_still_work
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
     assert_ne!(new_kid, old_kid, "new tokens are signed with the new key");
-    let jwks: Value = app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
+    let jwks: Value =
+        app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
     assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
     assert_eq!(app.wait_times(&old, &["00001"]).await.status(), 200, "a token of the old key still works");
 }
@@ -146,7 +195,8 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
     let sid = response.headers()["sid"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();
     let opaque = body["opaque_token"].as_str().unwrap();
-    let session = crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid: sid.clone() };
+    let session =
+        crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid: sid.clone() };
 
     let show = branch_atm(&app.database_url, &["tokens", "show", opaque]);
     assert!(stdout(&show).contains(&format!("sid\t{sid}")), "{}", stdout(&show));

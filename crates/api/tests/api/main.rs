@@ -1,5 +1,8 @@
 //! Black-box tests: the real application on port 0, through the real HTTP stack.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 mod authorize;
 mod cli;
 mod helpers;

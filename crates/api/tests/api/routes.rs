@@ -59,12 +59,7 @@ async fn the_jwks_publishes_one_ed25519_key_and_no_private_part() {
 #[tokio::test]
 async fn an_invalid_uuid_is_not_echoed() {
     let app = spawn_app().await;
-    let response = app
-        .http
-        .get(format!("{}/api/health/live", app.address))
-        .header("uuid", "<script>")
-        .send()
-        .await
-        .unwrap();
+    let response =
+        app.http.get(format!("{}/api/health/live", app.address)).header("uuid", "<script>").send().await.unwrap();
     assert!(response.headers().get("uuid").is_none());
 }

@@ -12,15 +12,8 @@ use crate::helpers::{CLIENT, Session, assert_error, demo_claims, now, spawn_app}
 async fn a_token_verifies_with_the_published_jwks_through_a_standard_jwt_library() {
     let app = spawn_app().await;
     let session = app.session().await;
-    let jwks: jsonwebtoken::jwk::JwkSet = app
-        .http
-        .get(format!("{}/api/.well-known/jwks.json", app.address))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks: jsonwebtoken::jwk::JwkSet =
+        app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
     let header = jsonwebtoken::decode_header(&session.token).unwrap();
     assert_eq!(header.alg, Algorithm::EdDSA);
     let jwk = jwks.find(header.kid.as_deref().unwrap()).expect("the kid is published");
@@ -82,15 +75,8 @@ async fn an_hs256_token_keyed_with_the_public_key_is_refused() {
     let app = spawn_app().await;
     let session = app.session().await;
     let kid = jsonwebtoken::decode_header(&session.token).unwrap().kid.unwrap();
-    let jwks: Value = app
-        .http
-        .get(format!("{}/api/.well-known/jwks.json", app.address))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let jwks: Value =
+        app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
     let public_key = URL_SAFE_NO_PAD.decode(jwks["keys"][0]["x"].as_str().unwrap()).unwrap();
     let claims: Value =
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(session.token.split('.').nth(1).unwrap()).unwrap()).unwrap();

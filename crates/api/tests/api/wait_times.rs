@@ -28,12 +28,8 @@ async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out
 async fn the_samples_branch_key_works_like_branches() {
     let app = spawn_app().await;
     let session = app.session().await;
-    let response = app
-        .wait_time_request(&session, &[])
-        .body(r#"{"branch":[{"branchId":"00007"}]}"#)
-        .send()
-        .await
-        .unwrap();
+    let response =
+        app.wait_time_request(&session, &[]).body(r#"{"branch":[{"branchId":"00007"}]}"#).send().await.unwrap();
     assert_eq!(response.status(), 200);
     let body: Value = response.json().await.unwrap();
     assert_eq!(body["branches"][0]["branchId"], "00007");

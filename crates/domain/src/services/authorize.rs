@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use crate::client::{ChannelScope, ClientId, ClientStatus};
-use crate::ports::{Clock, ClientRegistry, IdGenerator, SigningFailed, StoreUnavailable, TokenLedger, TokenSigner};
+use crate::ports::{ClientRegistry, Clock, IdGenerator, SigningFailed, StoreUnavailable, TokenLedger, TokenSigner};
 use crate::token::{AccessClaims, CodeChallenge, IssuedToken, Scope, TokenGrant};
 
 /// A token request whose every field already parsed.
@@ -238,9 +238,8 @@ mod tests {
 
     #[tokio::test]
     async fn an_unknown_client_is_refused_without_signing_anything() {
-        let result = service(registry_with(None), ledger_never_called(), signer_never_called())
-            .authorize(request())
-            .await;
+        let result =
+            service(registry_with(None), ledger_never_called(), signer_never_called()).authorize(request()).await;
         assert!(matches!(result, Err(AuthorizeError::Unauthorized(ClientRefusal::Unknown))));
     }
 
@@ -267,10 +266,7 @@ mod tests {
         )
         .authorize(other_channel)
         .await;
-        assert!(matches!(
-            result,
-            Err(AuthorizeError::Unauthorized(ClientRefusal::RegistrationMismatch))
-        ));
+        assert!(matches!(result, Err(AuthorizeError::Unauthorized(ClientRefusal::RegistrationMismatch))));
     }
 
     #[tokio::test]
@@ -292,12 +288,9 @@ mod tests {
         let mut signer = MockTokenSigner::new();
         signer.expect_sign().returning(|_| Ok("signed".into()));
         let mut ledger = MockTokenLedger::new();
-        ledger
-            .expect_record()
-            .returning(|_| Err(StoreUnavailable::new("disk full")));
-        let result = service(registry_with(Some(registration(ClientStatus::Active))), ledger, signer)
-            .authorize(request())
-            .await;
+        ledger.expect_record().returning(|_| Err(StoreUnavailable::new("disk full")));
+        let result =
+            service(registry_with(Some(registration(ClientStatus::Active))), ledger, signer).authorize(request()).await;
         assert!(matches!(result, Err(AuthorizeError::Unavailable(_))));
     }
 }

@@ -36,10 +36,7 @@ impl BearerCheck {
     /// [`BearerError::Refused`] for any failed check, [`BearerError::Unavailable`] when
     /// revocations cannot be read.
     pub async fn authenticate(&self, token: &str, client_id: &ClientId) -> Result<AccessClaims, BearerError> {
-        let claims = self
-            .verifier
-            .verify(token)
-            .map_err(|rejected| BearerError::Refused(rejected.0))?;
+        let claims = self.verifier.verify(token).map_err(|rejected| BearerError::Refused(rejected.0))?;
         if &claims.client_id != client_id {
             return Err(BearerError::Refused("client_id differs from the token's subject"));
         }

@@ -76,12 +76,7 @@ impl WaitTimeService {
             return Err(RetrieveWaitTimesError::AccessNotConfigured);
         }
         let mut seen = HashSet::with_capacity(query.branches.len());
-        if let Some((index, branch)) = query
-            .branches
-            .iter()
-            .enumerate()
-            .find(|(_, branch)| !seen.insert(**branch))
-        {
+        if let Some((index, branch)) = query.branches.iter().enumerate().find(|(_, branch)| !seen.insert(**branch)) {
             return Err(RetrieveWaitTimesError::DuplicateBranch { index, branch: *branch });
         }
         let known = self.store.wait_times(&query.branches).await?;
