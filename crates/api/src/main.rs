@@ -60,11 +60,14 @@ async fn run(cli: &mut Cli) -> Result<(), CommandError> {
 
 async fn serve(settings: Settings) -> Result<(), CommandError> {
     let demo = settings.demo_data;
-    let base = settings.public_base_url.clone();
+    let scheme = if settings.tls.is_some() { "https" } else { "http" };
+    let ip = settings.listen.ip();
     let application = Application::build(settings).await.map_err(|e| CommandError(one_line(&e)))?;
-    println!("branch-atm listening on {base} (port {})", application.port());
+    // The address actually bound (the port differs from the setting when it was 0).
+    let local = format!("{scheme}://{ip}:{}", application.port());
+    println!("branch-atm listening on {local}");
     if demo {
-        println!("{}", api::demo::curl_walkthrough(&base));
+        println!("{}", api::demo::curl_walkthrough(&local));
     }
     application.run_until_stopped().await.map_err(|e| CommandError(format!("server failed: {e}")))
 }
