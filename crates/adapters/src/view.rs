@@ -43,6 +43,29 @@ fn key_publication_window(token_lifetime: Duration, refresh_interval: Duration) 
     (token_lifetime + refresh_interval * 2 + Duration::from_secs(60)).as_secs() as i64
 }
 
+/// How often expired token records are purged.
+const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// How long an expired token's record is kept for operators' look-ups (`tokens show`).
+const EXPIRED_TOKEN_RETENTION_SECONDS: i64 = 24 * 3600;
+
+/// Deletes token records that expired more than a day ago, every hour, so the table
+/// holds about one day of issuance whatever the load.
+pub fn spawn_token_purger(store: Arc<dyn Store>) -> tokio::task::JoinHandle<()> {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(PURGE_INTERVAL);
+        loop {
+            ticks.tick().await;
+            let before = OffsetDateTime::now_utc().unix_timestamp() - EXPIRED_TOKEN_RETENTION_SECONDS;
+            match store.purge_expired_tokens(before).await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "purged expired token records"),
+                Err(error) => tracing::warn!(error = %error, "expired token records could not be purged"),
+            }
+        }
+    })
+}
+
 /// The in-memory view; implements the read ports and the token ledger.
 pub struct StoreView {
     store: Arc<dyn Store>,

@@ -13,7 +13,7 @@ use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
 use adapters::system::{RandomIds, SystemClock};
-use adapters::view::StoreView;
+use adapters::view::{StoreView, spawn_token_purger};
 use domain::ports::{StoreUnavailable, TokenLedger};
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
@@ -114,6 +114,7 @@ impl Application {
         let jwt = Arc::new(JwtTokens::new(&issuer, &issuer));
         let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), lifetime, settings.refresh_interval).await?;
         view.spawn_refresher(settings.refresh_interval);
+        spawn_token_purger(Arc::clone(&store));
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let state = web::Data::new(AppState {

@@ -161,3 +161,17 @@ async fn errors_are_told_in_spanish_when_asked() {
     let body = assert_token_error(response, 400, "invalidRequest", Some("countryCode")).await;
     assert!(body["details"].as_str().unwrap().contains("Falta"), "{body}");
 }
+
+#[tokio::test]
+async fn a_token_that_cannot_be_stored_is_not_handed_out_and_the_answer_is_a_500() {
+    let app = spawn_app().await;
+    let pool = sqlx::SqlitePool::connect(&app.database_url).await.unwrap();
+    sqlx::query("DROP TABLE issued_tokens").execute(&pool).await.unwrap();
+
+    let response = app.authorize(&demo_authorize_query()).await;
+    assert!(response.headers().get("sid").is_none());
+    let body = assert_token_error(response, 500, "serverUnavailable", None).await;
+    let details = body["details"].as_str().unwrap();
+    assert!(!details.contains("issued_tokens") && !details.contains("sqlite"), "nothing internal: {details}");
+    assert!(body.get("access_token").is_none());
+}

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# Quick throughput figures for docs/benchmarks.md (the full suite is a later issue).
+# Builds the release binary, starts it on loopback with the demo data in a temporary
+# folder, drives it with wrk (installed from Debian's packages if missing), stops it.
+# Usage: bench/quick.sh [seconds per scenario, default 10]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+duration=${1:-10}
+command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk; }
+cargo build --release --locked --bin branch-atm >/dev/null
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+./target/release/branch-atm --database-url "sqlite://$work/bench.db" --listen "127.0.0.1:$port" \
+  --log-filter warn >"$work/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+base="http://127.0.0.1:$port"
+for _ in $(seq 1 100); do curl -fs "$base/api/health/ready" >/dev/null 2>&1 && break; sleep 0.1; done
+
+uuid=3fa85f64-5717-4562-b3fc-2c963f66afa6
+authorize="$base/api/v1/authorize?response_type=token&client_id=demo-mobile-app&businessCode=GCB&countryCode=MX&channelId=MOBILE"
+curl -fsS -D "$work/h" -H "uuid: $uuid" "$authorize" >"$work/t.json"
+token=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["access_token"])' "$work/t.json")
+sid=$(grep -i '^sid:' "$work/h" | cut -d' ' -f2 | tr -d '\r')
+
+wait_script() { # $1 = number of branches
+  python3 - "$1" "$token" "$sid" "$uuid" >"$work/wait$1.lua" <<'PY'
+import json, sys
+n, token, sid, uuid = int(sys.argv[1]), sys.argv[2], sys.argv[3], sys.argv[4]
+body = json.dumps({"branches": [{"branchId": f"{i:05d}"} for i in range(1, n + 1)]})
+print('wrk.method = "POST"')
+print(f"wrk.body = {json.dumps(body)}")
+for k, v in {"Authorization": f"Bearer {token}", "sid": sid, "client_id": "demo-mobile-app", "uuid": uuid,
+             "Accept": "application/json", "Content-Type": "application/json", "countryCode": "MX",
+             "businessCode": "GCB", "ChannelId": "MOBILE"}.items():
+    print(f'wrk.headers["{k}"] = "{v}"')
+PY
+}
+wait_script 1; wait_script 100
+printf 'wrk.headers["uuid"] = "%s"\n' "$uuid" >"$work/auth.lua"
+
+run() { # name, wrk args...
+  local name=$1; shift
+  local out rps p50 p99
+  out=$(wrk -t2 -c64 -d"${duration}s" --latency "$@")
+  rps=$(awk '/Requests\/sec/ {print $2}' <<<"$out")
+  p50=$(awk '$1=="50%" {print $2}' <<<"$out")
+  p99=$(awk '$1=="99%" {print $2}' <<<"$out")
+  printf '%-28s %12s %10s %10s\n' "$name" "$rps" "$p50" "$p99"
+}
+printf '%-28s %12s %10s %10s\n' scenario req/s p50 p99
+run "health/live (baseline)" "$base/api/health/live"
+run "wait times, 1 branch" -s "$work/wait1.lua" "$base/api/v1/open-banking/channels/branch/waittime/retrieve"
+run "wait times, 100 branches" -s "$work/wait100.lua" "$base/api/v1/open-banking/channels/branch/waittime/retrieve"
+run "authorize (durable token)" -s "$work/auth.lua" "$authorize"
+run "health/live (baseline)" "$base/api/health/live"
+rss=$(awk '/VmHWM/ {print $2, $3}' /proc/$server/status)
+echo "peak RSS: $rss"
