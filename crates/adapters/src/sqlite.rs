@@ -88,16 +88,20 @@ impl SqliteStore {
 
 type ClientRow = (String, String, String, String, String, String);
 
+fn scope_from_row(country: &str, business: &str, channel: &str) -> Result<ChannelScope, StoreUnavailable> {
+    Ok(ChannelScope {
+        country: CountryCode::parse(country).map_err(|_| corrupt("country code", country))?,
+        business: BusinessCode::parse(business).map_err(|_| corrupt("business code", business))?,
+        channel: ChannelId::parse(channel).map_err(|_| corrupt("channel id", channel))?,
+    })
+}
+
 fn client_from_row(
     (client_id, country, business, channel, uris, status): ClientRow,
 ) -> Result<ClientRegistration, StoreUnavailable> {
     let uris: Vec<String> = serde_json::from_str(&uris).map_err(|_| corrupt("redirect URI list", &uris))?;
     Ok(ClientRegistration {
-        scope: ChannelScope {
-            country: CountryCode::parse(&country).map_err(|_| corrupt("country code", &country))?,
-            business: BusinessCode::parse(&business).map_err(|_| corrupt("business code", &business))?,
-            channel: ChannelId::parse(&channel).map_err(|_| corrupt("channel id", &channel))?,
-        },
+        scope: scope_from_row(&country, &business, &channel)?,
         client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
         redirect_uris: uris
             .iter()
@@ -193,15 +197,7 @@ impl Store for SqliteStore {
                 .fetch_all(&self.pool)
                 .await
                 .map_err(unavailable)?;
-        rows.into_iter()
-            .map(|(country, business, channel)| {
-                Ok(ChannelScope {
-                    country: CountryCode::parse(&country).map_err(|_| corrupt("country code", &country))?,
-                    business: BusinessCode::parse(&business).map_err(|_| corrupt("business code", &business))?,
-                    channel: ChannelId::parse(&channel).map_err(|_| corrupt("channel id", &channel))?,
-                })
-            })
-            .collect()
+        rows.iter().map(|(country, business, channel)| scope_from_row(country, business, channel)).collect()
     }
 
     #[tracing::instrument(skip(self))]

@@ -56,7 +56,8 @@ fn token(n: u32, client_id: &str, expires_at: i64) -> IssuedToken {
         session: SessionId::new(format!("session-{n}")),
         issued_at: NOW,
         expires_at,
-        code_challenge: n.is_multiple_of(2)
+        code_challenge: n
+            .is_multiple_of(2)
             .then(|| CodeChallenge::parse("E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM").unwrap()),
     }
 }

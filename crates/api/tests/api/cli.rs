@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::helpers::{spawn_app, spawn_app_with};
+use crate::helpers::{eventually, eventually_status, spawn_app, spawn_app_with};
 
 fn branch_atm(database_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_branch-atm"))
@@ -131,33 +131,18 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
     assert!(import.status.success(), "{}", stderr(&import));
     assert!(stdout(&import).contains("imported 2"));
 
-    let mut served = Value::Null;
-    for _ in 0..50 {
-        let response = app.wait_times(&session, &["54321", "00001"]).await;
-        if response.status() == 200 {
-            served = response.json().await.unwrap();
-            if served["branches"].as_array().unwrap().len() == 2 {
-                break;
-            }
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(
-        served,
-        serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]})
-    );
+    let expected =
+        serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]});
+    let served = eventually(|| async {
+        let body: Value = app.wait_times(&session, &["54321", "00001"]).await.json().await.ok()?;
+        (body == expected).then_some(body)
+    })
+    .await;
+    assert_eq!(served, Some(expected), "the imported file is served after the next refresh");
 
     let disable = branch_atm(&app.database_url, &["clients", "disable", "demo-mobile-app"]);
     assert!(stdout(&disable).contains("revoked 1"), "{}", stdout(&disable));
-    let mut status = 200;
-    for _ in 0..50 {
-        status = app.wait_times(&session, &["00001"]).await.status().as_u16();
-        if status == 401 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(status, 401, "a revoked token is refused");
+    assert!(eventually_status(&app, &session, 401).await, "a revoked token is refused");
     assert_eq!(
         app.authorize(&crate::helpers::demo_authorize_query()).await.status(),
         401,
@@ -173,15 +158,12 @@ async fn after_a_key_rotation_new_tokens_use_the_new_key_and_old_ones_still_work
     let rotate = branch_atm(&app.database_url, &["keys", "rotate"]);
     assert!(rotate.status.success(), "{}", stderr(&rotate));
 
-    let mut new_kid = old_kid.clone();
-    for _ in 0..50 {
-        new_kid = jsonwebtoken::decode_header(&app.session().await.token).unwrap().kid.unwrap();
-        if new_kid != old_kid {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_ne!(new_kid, old_kid, "new tokens are signed with the new key");
+    let new_kid = eventually(|| async {
+        let kid = jsonwebtoken::decode_header(&app.session().await.token).ok()?.kid?;
+        (kid != old_kid).then_some(kid)
+    })
+    .await;
+    assert!(new_kid.is_some(), "new tokens are signed with the new key");
     let jwks: Value =
         app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
     assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
@@ -202,13 +184,5 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
     assert!(stdout(&show).contains(&format!("sid\t{sid}")), "{}", stdout(&show));
     let revoke = branch_atm(&app.database_url, &["tokens", "revoke", opaque]);
     assert!(stdout(&revoke).contains("revoked"));
-    let mut status = 200;
-    for _ in 0..50 {
-        status = app.wait_times(&session, &["00001"]).await.status().as_u16();
-        if status == 401 {
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    assert_eq!(status, 401);
+    assert!(eventually_status(&app, &session, 401).await, "a revoked token is refused");
 }

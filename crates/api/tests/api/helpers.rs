@@ -198,3 +198,26 @@ pub fn assert_security_headers(response: &Response) {
     assert_eq!(headers["x-xss-protection"], "0");
     assert_eq!(headers["content-security-policy"], "default-src 'none'; frame-ancestors 'none'");
 }
+
+/// Polls `check` every 100 ms for up to 5 s until it returns `Some`: for changes made
+/// behind the service, which it serves after its next refresh.
+pub async fn eventually<T, F, Fut>(mut check: F) -> Option<T>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    for _ in 0..50 {
+        if let Some(value) = check().await {
+            return Some(value);
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    None
+}
+
+/// The status of a one-branch wait-time call once it becomes `status`, if it does.
+pub async fn eventually_status(app: &TestApp, session: &Session, status: u16) -> bool {
+    eventually(|| async { (app.wait_times(session, &["00001"]).await.status() == status).then_some(()) })
+        .await
+        .is_some()
+}

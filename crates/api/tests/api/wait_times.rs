@@ -192,16 +192,12 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
     assert_eq!(app.wait_times(&session, &["77777"]).await.status(), 404);
     store.upsert_wait_times(&[estimate]).await.unwrap();
 
-    let mut served = None;
-    for _ in 0..50 {
+    let body = crate::helpers::eventually(|| async {
         let response = app.wait_times(&session, &["77777"]).await;
-        if response.status() == 200 {
-            served = Some(response.json::<Value>().await.unwrap());
-            break;
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    let body = served.expect("the new branch is served once the view refreshes");
+        if response.status() == 200 { response.json::<Value>().await.ok() } else { None }
+    })
+    .await
+    .expect("the new branch is served once the view refreshes");
     assert_eq!(body["branches"][0]["timeTaken"], "33");
 }
 
