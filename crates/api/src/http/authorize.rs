@@ -30,15 +30,30 @@ struct TokenResponse<'a> {
     opaque_token: &'a str,
 }
 
-/// The query, each parameter at most once (RFC 6749 §3.1).
-struct Query(HashMap<String, String>);
+/// The parameters this endpoint reads (spec: GET /v1/authorize).
+const PARAMETERS: [&str; 10] = [
+    "response_type",
+    "client_id",
+    "code_challenge",
+    "code_challenge_method",
+    "redirect_uri",
+    "scope",
+    "state",
+    "businessCode",
+    "countryCode",
+    "channelId",
+];
+
+/// The query: each known parameter at most once, unknown ones ignored (RFC 6749 §3.1).
+struct Query(HashMap<&'static str, String>);
 
 impl Query {
     fn parse(raw: &str) -> Result<Self, Failure> {
         let mut parameters = HashMap::new();
         for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
-            if parameters.insert(name.to_string(), value.into_owned()).is_some() {
-                return Err(Failure::invalid(name, Message::Repeated));
+            let Some(known) = PARAMETERS.iter().find(|known| **known == name) else { continue };
+            if parameters.insert(*known, value.into_owned()).is_some() {
+                return Err(Failure::invalid(*known, Message::Repeated));
             }
         }
         Ok(Self(parameters))

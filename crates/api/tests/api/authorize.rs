@@ -108,6 +108,14 @@ async fn a_repeated_parameter_is_a_400() {
 }
 
 #[tokio::test]
+async fn unknown_parameters_are_ignored_even_when_repeated() {
+    let app = spawn_app().await;
+    let mut query = demo_authorize_query();
+    query.extend([("utm_source", "app"), ("utm_source", "web")]);
+    assert_eq!(app.authorize(&query).await.status(), 200);
+}
+
+#[tokio::test]
 async fn pkce_needs_s256_and_a_43_character_challenge() {
     let app = spawn_app().await;
     let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";

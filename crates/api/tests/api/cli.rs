@@ -186,3 +186,27 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
     assert!(stdout(&revoke).contains("revoked"));
     assert!(eventually_status(&app, &session, 401).await, "a revoked token is refused");
 }
+
+#[tokio::test]
+async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead as _, BufReader};
+    let (folder, url) = fresh_database();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_branch-atm"))
+        .args(["--database-url", &url, "serve", "--listen", "127.0.0.1:0", "--log-filter", "warn"])
+        .current_dir(folder.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first.strip_prefix("branch-atm listening on ").expect("the first line says where it listens");
+    let walkthrough: Vec<String> = lines.by_ref().take(3).map(Result::unwrap).collect();
+    assert!(walkthrough.iter().any(|line| line.contains("client_id=demo-mobile-app")), "{walkthrough:?}");
+
+    let live = reqwest::get(format!("{address}/api/health/live")).await.unwrap();
+    assert_eq!(live.text().await.unwrap(), r#"{"status":"up"}"#);
+    let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = server.wait().unwrap();
+    assert!(status.success(), "a SIGTERM is a clean stop: {status:?}");
+}
