@@ -247,20 +247,7 @@ mod tests {
     }
 
     fn claims(issued_at: i64, lifetime: i64) -> AccessClaims {
-        AccessClaims {
-            client_id: ClientId::parse("demo-app").unwrap(),
-            scope: ChannelScope {
-                country: CountryCode::parse("MX").unwrap(),
-                business: BusinessCode::parse("GCB").unwrap(),
-                channel: ChannelId::parse("MOBILE").unwrap(),
-            },
-            session: SessionId::new("sid-123".into()),
-            token_id: TokenId::new("jti-123".into()),
-            granted: Scope::Visitor,
-            issued_at,
-            not_before: issued_at,
-            expires_at: issued_at + lifetime,
-        }
+        domain::testing::claims("demo-app", "sid-123", issued_at, lifetime)
     }
 
     fn tokens_with(keys: &[StoredSigningKey]) -> JwtTokens {

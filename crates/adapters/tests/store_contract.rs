@@ -13,21 +13,12 @@ use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
 use adapters::view::StoreView;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{
-    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
-};
+use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
 use domain::ports::{AccessPolicy, ClientRegistry, TokenLedger, WaitTimeStore};
+use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
 
 const NOW: i64 = 1_800_000_000;
-
-fn scope(channel: &str) -> ChannelScope {
-    ChannelScope {
-        country: CountryCode::parse("MX").unwrap(),
-        business: BusinessCode::parse("GCB").unwrap(),
-        channel: ChannelId::parse(channel).unwrap(),
-    }
-}
 
 fn client(id: &str) -> ClientRegistration {
     ClientRegistration {

@@ -18,10 +18,13 @@
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
+//! - `testing` — sample values for tests (with the `mock` feature).
 
 pub mod branch;
 pub mod client;
 pub mod input;
 pub mod ports;
 pub mod services;
+#[cfg(any(test, feature = "mock"))]
+pub mod testing;
 pub mod token;

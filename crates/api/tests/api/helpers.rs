@@ -7,9 +7,8 @@ use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
 use api::settings::Settings;
 use api::startup::Application;
-use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
 use domain::ports::TokenSigner;
-use domain::token::{AccessClaims, Scope, SessionId, TokenId};
+use domain::token::AccessClaims;
 use reqwest::{RequestBuilder, Response};
 use serde_json::Value;
 
@@ -156,20 +155,7 @@ impl TestApp {
 
 /// Claims like the demo client's, for `sid`, valid from `issued_at` for `lifetime` s.
 pub fn demo_claims(sid: &str, issued_at: i64, lifetime: i64) -> AccessClaims {
-    AccessClaims {
-        client_id: ClientId::parse(CLIENT).unwrap(),
-        scope: ChannelScope {
-            country: CountryCode::parse("MX").unwrap(),
-            business: BusinessCode::parse("GCB").unwrap(),
-            channel: ChannelId::parse("MOBILE").unwrap(),
-        },
-        session: SessionId::new(sid.to_owned()),
-        token_id: TokenId::new(uuid::Uuid::new_v4().to_string()),
-        granted: Scope::Visitor,
-        issued_at,
-        not_before: issued_at,
-        expires_at: issued_at + lifetime,
-    }
+    domain::testing::claims(CLIENT, sid, issued_at, lifetime)
 }
 
 /// Now, seconds since the Unix epoch.

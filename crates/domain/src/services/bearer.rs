@@ -50,26 +50,11 @@ impl BearerCheck {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::client::{BusinessCode, ChannelId, ChannelScope, CountryCode};
     use crate::ports::{MockTokenLedger, MockTokenVerifier, TokenRejected};
-    use crate::token::{Scope, SessionId, TokenId};
 
     /// Claims of a live token issued to `demo-app` on MX/GCB/MOBILE in session `sid-1`.
     pub(crate) fn claims() -> AccessClaims {
-        AccessClaims {
-            client_id: ClientId::parse("demo-app").unwrap(),
-            scope: ChannelScope {
-                country: CountryCode::parse("MX").unwrap(),
-                business: BusinessCode::parse("GCB").unwrap(),
-                channel: ChannelId::parse("MOBILE").unwrap(),
-            },
-            session: SessionId::new("sid-1".into()),
-            token_id: TokenId::new("jti-1".into()),
-            granted: Scope::Visitor,
-            issued_at: 0,
-            not_before: 0,
-            expires_at: 1800,
-        }
+        crate::testing::claims("demo-app", "sid-1", 0, 1800)
     }
 
     fn verifier(result: Result<AccessClaims, TokenRejected>) -> MockTokenVerifier {
