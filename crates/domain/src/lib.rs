@@ -12,6 +12,7 @@
 //! constructor returning `Result`, so holding a `BranchId` means holding a valid one.
 //!
 //! # Layout
+//! - [`atm`] — ATM records as UK Open Banking ATM 2.3, limits enforced on input.
 //! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
@@ -20,6 +21,7 @@
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
 //! - `testing` — sample values for tests (with the `mock` feature).
 
+pub mod atm;
 pub mod branch;
 pub mod client;
 pub mod input;
