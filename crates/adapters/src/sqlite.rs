@@ -5,6 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use domain::atm::{Atm, Brand};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
@@ -14,7 +15,7 @@ use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId}
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use crate::store::{AdminError, Revisions, Store, StoredSigningKey, TokenRecord, WaitTimeEstimate};
+use crate::store::{AdminError, AtmSet, Revisions, Store, StoredSigningKey, TokenRecord, WaitTimeEstimate};
 
 /// Connections in the pool: measured best of 1/2/4/8 on a 2-core machine
 /// (shared/DEPENDENCIES.md). The hot paths do not use the pool at all.
@@ -24,7 +25,7 @@ const POOL_SIZE: u32 = 4;
 /// the service runs) before giving up.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Rows per multi-row INSERT: 7 parameters a row stays far below SQLite's limit of
+/// Rows per multi-row INSERT: at most 7 parameters a row stays far below SQLite's limit of
 /// 32,766 bound parameters.
 const ROWS_PER_STATEMENT: usize = 500;
 
@@ -78,11 +79,6 @@ impl SqliteStore {
             .await
             .map_err(unavailable)?;
         Ok(Self { pool })
-    }
-
-    /// Closes every connection; for tests that make the store unreachable.
-    pub async fn close(&self) {
-        self.pool.close().await;
     }
 }
 
@@ -164,6 +160,7 @@ impl Store for SqliteStore {
                 "wait_times" => &mut revisions.wait_times,
                 "revocations" => &mut revisions.revocations,
                 "signing_keys" => &mut revisions.signing_keys,
+                "atms" => &mut revisions.atms,
                 _ => continue,
             };
             *slot = revision;
@@ -420,5 +417,69 @@ impl Store for SqliteStore {
         .await
         .map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
+        let (last_updated,): (i64,) = sqlx::query_as("SELECT last_updated FROM atm_set WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        let rows: Vec<(String, String)> =
+            sqlx::query_as("SELECT brand_name, record FROM atms ORDER BY brand_name, identification")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(unavailable)?;
+        let mut brands: Vec<(String, Vec<Atm>)> = Vec::new();
+        for (brand, record) in rows {
+            let atm: Atm = serde_json::from_str(&record).map_err(|_| corrupt("ATM record", &record))?;
+            match brands.last_mut() {
+                Some((name, atms)) if *name == brand => atms.push(atm),
+                _ => brands.push((brand, vec![atm])),
+            }
+        }
+        let brands = brands
+            .into_iter()
+            .map(|(name, atms)| {
+                Ok(Brand {
+                    name: name.clone().try_into().map_err(|_| corrupt("brand name", &name))?,
+                    atms: atms.try_into().map_err(|_| corrupt("brand without ATMs", &name))?,
+                })
+            })
+            .collect::<Result<_, StoreUnavailable>>()?;
+        Ok(AtmSet { brands, last_updated })
+    }
+
+    #[tracing::instrument(skip_all, fields(brands = brands.len()))]
+    async fn replace_atms(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable> {
+        let mut rows = Vec::new();
+        for brand in brands {
+            for atm in brand.atms.items() {
+                let record = serde_json::to_string(atm).map_err(StoreUnavailable::new)?;
+                rows.push((brand.name.as_str(), atm.identification.as_str(), record));
+            }
+        }
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        sqlx::query("DELETE FROM atms").execute(&mut *transaction).await.map_err(unavailable)?;
+        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new("INSERT INTO atms (brand_name, identification, record) ")
+                .push_values(chunk, |mut row, (brand, identification, record)| {
+                    row.push_bind(*brand).push_bind(*identification).push_bind(record.as_str());
+                })
+                .build()
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
+            .bind(now)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    async fn close(&self) {
+        self.pool.close().await;
     }
 }

@@ -5,6 +5,7 @@
 //! and the contract tests in `tests/store_contract.rs` run against each.
 
 use async_trait::async_trait;
+use domain::atm::Brand;
 use domain::branch::BranchWaitTime;
 use domain::client::{ChannelScope, ClientId, ClientRegistration};
 use domain::ports::StoreUnavailable;
@@ -24,6 +25,18 @@ pub struct Revisions {
     pub revocations: i64,
     /// Signing keys.
     pub signing_keys: i64,
+    /// The ATM set.
+    pub atms: i64,
+}
+
+/// The ATM set as stored: brands in name order, each brand's ATMs in identification
+/// order.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AtmSet {
+    /// The brands and their ATMs.
+    pub brands: Vec<Brand>,
+    /// When the set was last replaced, seconds since the Unix epoch.
+    pub last_updated: i64,
 }
 
 /// One branch's estimate as stored, with when it was estimated.
@@ -126,4 +139,12 @@ pub trait Store: Send + Sync {
     async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable>;
     /// Makes `key` the current signing key and retires the previous one at `now`.
     async fn rotate_signing_key(&self, key: &StoredSigningKey, now: i64) -> Result<(), StoreUnavailable>;
+
+    /// The ATM set.
+    async fn atms(&self) -> Result<AtmSet, StoreUnavailable>;
+    /// Replaces the whole ATM set with `brands` in one transaction, `last_updated` = `now`.
+    /// The caller has checked that (brand, identification) pairs are unique.
+    async fn replace_atms(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable>;
+    /// Closes the store's connections; later calls fail as an unreachable store would.
+    async fn close(&self);
 }

@@ -116,10 +116,9 @@ impl StoreView {
         let now = self.store.revisions().await?;
         let before = *seen;
         let moved = |pick: fn(&Revisions) -> i64| before.is_none_or(|old| pick(&old) != pick(&now));
-        // Record progress topic by topic, so one failing load does not force the others
-        // to reload next time.
-        let mut done =
-            before.unwrap_or(Revisions { clients: -1, access: -1, wait_times: -1, revocations: -1, signing_keys: -1 });
+        // What is recorded as seen only moves when every moved topic reloaded; a failed
+        // load leaves the whole refresh to be retried.
+        let mut done = before.unwrap_or_default();
 
         if moved(|r| r.clients) {
             let clients = self.store.clients().await?;

@@ -179,6 +179,44 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     assert!(view.is_revoked(&TokenId::new("jti-7".into())).await.unwrap());
 }
 
+fn brand(name: &str, ids: &[&str]) -> domain::atm::Brand {
+    let atms: Vec<domain::atm::Atm> = ids
+        .iter()
+        .map(|id| {
+            serde_json::from_value(serde_json::json!({
+                "Identification": id,
+                "SupportedCurrencies": ["MXN"],
+                "Location": {"PostalAddress": {"TownName": "Monterrey", "Country": "MX"}}
+            }))
+            .unwrap()
+        })
+        .collect();
+    domain::atm::Brand { name: name.to_owned().try_into().unwrap(), atms: atms.try_into().unwrap() }
+}
+
+async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(store: &dyn Store) {
+    let empty = store.atms().await.unwrap();
+    assert!(empty.brands.is_empty());
+    let before = store.revisions().await.unwrap().atms;
+
+    store.replace_atms(&[brand("Zeta", &["Z2", "Z1"]), brand("Alfa", &["A1"])], NOW).await.unwrap();
+    let set = store.atms().await.unwrap();
+    assert_eq!(set.last_updated, NOW);
+    assert_eq!(set.brands, vec![brand("Alfa", &["A1"]), brand("Zeta", &["Z1", "Z2"])]);
+    assert!(store.revisions().await.unwrap().atms > before);
+
+    store.replace_atms(&[brand("Beta", &["B1"])], NOW + 1).await.unwrap();
+    let replaced = store.atms().await.unwrap();
+    assert_eq!(replaced.brands, vec![brand("Beta", &["B1"])], "nothing of the old set remains");
+    assert_eq!(replaced.last_updated, NOW + 1);
+}
+
+async fn a_closed_store_answers_unavailable(store: &dyn Store) {
+    store.close().await;
+    assert!(store.ping().await.is_err());
+    assert!(store.revisions().await.is_err());
+}
+
 /// Runs every contract check, each on a fresh store made by `fresh`.
 macro_rules! contract_suite {
     ($fresh:expr) => {
@@ -221,6 +259,14 @@ macro_rules! contract_suite {
         #[tokio::test]
         async fn every_write_moves_its_change_counter() {
             super::every_write_moves_its_change_counter(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order() {
+            super::the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn a_closed_store_answers_unavailable() {
+            super::a_closed_store_answers_unavailable(&*$fresh.await).await;
         }
         #[tokio::test]
         async fn the_view_serves_what_the_store_holds_and_follows_its_changes() {

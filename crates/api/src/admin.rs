@@ -16,7 +16,7 @@ use domain::token::OpaqueToken;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::settings::{AccessAction, ClientsAction, KeysAction, TokensAction, WaitTimesAction};
+use crate::settings::{AccessAction, AtmsAction, ClientsAction, KeysAction, TokensAction, WaitTimesAction};
 use crate::startup::unix_now;
 
 /// A command failed; the text is its one-line reason.
@@ -187,6 +187,19 @@ pub async fn wait_times(store: &dyn Store, action: WaitTimesAction) -> Result<()
         parse_wait_times(open(&file)?, unix_now()).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
     store.upsert_wait_times(&estimates).await?;
     println!("imported {} wait time(s) from {}", estimates.len(), file.display());
+    Ok(())
+}
+
+/// `atms …`
+///
+/// # Errors
+/// [`CommandError`] with the reason; the ATM set is unchanged then.
+pub async fn atms(store: &dyn Store, action: AtmsAction) -> Result<(), CommandError> {
+    let AtmsAction::Import { file } = action;
+    let brands = crate::atm_file::parse(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
+    store.replace_atms(&brands, unix_now()).await?;
+    let count: usize = brands.iter().map(|brand| brand.atms.items().len()).sum();
+    println!("imported {count} ATM(s) in {} brand(s) from {}", brands.len(), file.display());
     Ok(())
 }
 

@@ -1,6 +1,7 @@
 //! The demo data set loaded into an empty store on a first `serve`: a client per
-//! channel, the supported channels, and a few hundred branches with wait times. It is
-//! deterministic, so the README's examples always answer the same.
+//! channel, the supported channels, a few hundred branches with wait times, and ATMs. It is
+//! deterministic, so the README's examples always answer the same. It also holds an ATM
+//! set: 1,200 ATMs in two brands across sixteen Mexican cities.
 
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
@@ -70,7 +71,151 @@ pub async fn load(store: &dyn Store) -> Result<(), StoreUnavailable> {
             })
         })
         .collect();
-    store.upsert_wait_times(&estimates).await
+    store.upsert_wait_times(&estimates).await?;
+    store.replace_atms(&demo_atms()?, now).await
+}
+
+/// Demo cities: name, state, latitude, longitude, first two digits of their post codes.
+const CITIES: [(&str, &str, f64, f64, u32); 16] = [
+    ("Ciudad de México", "CDMX", 19.4326, -99.1332, 6),
+    ("Guadalajara", "JAL", 20.6597, -103.3496, 44),
+    ("Monterrey", "NL", 25.6866, -100.3161, 64),
+    ("Puebla", "PUE", 19.0414, -98.2063, 72),
+    ("Tijuana", "BC", 32.5149, -117.0382, 22),
+    ("León", "GTO", 21.1250, -101.6860, 37),
+    ("Querétaro", "QRO", 20.5888, -100.3899, 76),
+    ("Mérida", "YUC", 20.9674, -89.5926, 97),
+    ("Cancún", "QROO", 21.1619, -86.8515, 77),
+    ("Toluca", "MEX", 19.2826, -99.6557, 50),
+    ("San Luis Potosí", "SLP", 22.1565, -100.9855, 78),
+    ("Aguascalientes", "AGS", 21.8853, -102.2916, 20),
+    ("Chihuahua", "CHIH", 28.6330, -106.0691, 31),
+    ("Oaxaca", "OAX", 17.0732, -96.7266, 68),
+    ("Veracruz", "VER", 19.1738, -96.1342, 91),
+    ("Hermosillo", "SON", 29.0729, -110.9559, 83),
+];
+
+const STREETS: [&str; 8] = [
+    "Avenida Juárez",
+    "Calle Hidalgo",
+    "Avenida Reforma",
+    "Calle Morelos",
+    "Avenida Insurgentes",
+    "Calle Madero",
+    "Boulevard Independencia",
+    "Avenida Revolución",
+];
+
+/// The demo brands and how many ATMs each has.
+pub const DEMO_ATM_BRANDS: [(&str, usize); 2] = [("Banco GCB", 900), ("GCB Express", 300)];
+
+/// A deterministic stream of pseudo-random numbers (PCG's LCG step): the demo set is
+/// the same on every machine.
+struct Sequence(u64);
+
+impl Sequence {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next(100) < percent
+    }
+}
+
+/// The demo ATM set: 1,200 ATMs in two brands across sixteen Mexican cities.
+///
+/// # Errors
+/// [`StoreUnavailable`] if a generated record does not validate (a bug in this table).
+pub fn demo_atms() -> Result<Vec<domain::atm::Brand>, StoreUnavailable> {
+    let mut random = Sequence(2026);
+    let mut brands = Vec::new();
+    for (brand_index, (brand, count)) in DEMO_ATM_BRANDS.into_iter().enumerate() {
+        let express = brand_index == 1;
+        let mut atms = Vec::with_capacity(count);
+        for n in 0..count {
+            let (town, state, latitude, longitude, post_prefix) = CITIES[n % CITIES.len()];
+            let mut services = vec!["CashWithdrawal", "Balance", "PINChange", "MiniStatement"];
+            for (service, percent) in [
+                ("CashDeposits", if express { 10 } else { 60 }),
+                ("MobilePhoneTopUp", 50),
+                ("BillPayments", 40),
+                ("ChequeDeposits", if express { 0 } else { 20 }),
+                ("FastCash", 30),
+                ("MobileBankingRegistration", 25),
+            ] {
+                if random.chance(percent) {
+                    services.push(service);
+                }
+            }
+            let accessibility: Vec<&str> = [("WheelchairAccess", 55), ("AudioCashMachine", 25), ("LevelAccess", 40)]
+                .into_iter()
+                .filter(|(_, percent)| random.chance(*percent))
+                .map(|(feature, _)| feature)
+                .collect();
+            let offset = |random: &mut Sequence| (random.next(16_000) as f64 - 8_000.0) / 100_000.0;
+            let code: String = state.chars().take(3).collect();
+            let mut record = serde_json::json!({
+                "Identification": format!("{}-{code}-{n:04}", if express { "GCBX" } else { "GCB" }),
+                "SupportedLanguages": ["es", "en"],
+                "ATMServices": services,
+                "Accessibility": accessibility,
+                "Access24HoursIndicator": n % 3 != 0,
+                "SupportedCurrencies": ["MXN"],
+                "MinimumPossibleAmount": if express { "50.00" } else { "100.00" },
+                "Location": {
+                    "LocationCategory": [if express {
+                        if n % 2 == 0 { "RetailerOutlet" } else { "RemoteUnit" }
+                    } else if n % 4 == 0 {
+                        "BranchLobby"
+                    } else {
+                        "BranchExternal"
+                    }],
+                    "PostalAddress": {
+                        "BuildingNumber": (1 + random.next(2_000)).to_string(),
+                        "StreetName": STREETS[random.next(STREETS.len() as u64) as usize],
+                        "TownName": town,
+                        "CountrySubDivision": [state],
+                        "Country": "MX",
+                        "PostCode": format!("{post_prefix:02}{:03}", random.next(1_000)),
+                        "GeoLocation": {"GeographicCoordinates": {
+                            "Latitude": format!("{:.6}", latitude + offset(&mut random)),
+                            "Longitude": format!("{:.6}", longitude + offset(&mut random)),
+                        }}
+                    }
+                }
+            });
+            if !express {
+                record["Branch"] = serde_json::json!({"Identification": format!("{:05}", 1 + n % DEMO_BRANCHES)});
+            }
+            let atm = serde_json::from_value(record).map_err(|e| StoreUnavailable::new(format!("demo ATM: {e}")))?;
+            atms.push(atm);
+        }
+        brands.push(domain::atm::Brand {
+            name: brand.to_owned().try_into().map_err(|_| StoreUnavailable::new("demo brand name"))?,
+            atms: atms.try_into().map_err(|_| StoreUnavailable::new("demo brand without ATMs"))?,
+        });
+    }
+    Ok(brands)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_set_has_1200_valid_atms_in_two_brands_and_is_the_same_every_time() {
+        let brands = demo_atms().unwrap();
+        assert_eq!(brands.len(), 2);
+        let total: usize = brands.iter().map(|b| b.atms.items().len()).sum();
+        assert_eq!(total, 1200);
+        assert_eq!(brands, demo_atms().unwrap());
+        let all_mxn = brands.iter().flat_map(|b| b.atms.items()).all(|atm| {
+            atm.supported_currencies.items().iter().all(|c| c.as_str() == "MXN") && atm.coordinates().is_some()
+        });
+        assert!(all_mxn);
+    }
 }
 
 /// A ready-to-paste walk-through with the demo credentials: a token, then wait times.

@@ -9,11 +9,13 @@
 //! - [`http`] — routes, middleware, handlers (one module per operation), wire errors.
 //! - [`startup`] — `Application::build(settings)` → `.port()` → `.run_until_stopped()`.
 //! - [`settings`] — the command line, environment and config file, resolved.
+//! - [`atm_file`] — reading OBIE ATM 2.3 files for `atms import`.
 //! - [`admin`] — the operators' commands (clients, access, wait times, keys, tokens).
 //! - [`demo`] — the demo data set of a first start.
 //! - [`telemetry`] — logging.
 
 pub mod admin;
+pub mod atm_file;
 pub mod demo;
 pub mod http;
 pub mod settings;

@@ -52,6 +52,7 @@ async fn run(cli: &mut Cli) -> Result<(), CommandError> {
         Command::Clients { action } => admin::clients(&*store, action).await,
         Command::Access { action } => admin::access(&*store, action).await,
         Command::Waittimes { action } => admin::wait_times(&*store, action).await,
+        Command::Atms { action } => admin::atms(&*store, action).await,
         Command::Keys { action } => admin::keys(&*store, action).await,
         Command::Tokens { action } => admin::tokens(&*store, action).await,
         Command::Serve(ServeArgs { .. }) => Ok(()),

@@ -73,6 +73,12 @@ pub enum Command {
         #[command(subcommand)]
         action: WaitTimesAction,
     },
+    /// Load the ATM set.
+    Atms {
+        /// What to do with ATMs.
+        #[command(subcommand)]
+        action: AtmsAction,
+    },
     /// Manage token signing keys.
     Keys {
         /// What to do with keys.
@@ -140,6 +146,16 @@ pub enum WaitTimesAction {
     /// Upsert wait times from a CSV file: header `branchId,timeTaken[,estimatedAt]`.
     Import {
         /// The CSV file.
+        file: PathBuf,
+    },
+}
+
+/// `atms …`
+#[derive(Debug, Subcommand)]
+pub enum AtmsAction {
+    /// Replace the ATM set with an OBIE ATM 2.3 file; nothing changes if any record is invalid.
+    Import {
+        /// The JSON file.
         file: PathBuf,
     },
 }
