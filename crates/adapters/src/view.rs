@@ -6,18 +6,21 @@
 //! `refresh_interval` and reloads only the topics whose counter moved, whoever wrote the
 //! change. The view is therefore at most one interval plus one reload stale.
 //!
-//! When the store cannot be reached the view keeps serving what it last loaded; the
-//! readiness check reports the store, so a load balancer can decide.
+//! When the store cannot be reached the view keeps serving what it last loaded for up to
+//! `max_staleness`; past that it answers [`StoreUnavailable`], because it can no longer
+//! vouch for its data (the API then says 500 or 503), until the store answers again.
 
 use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
-use std::time::Duration;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
+use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{ChannelScope, ClientId, ClientRegistration};
-use domain::ports::{AccessPolicy, ClientRegistry, StoreUnavailable, TokenLedger, WaitTimeStore};
+use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, StoreUnavailable, TokenLedger, WaitTimeStore};
 use domain::token::{IssuedToken, TokenId};
 use time::OffsetDateTime;
 use tokio::sync::Mutex;
@@ -66,13 +69,30 @@ pub fn spawn_token_purger(store: Arc<dyn Store>) -> tokio::task::JoinHandle<()> 
     })
 }
 
+/// How the view keeps itself current.
+#[derive(Debug, Clone, Copy)]
+pub struct ViewSettings {
+    /// The access-token lifetime (how long retired signing keys stay published).
+    pub token_lifetime: Duration,
+    /// How often the store's change counters are polled.
+    pub refresh_interval: Duration,
+    /// How long the view serves without hearing from the store before it answers
+    /// [`StoreUnavailable`].
+    pub max_staleness: Duration,
+}
+
 /// The in-memory view; implements the read ports and the token ledger.
 pub struct StoreView {
     store: Arc<dyn Store>,
     tokens: Arc<JwtTokens>,
     writer: TokenWriter,
     key_window_seconds: i64,
+    max_staleness: Duration,
+    started: Instant,
+    /// Milliseconds after `started` of the last refresh the store answered.
+    refreshed_at: AtomicU64,
     seen: Mutex<Option<Revisions>>,
+    atms: ArcSwap<AtmCatalog>,
     clients: ArcSwap<HashMap<ClientId, ClientRegistration>>,
     channels: ArcSwap<HashSet<ChannelScope>>,
     wait_times: ArcSwap<WaitTable>,
@@ -88,15 +108,18 @@ impl StoreView {
     pub async fn load(
         store: Arc<dyn Store>,
         tokens: Arc<JwtTokens>,
-        token_lifetime: Duration,
-        refresh_interval: Duration,
+        settings: ViewSettings,
     ) -> Result<Arc<Self>, StoreUnavailable> {
         let view = Arc::new(Self {
             writer: TokenWriter::spawn(Arc::clone(&store)),
             store,
             tokens,
-            key_window_seconds: key_publication_window(token_lifetime, refresh_interval),
+            key_window_seconds: key_publication_window(settings.token_lifetime, settings.refresh_interval),
+            max_staleness: settings.max_staleness,
+            started: Instant::now(),
+            refreshed_at: AtomicU64::new(0),
             seen: Mutex::new(None),
+            atms: ArcSwap::from_pointee(AtmCatalog::empty(0)),
             clients: ArcSwap::from_pointee(HashMap::new()),
             channels: ArcSwap::from_pointee(HashSet::new()),
             wait_times: ArcSwap::from_pointee(WaitTable::empty()),
@@ -149,7 +172,24 @@ impl StoreView {
             self.tokens.install(&keys).map_err(StoreUnavailable::new)?;
             done.signing_keys = now.signing_keys;
         }
+        if moved(|r| r.atms) {
+            let set = self.store.atms().await?;
+            let catalog = AtmCatalog::new(set.brands, set.last_updated).map_err(StoreUnavailable::new)?;
+            self.atms.store(Arc::new(catalog));
+            done.atms = now.atms;
+        }
         *seen = Some(done);
+        self.refreshed_at.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Fails once the store has not answered a refresh for longer than `max_staleness`.
+    fn vouch(&self) -> Result<(), StoreUnavailable> {
+        let since =
+            self.started.elapsed().saturating_sub(Duration::from_millis(self.refreshed_at.load(Ordering::Relaxed)));
+        if since > self.max_staleness {
+            return Err(StoreUnavailable::new(format!("the store has not answered for {} ms", since.as_millis())));
+        }
         Ok(())
     }
 
@@ -181,6 +221,7 @@ impl StoreView {
 #[async_trait]
 impl ClientRegistry for StoreView {
     async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable> {
+        self.vouch()?;
         Ok(self.clients.load().get(client_id).cloned())
     }
 }
@@ -188,6 +229,7 @@ impl ClientRegistry for StoreView {
 #[async_trait]
 impl AccessPolicy for StoreView {
     async fn is_supported(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
+        self.vouch()?;
         Ok(self.channels.load().contains(scope))
     }
 }
@@ -195,6 +237,7 @@ impl AccessPolicy for StoreView {
 #[async_trait]
 impl WaitTimeStore for StoreView {
     async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<BranchWaitTime>, StoreUnavailable> {
+        self.vouch()?;
         let table = self.wait_times.load();
         Ok(branches
             .iter()
@@ -210,6 +253,15 @@ impl TokenLedger for StoreView {
     }
 
     async fn is_revoked(&self, token_id: &TokenId) -> Result<bool, StoreUnavailable> {
+        self.vouch()?;
         Ok(self.revoked.load().contains(token_id))
+    }
+}
+
+#[async_trait]
+impl AtmDirectory for StoreView {
+    async fn catalog(&self) -> Result<Arc<AtmCatalog>, StoreUnavailable> {
+        self.vouch()?;
+        Ok(self.atms.load_full())
     }
 }

@@ -11,10 +11,10 @@ use std::time::Duration;
 
 use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
-use adapters::view::StoreView;
+use adapters::view::{StoreView, ViewSettings};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
-use domain::ports::{AccessPolicy, ClientRegistry, TokenLedger, WaitTimeStore};
+use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, TokenLedger, WaitTimeStore};
 use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
 
@@ -155,10 +155,12 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     store.register_client(&client("a-app"), NOW).await.unwrap();
     store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
     let tokens = Arc::new(JwtTokens::new("iss", "aud"));
-    let view =
-        StoreView::load(Arc::clone(&store), Arc::clone(&tokens), Duration::from_secs(1800), Duration::from_secs(1))
-            .await
-            .unwrap();
+    let settings = ViewSettings {
+        token_lifetime: Duration::from_secs(1800),
+        refresh_interval: Duration::from_secs(1),
+        max_staleness: Duration::from_secs(60),
+    };
+    let view = StoreView::load(Arc::clone(&store), Arc::clone(&tokens), settings).await.unwrap();
     assert!(tokens.current_kid().is_some());
     assert!(view.find(&ClientId::parse("a-app").unwrap()).await.unwrap().is_some());
     assert!(!view.is_supported(&scope("WEB")).await.unwrap());
@@ -177,6 +179,30 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     store.revoke_token(&OpaqueToken::new("opaque-7".into()), NOW).await.unwrap();
     view.refresh().await.unwrap();
     assert!(view.is_revoked(&TokenId::new("jti-7".into())).await.unwrap());
+
+    store.replace_atms(&[brand("Alfa", &["A1", "A2"])], NOW).await.unwrap();
+    view.refresh().await.unwrap();
+    let catalog = view.catalog().await.unwrap();
+    assert_eq!((catalog.len(), catalog.last_updated()), (2, NOW));
+}
+
+async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: Arc<dyn Store>) {
+    store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
+    store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
+    let settings = ViewSettings {
+        token_lifetime: Duration::from_secs(1800),
+        refresh_interval: Duration::from_millis(10),
+        max_staleness: Duration::from_millis(50),
+    };
+    let view = StoreView::load(Arc::clone(&store), Arc::new(JwtTokens::new("iss", "aud")), settings).await.unwrap();
+    let branch = [BranchId::parse("00001").unwrap()];
+    assert_eq!(view.wait_times(&branch).await.unwrap().len(), 1);
+
+    store.close().await;
+    assert!(view.refresh().await.is_err());
+    tokio::time::sleep(Duration::from_millis(80)).await;
+    assert!(view.wait_times(&branch).await.is_err(), "stale past max_staleness");
+    assert!(view.catalog().await.is_err());
 }
 
 fn brand(name: &str, ids: &[&str]) -> domain::atm::Brand {
@@ -267,6 +293,10 @@ macro_rules! contract_suite {
         #[tokio::test]
         async fn a_closed_store_answers_unavailable() {
             super::a_closed_store_answers_unavailable(&*$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data() {
+            super::a_view_that_cannot_reach_its_store_stops_vouching_for_its_data($fresh.await).await;
         }
         #[tokio::test]
         async fn the_view_serves_what_the_store_holds_and_follows_its_changes() {

@@ -5,6 +5,7 @@
 //! environment, which wins over the file, which wins over the defaults.
 
 use std::net::SocketAddr;
+use std::num::NonZeroU32;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
@@ -21,6 +22,16 @@ pub const DEFAULT_TOKEN_TTL_SECONDS: u32 = 1800;
 /// Default refresh interval of the in-memory view: with a reload it keeps changes
 /// visible within DECISIONS.md's 2 seconds.
 pub const DEFAULT_REFRESH_INTERVAL_MS: u64 = 1000;
+/// Default ATM page size (DECISIONS.md).
+pub const DEFAULT_ATM_PAGE_SIZE: usize = 25;
+/// Default limit on ATM requests per client: an app population shares its client id.
+pub const DEFAULT_RATE_LIMIT_PER_SECOND: u32 = 50;
+/// Default burst allowance on top of the rate.
+pub const DEFAULT_RATE_LIMIT_BURST: u32 = 100;
+/// Default time a client has to send its request head (actix-web's own default).
+pub const DEFAULT_CLIENT_REQUEST_TIMEOUT_MS: u64 = 5000;
+/// Default time the in-memory view serves without hearing from the store.
+pub const DEFAULT_MAX_STALENESS_MS: u64 = 10_000;
 /// Longest token lifetime accepted: a pre-login token is not a session of a day.
 const MAX_TOKEN_TTL_SECONDS: u32 = 86_400;
 
@@ -210,6 +221,22 @@ pub struct ServeArgs {
     /// HTTP worker threads [default: one per core].
     #[arg(long, env = "BRANCH_ATM_WORKERS", value_name = "N")]
     pub workers: Option<usize>,
+    /// ATMs per page of GET /v1/atms [default: 25].
+    #[arg(long, env = "BRANCH_ATM_ATM_PAGE_SIZE", value_name = "N")]
+    pub atm_page_size: Option<usize>,
+    /// Sustained ATM requests per second allowed per client id [default: 50].
+    #[arg(long, env = "BRANCH_ATM_RATE_LIMIT_PER_SECOND", value_name = "N")]
+    pub rate_limit_per_second: Option<u32>,
+    /// Burst of ATM requests allowed per client id above the rate [default: 100].
+    #[arg(long, env = "BRANCH_ATM_RATE_LIMIT_BURST", value_name = "N")]
+    pub rate_limit_burst: Option<u32>,
+    /// Time a client has to send its request head before a 408, in ms [default: 5000].
+    #[arg(long, env = "BRANCH_ATM_CLIENT_REQUEST_TIMEOUT_MS", value_name = "MS")]
+    pub client_request_timeout_ms: Option<u64>,
+    /// How long to serve without hearing from the store before answering 500/503, in ms
+    /// [default: 10000].
+    #[arg(long, env = "BRANCH_ATM_MAX_STALENESS_MS", value_name = "MS")]
+    pub max_staleness_ms: Option<u64>,
 }
 
 /// Log output format.
@@ -237,6 +264,11 @@ struct FileSettings {
     tls_key: Option<PathBuf>,
     refresh_interval_ms: Option<u64>,
     workers: Option<usize>,
+    atm_page_size: Option<usize>,
+    rate_limit_per_second: Option<u32>,
+    rate_limit_burst: Option<u32>,
+    client_request_timeout_ms: Option<u64>,
+    max_staleness_ms: Option<u64>,
 }
 
 /// Settings are wrong; the message says which and why.
@@ -283,6 +315,16 @@ pub struct Settings {
     pub refresh_interval: Duration,
     /// HTTP worker threads, if not one per core.
     pub workers: Option<usize>,
+    /// ATMs per page.
+    pub atm_page_size: usize,
+    /// ATM requests per second per client.
+    pub rate_limit_per_second: NonZeroU32,
+    /// ATM request burst per client.
+    pub rate_limit_burst: NonZeroU32,
+    /// Time to send a request head.
+    pub client_request_timeout: Duration,
+    /// How long the view may go without hearing from the store.
+    pub max_staleness: Duration,
 }
 
 impl Settings {
@@ -298,6 +340,11 @@ impl Settings {
             tls: None,
             refresh_interval: Duration::from_millis(DEFAULT_REFRESH_INTERVAL_MS),
             workers: Some(2),
+            atm_page_size: DEFAULT_ATM_PAGE_SIZE,
+            rate_limit_per_second: NonZeroU32::MAX,
+            rate_limit_burst: NonZeroU32::MAX,
+            client_request_timeout: Duration::from_millis(DEFAULT_CLIENT_REQUEST_TIMEOUT_MS),
+            max_staleness: Duration::from_millis(DEFAULT_MAX_STALENESS_MS),
         }
     }
 }
@@ -353,6 +400,29 @@ pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings
     if workers == Some(0) {
         return Err(SettingsError("workers must be at least 1".into()));
     }
+    let atm_page_size = serve.atm_page_size.or(file.atm_page_size).unwrap_or(DEFAULT_ATM_PAGE_SIZE);
+    if !(1..=1000).contains(&atm_page_size) {
+        return Err(SettingsError("atm-page-size must be from 1 to 1000".into()));
+    }
+    let positive = |value: Option<u32>, default: u32, name: &str| {
+        NonZeroU32::new(value.unwrap_or(default)).ok_or_else(|| SettingsError(format!("{name} must be at least 1")))
+    };
+    let rate_limit_per_second = positive(
+        serve.rate_limit_per_second.or(file.rate_limit_per_second),
+        DEFAULT_RATE_LIMIT_PER_SECOND,
+        "rate-limit-per-second",
+    )?;
+    let rate_limit_burst =
+        positive(serve.rate_limit_burst.or(file.rate_limit_burst), DEFAULT_RATE_LIMIT_BURST, "rate-limit-burst")?;
+    let client_request_timeout_ms =
+        serve.client_request_timeout_ms.or(file.client_request_timeout_ms).unwrap_or(DEFAULT_CLIENT_REQUEST_TIMEOUT_MS);
+    if !(100..=600_000).contains(&client_request_timeout_ms) {
+        return Err(SettingsError("client-request-timeout-ms must be from 100 to 600000".into()));
+    }
+    let max_staleness_ms = serve.max_staleness_ms.or(file.max_staleness_ms).unwrap_or(DEFAULT_MAX_STALENESS_MS);
+    if max_staleness_ms < 2 * refresh_ms {
+        return Err(SettingsError("max-staleness-ms must be at least twice refresh-interval-ms".into()));
+    }
     Ok((
         common,
         Settings {
@@ -364,6 +434,11 @@ pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings
             tls,
             refresh_interval: Duration::from_millis(refresh_ms),
             workers,
+            atm_page_size,
+            rate_limit_per_second,
+            rate_limit_burst,
+            client_request_timeout: Duration::from_millis(client_request_timeout_ms),
+            max_staleness: Duration::from_millis(max_staleness_ms),
         },
     ))
 }

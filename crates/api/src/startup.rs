@@ -13,8 +13,9 @@ use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
 use adapters::system::{RandomIds, SystemClock};
-use adapters::view::{StoreView, spawn_token_purger};
+use adapters::view::{StoreView, ViewSettings, spawn_token_purger};
 use domain::ports::{StoreUnavailable, TokenLedger};
+use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
 use domain::services::wait_times::WaitTimeService;
@@ -24,6 +25,7 @@ use secrecy::ExposeSecret as _;
 use time::OffsetDateTime;
 
 use crate::demo;
+use crate::http::rate_limit::ClientRateLimit;
 use crate::http::{self, AppState};
 use crate::settings::{Settings, TlsFiles};
 
@@ -80,6 +82,19 @@ async fn prepare(store: &dyn Store, demo_data: bool) -> Result<(), StartupError>
     Ok(())
 }
 
+/// How often idle clients are dropped from the rate limiter's table.
+const RATE_LIMIT_SWEEP: Duration = Duration::from_secs(60);
+
+fn spawn_rate_limit_sweeper(state: web::Data<AppState>) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(RATE_LIMIT_SWEEP);
+        loop {
+            ticks.tick().await;
+            state.atm_rate.forget_idle();
+        }
+    });
+}
+
 fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
     let certs = CertificateDer::pem_file_iter(&files.cert)
         .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
@@ -98,6 +113,7 @@ fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
 pub struct Application {
     port: u16,
     server: Server,
+    store: Arc<dyn Store>,
 }
 
 impl Application {
@@ -112,7 +128,12 @@ impl Application {
         let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
         let issuer = format!("{}/api", settings.public_base_url);
         let jwt = Arc::new(JwtTokens::new(&issuer, &issuer));
-        let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), lifetime, settings.refresh_interval).await?;
+        let view_settings = ViewSettings {
+            token_lifetime: lifetime,
+            refresh_interval: settings.refresh_interval,
+            max_staleness: settings.max_staleness,
+        };
+        let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
         spawn_token_purger(Arc::clone(&store));
 
@@ -127,10 +148,14 @@ impl Application {
                 settings.token_ttl_seconds,
             ),
             bearer: BearerCheck::new(jwt.clone(), ledger),
-            wait_times: WaitTimeService::new(view.clone(), view),
+            wait_times: WaitTimeService::new(view.clone(), view.clone()),
             verifier: jwt,
-            store,
+            store: Arc::clone(&store),
+            atms: AtmLocator::new(view, settings.atm_page_size),
+            atm_rate: ClientRateLimit::new(settings.rate_limit_per_second, settings.rate_limit_burst),
+            public_base_url: settings.public_base_url.clone(),
         });
+        spawn_rate_limit_sweeper(state.clone());
 
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
@@ -142,7 +167,8 @@ impl Application {
                 .configure(http::routes)
                 .default_service(web::to(http::not_found))
         })
-        .shutdown_timeout(SHUTDOWN_GRACE_SECONDS);
+        .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
+        .client_request_timeout(settings.client_request_timeout);
         if let Some(workers) = settings.workers {
             server = server.workers(workers);
         }
@@ -151,7 +177,13 @@ impl Application {
             None => server.listen(listener)?,
         }
         .run();
-        Ok(Self { port, server })
+        Ok(Self { port, server, store })
+    }
+
+    /// The store the service runs on, for tools and tests that act behind the API (for
+    /// example closing it to see how the service answers an unreachable store).
+    pub fn store(&self) -> Arc<dyn Store> {
+        Arc::clone(&self.store)
     }
 
     /// The port it listens on (the real one when built with port 0).

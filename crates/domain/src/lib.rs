@@ -13,6 +13,7 @@
 //!
 //! # Layout
 //! - [`atm`] — ATM records as UK Open Banking ATM 2.3, limits enforced on input.
+//! - [`atm_catalog`] — the ATM set ready to serve: pages, filters, near-me search.
 //! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
@@ -22,6 +23,7 @@
 //! - `testing` — sample values for tests (with the `mock` feature).
 
 pub mod atm;
+pub mod atm_catalog;
 pub mod branch;
 pub mod client;
 pub mod input;

@@ -6,6 +6,9 @@
 use async_trait::async_trait;
 use time::OffsetDateTime;
 
+use std::sync::Arc;
+
+use crate::atm_catalog::AtmCatalog;
 use crate::branch::{BranchId, BranchWaitTime};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
 use crate::token::{AccessClaims, IssuedToken, OpaqueToken, SessionId, TokenId};
@@ -57,6 +60,18 @@ pub trait WaitTimeStore: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when the estimates cannot be read.
     async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<BranchWaitTime>, StoreUnavailable>;
+}
+
+/// The current ATM set.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmDirectory: Send + Sync {
+    /// The ATM set as last loaded, ready to serve.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the set cannot be read, or when what is held can no
+    /// longer be vouched for because the store has not answered for too long.
+    async fn catalog(&self) -> Result<Arc<AtmCatalog>, StoreUnavailable>;
 }
 
 /// The server-side record of issued tokens.

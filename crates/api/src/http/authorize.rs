@@ -1,18 +1,15 @@
 //! GET /api/v1/authorize: a pre-login visitor token.
 
-use std::collections::HashMap;
-
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
-use domain::input::Expected;
 use domain::services::authorize::{AuthorizeError, AuthorizeRequest};
 use domain::token::{CodeChallenge, Scope};
 use serde::Serialize;
 
 use super::AppState;
 use super::errors::{ApiError, Failure, Message, Shape, mime_json};
-use super::request::{error_context, require_uuid};
+use super::request::{Query, error_context, require_uuid};
 
 /// The only `response_type` served: a visitor token in the JSON body (DECISIONS.md).
 const RESPONSE_TYPE: &str = "token";
@@ -44,34 +41,6 @@ const PARAMETERS: [&str; 10] = [
     "channelId",
 ];
 
-/// The query: each known parameter at most once, unknown ones ignored (RFC 6749 §3.1).
-struct Query(HashMap<&'static str, String>);
-
-impl Query {
-    fn parse(raw: &str) -> Result<Self, Failure> {
-        let mut parameters = HashMap::new();
-        for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
-            let Some(known) = PARAMETERS.iter().find(|known| **known == name) else { continue };
-            if parameters.insert(*known, value.into_owned()).is_some() {
-                return Err(Failure::invalid(*known, Message::Repeated));
-            }
-        }
-        Ok(Self(parameters))
-    }
-
-    fn optional(&self, name: &'static str) -> Option<&str> {
-        self.0.get(name).map(String::as_str)
-    }
-
-    fn required(&self, name: &'static str) -> Result<&str, Failure> {
-        self.optional(name).ok_or_else(|| Failure::invalid(name, Message::Missing))
-    }
-
-    fn parsed<T>(&self, name: &'static str, parse: impl FnOnce(&str) -> Result<T, Expected>) -> Result<T, Failure> {
-        parse(self.required(name)?).map_err(|shape| Failure::invalid(name, Message::Malformed(shape)))
-    }
-}
-
 /// What the request asks for, parsed; `state` rides along to the response.
 struct TokenCall {
     request: AuthorizeRequest,
@@ -80,7 +49,7 @@ struct TokenCall {
 
 fn token_call(request: &HttpRequest) -> Result<TokenCall, Failure> {
     require_uuid(request.headers())?;
-    let query = Query::parse(request.query_string())?;
+    let query = Query::parse(request.query_string(), &PARAMETERS)?;
     if query.required("response_type")? != RESPONSE_TYPE {
         return Err(Failure::invalid("response_type", Message::ResponseType));
     }

@@ -28,6 +28,8 @@ pub mod code {
     pub const METHOD_NOT_ALLOWED: &str = "methodNotAllowed";
     /// 422: business validation failed.
     pub const BUSINESS_VALIDATION_FAILED: &str = "businessValidationFailed";
+    /// 429: too many requests (logged only: the ATM body has no code).
+    pub const TOO_MANY_REQUESTS: &str = "tooManyRequests";
     /// 500: internal error or server unavailable.
     pub const SERVER_UNAVAILABLE: &str = "serverUnavailable";
 }
@@ -39,6 +41,10 @@ pub enum Message {
     Missing,
     /// A header or parameter does not have the expected shape.
     Malformed(Expected),
+    /// A value is not acceptable.
+    Invalid,
+    /// Over the client's request rate.
+    TooManyRequests,
     /// A header value is not visible ASCII.
     NotText,
     /// The same query parameter was sent twice (RFC 6749 §3.1).
@@ -118,6 +124,10 @@ impl Message {
             Self::Missing => format!("The required value {at} is missing."),
             Self::Malformed(shape) if es => format!("{at} no es válido: se espera {}.", expected(*shape, language)),
             Self::Malformed(shape) => format!("{at} is not valid: expected {}.", expected(*shape, language)),
+            Self::Invalid if es => format!("{at} no es válido."),
+            Self::Invalid => format!("{at} is not valid."),
+            Self::TooManyRequests if es => "Demasiadas solicitudes; reduzca el ritmo.".into(),
+            Self::TooManyRequests => "Too many requests; slow down.".into(),
             Self::NotText if es => format!("La cabecera {at} debe ser texto ASCII visible."),
             Self::NotText => format!("The header {at} must be visible ASCII text."),
             Self::Repeated if es => format!("El parámetro {at} se envió más de una vez."),
@@ -216,6 +226,40 @@ pub enum Shape {
     ErrorResponse,
     /// The token endpoint's body: `code`, `details`, `location`, `timestamp`.
     Token,
+    /// The ATM endpoint's body (OBIE): `status`, `title`, `description`, texts fixed per
+    /// status.
+    Obie,
+}
+
+/// OBIE's title and description for `status` (reference swagger, error objects), and
+/// their Spanish; statuses OBIE does not define use texts in the same style. The spec's
+/// 500 title "Too many requests" is a copy error (DECISIONS.md).
+fn obie_texts(status: StatusCode, language: Language) -> (&'static str, &'static str) {
+    let es = language == Language::Es;
+    match status.as_u16() {
+        400 if es => ("Solicitud incorrecta", "Ha enviado una solicitud que no se pudo entender."),
+        400 => ("Bad request", "You have sent a request which could not be understood."),
+        401 if es => ("No autorizado", "El token de acceso falta, no es válido o ha expirado."),
+        401 => ("Unauthorized", "The access token is missing, invalid or expired."),
+        404 if es => ("No encontrado", "No existe ningún recurso en esta ruta."),
+        404 => ("Not found", "There is no resource at this path."),
+        405 if es => ("Método no permitido", "El método no está permitido en esta ruta."),
+        405 => ("Method not allowed", "The method is not allowed on this path."),
+        408 if es => {
+            ("Tiempo de espera agotado", "Su cliente no envió la solicitud a tiempo y se agotó el tiempo de espera.")
+        }
+        408 => ("Client timeout", "Your client has failed to submit a request, and a timeout has occurred."),
+        429 if es => {
+            ("Demasiadas solicitudes", "Ha solicitado este recurso con demasiada frecuencia. Reduzca el ritmo.")
+        }
+        429 => ("Too many requests", "You have requested this resource too often. Slow down."),
+        503 if es => ("Servicio no disponible temporalmente", "El servicio no está disponible temporalmente."),
+        503 => ("Service temporarily unavailable", "The service is temporarily unavailable."),
+        _ if es => {
+            ("Error interno del servidor", "Se produjo un error en el servidor. No hay más información disponible.")
+        }
+        _ => ("Internal server error", "An error occurred on the server. No further information is available."),
+    }
 }
 
 /// What an error needs from its request: language and correlation id.
@@ -234,12 +278,19 @@ pub struct ApiError {
     shape: Shape,
     context: ErrorContext,
     bearer_challenge: bool,
+    retry_after: Option<u64>,
 }
 
 impl ApiError {
     /// `failure` written as `shape` for the request described by `context`.
     pub fn new(failure: Failure, shape: Shape, context: &ErrorContext) -> Self {
-        Self { failure, shape, context: context.clone(), bearer_challenge: false }
+        Self { failure, shape, context: context.clone(), bearer_challenge: false, retry_after: None }
+    }
+
+    /// Adds `Retry-After: seconds` (RFC 9110 §10.2.3) to a 429 or 503.
+    pub fn with_retry_after(mut self, seconds: u64) -> Self {
+        self.retry_after = Some(seconds);
+        self
     }
 
     /// Adds `WWW-Authenticate: Bearer` (RFC 6750 §3) to a 401.
@@ -266,6 +317,13 @@ struct ErrorResponseBody<'a> {
     #[serde(skip_serializing_if = "Option::is_none")]
     uuid: Option<&'a str>,
     timestamp: &'a str,
+}
+
+#[derive(Serialize)]
+struct ObieErrorBody<'a> {
+    status: &'a str,
+    title: &'static str,
+    description: &'static str,
 }
 
 #[derive(Serialize)]
@@ -307,6 +365,10 @@ impl ResponseError for ApiError {
                 location,
                 timestamp: &timestamp,
             }),
+            Shape::Obie => {
+                let (title, description) = obie_texts(failure.status, self.context.language);
+                serde_json::to_vec(&ObieErrorBody { status: failure.status.as_str(), title, description })
+            }
         }
         .unwrap_or_default();
         let mut response = HttpResponse::build(failure.status);
@@ -316,6 +378,9 @@ impl ResponseError for ApiError {
             .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
         if self.bearer_challenge {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
+        }
+        if let Some(seconds) = self.retry_after {
+            response.insert_header((header::RETRY_AFTER, seconds));
         }
         response.body(body)
     }
@@ -346,6 +411,19 @@ mod tests {
             let es = message.render(Some("branches[0].branchId"), Language::Es);
             assert_ne!(en, es, "{message:?}");
         }
+    }
+
+    #[test]
+    fn obie_texts_are_the_reference_files_in_english() {
+        assert_eq!(
+            obie_texts(StatusCode::TOO_MANY_REQUESTS, Language::En),
+            ("Too many requests", "You have requested this resource too often. Slow down.")
+        );
+        assert_eq!(obie_texts(StatusCode::INTERNAL_SERVER_ERROR, Language::En).0, "Internal server error");
+        assert_ne!(
+            obie_texts(StatusCode::BAD_REQUEST, Language::Es),
+            obie_texts(StatusCode::BAD_REQUEST, Language::En)
+        );
     }
 
     #[test]

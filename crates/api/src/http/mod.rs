@@ -4,11 +4,13 @@
 //! service, map the outcome to the wire. Every status and wire code is chosen in
 //! [`errors`].
 
+pub mod atms;
 pub mod authorize;
 pub mod errors;
 pub mod language;
 pub mod meta;
 pub mod middleware;
+pub mod rate_limit;
 pub mod request;
 pub mod wait_times;
 
@@ -18,6 +20,7 @@ use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use adapters::store::Store;
 use domain::ports::TokenVerifier;
+use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
 use domain::services::wait_times::WaitTimeService;
@@ -37,6 +40,12 @@ pub struct AppState {
     pub verifier: Arc<dyn TokenVerifier>,
     /// For the readiness check.
     pub store: Arc<dyn Store>,
+    /// ATM listings.
+    pub atms: AtmLocator,
+    /// The per-client limit on ATM requests.
+    pub atm_rate: rate_limit::ClientRateLimit,
+    /// Where clients reach the service, for absolute links.
+    pub public_base_url: String,
 }
 
 /// Every route under `/api`.
@@ -44,6 +53,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/api")
             .service(get_resource("/v1/authorize", authorize::authorize, Shape::Token))
+            .service(get_resource("/v1/atms", atms::list, Shape::Obie))
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
                     .route(web::post().to(wait_times::retrieve))

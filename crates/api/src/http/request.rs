@@ -1,6 +1,8 @@
 //! Reading headers, query parameters and bodies into domain values, each failure a
 //! [`Failure`] naming its location.
 
+use std::collections::HashMap;
+
 use actix_web::HttpRequest;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::web::{Bytes, Payload};
@@ -16,6 +18,39 @@ pub const UUID_HEADER: &str = "uuid";
 /// `{"branchId":"01234"}` are about 2 KB; 64 KiB leaves room for whitespace and nothing
 /// for abuse.
 pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A query string: each known parameter at most once, unknown ones ignored (RFC 6749
+/// §3.1 for authorize; the same rule serves every endpoint).
+pub struct Query(HashMap<&'static str, String>);
+
+impl Query {
+    /// Parses `raw`, keeping only the parameters named in `known`.
+    pub fn parse(raw: &str, known: &[&'static str]) -> Result<Self, Failure> {
+        let mut parameters = HashMap::new();
+        for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
+            let Some(name) = known.iter().find(|known| **known == name) else { continue };
+            if parameters.insert(*name, value.into_owned()).is_some() {
+                return Err(Failure::invalid(*name, Message::Repeated));
+            }
+        }
+        Ok(Self(parameters))
+    }
+
+    /// Parameter `name`, if sent.
+    pub fn optional(&self, name: &'static str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// Parameter `name`, which must be sent.
+    pub fn required(&self, name: &'static str) -> Result<&str, Failure> {
+        self.optional(name).ok_or_else(|| Failure::invalid(name, Message::Missing))
+    }
+
+    /// Parameter `name`, which must be sent, parsed into a domain value.
+    pub fn parsed<T>(&self, name: &'static str, parse: impl FnOnce(&str) -> Result<T, Expected>) -> Result<T, Failure> {
+        parse(self.required(name)?).map_err(|shape| Failure::invalid(name, Message::Malformed(shape)))
+    }
+}
 
 /// The raw value of header `name`: required, and visible ASCII.
 pub fn required_header<'r>(headers: &'r HeaderMap, name: &'static str) -> Result<&'r str, Failure> {

@@ -1,0 +1,310 @@
+//! GET /api/v1/atms: ATM information, paged, filtered and near-me, with conditional
+//! requests.
+
+use std::hash::{Hash as _, Hasher as _};
+use std::time::{Duration, SystemTime};
+
+use actix_web::http::StatusCode;
+use actix_web::http::header::{self, EntityTag, Header as _, HeaderValue, HttpDate, IfModifiedSince, IfNoneMatch};
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::atm::{Accessibility, AtmService};
+use domain::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, GeoPoint, MAX_RADIUS_KM};
+use domain::client::ClientId;
+use domain::input::Expected;
+use domain::services::atms::ListAtmsError;
+use domain::services::bearer::BearerError;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+
+use super::AppState;
+use super::errors::{ApiError, Failure, Message, Shape, code, mime_json};
+use super::request::{Query, UUID_HEADER, bearer_token, error_context, parsed_header, valid_uuid};
+
+/// The query parameters read; others are ignored.
+const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
+
+/// The licence marker until the bank publishes its licence text (DECISIONS.md).
+const AGREEMENT: &str = "TBC";
+
+/// The record field carrying the distance of a near-me result. OBIE ATM records allow
+/// additional properties, so the record stays valid.
+const DISTANCE_FIELD: &str = "DistanceInMetres";
+
+/// ATM data is public and changes by import: shared caches may keep a page a minute and
+/// must then revalidate (cheap: a 304).
+const CACHE_CONTROL: &str = "public, max-age=60, must-revalidate";
+
+/// The listing asked for, with the filter part as it goes into links and ETags.
+#[derive(Debug)]
+struct Listing {
+    query: AtmQuery,
+    /// `latitude=…&longitude=…&…` in a fixed order, empty without filters.
+    filters: String,
+}
+
+fn invalid(name: &'static str) -> Failure {
+    Failure::invalid(name, Message::Invalid)
+}
+
+/// A decimal number as written in a query: optional sign, up to `whole` digits, an
+/// optional fraction of up to 10 digits. No exponents, no `NaN`, no spaces.
+fn decimal(raw: &str, whole: usize, signed: bool) -> Option<f64> {
+    let digits = if signed { raw.strip_prefix('-').unwrap_or(raw) } else { raw };
+    let (int, fraction) = digits.split_once('.').unwrap_or((digits, ""));
+    let shaped = (1..=whole).contains(&int.len())
+        && fraction.len() <= 10
+        && !(digits.contains('.') && fraction.is_empty())
+        && int.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit());
+    shaped.then(|| raw.parse().ok()).flatten()
+}
+
+fn listing_of(raw: &str) -> Result<Listing, Failure> {
+    let query = Query::parse(raw, &PARAMETERS)?;
+    let page = match query.optional("page") {
+        None => 1,
+        Some(raw) => (!raw.is_empty() && raw.len() <= 9 && raw.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| raw.parse::<u32>().ok())
+            .flatten()
+            .filter(|page| *page >= 1)
+            .ok_or_else(|| invalid("page"))?,
+    };
+    let mut filters = Vec::new();
+    let near = match (query.optional("latitude"), query.optional("longitude")) {
+        (None, None) => None,
+        (Some(lat), Some(lon)) => {
+            let latitude = decimal(lat, 2, true).ok_or_else(|| invalid("latitude"))?;
+            let longitude = decimal(lon, 3, true).ok_or_else(|| invalid("longitude"))?;
+            let point = GeoPoint::new(latitude, longitude)
+                .ok_or_else(|| invalid(if latitude.abs() > 90.0 { "latitude" } else { "longitude" }))?;
+            filters.push(format!("latitude={lat}&longitude={lon}"));
+            Some(point)
+        }
+        (None, Some(_)) => return Err(Failure::invalid("latitude", Message::Missing)),
+        (Some(_), None) => return Err(Failure::invalid("longitude", Message::Missing)),
+    };
+    let radius_km = match query.optional("radiusKm") {
+        None => None,
+        Some(_) if near.is_none() => return Err(Failure::invalid("latitude", Message::Missing)),
+        Some(raw) => {
+            let radius = decimal(raw, 5, false)
+                .filter(|r| *r > 0.0 && *r <= MAX_RADIUS_KM)
+                .ok_or_else(|| invalid("radiusKm"))?;
+            filters.push(format!("radiusKm={raw}"));
+            Some(radius)
+        }
+    };
+    let service = query
+        .optional("service")
+        .map(|raw| {
+            let service = AtmService::parse(raw).ok_or_else(|| invalid("service"))?;
+            filters.push(format!("service={raw}"));
+            Ok(service)
+        })
+        .transpose()?;
+    let accessibility = query
+        .optional("accessibility")
+        .map(|raw| {
+            let feature = Accessibility::parse(raw).ok_or_else(|| invalid("accessibility"))?;
+            filters.push(format!("accessibility={raw}"));
+            Ok(feature)
+        })
+        .transpose()?;
+    Ok(Listing { query: AtmQuery { page, near, radius_km, service, accessibility }, filters: filters.join("&") })
+}
+
+/// A strong validator of the page: the bytes of a 200 are a function of the service
+/// version, the ATM set (its fingerprint covers LastUpdated), the base URL, the page
+/// size, the filters and the page number, so equal inputs mean equal bytes.
+fn entity_tag(catalog: &AtmCatalog, listing: &Listing, base: &str, page_size: usize) -> EntityTag {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (env!("CARGO_PKG_VERSION"), catalog.fingerprint(), base, page_size, &listing.filters, listing.query.page)
+        .hash(&mut hasher);
+    EntityTag::new_strong(format!("{:016x}", hasher.finish()))
+}
+
+/// RFC 9110 §13.2.2: If-None-Match decides when present (weak comparison); otherwise
+/// If-Modified-Since, when the data has not changed since the date given.
+fn not_modified(request: &HttpRequest, tag: &EntityTag, last_updated: SystemTime) -> bool {
+    if request.headers().contains_key(header::IF_NONE_MATCH) {
+        return match IfNoneMatch::parse(request) {
+            Ok(IfNoneMatch::Any) => true,
+            Ok(IfNoneMatch::Items(tags)) => tags.iter().any(|sent| sent.weak_eq(tag)),
+            Err(_) => false,
+        };
+    }
+    IfModifiedSince::parse(request).is_ok_and(|since| last_updated <= SystemTime::from(since.0))
+}
+
+fn link(base: &str, filters: &str, page: u32) -> String {
+    let filters = if filters.is_empty() { String::new() } else { format!("&{filters}") };
+    format!("{base}/api/v1/atms?page={page}{filters}")
+}
+
+/// The envelope: meta, data grouped in runs of one brand (keeping the page's order), and
+/// links. Records are copied in their stored JSON.
+fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -> Result<Vec<u8>, Failure> {
+    let records: usize =
+        page.hits.iter().filter_map(|hit| catalog.entry(hit.entry)).map(|e| e.record_json().len()).sum();
+    let mut body = String::with_capacity(records + 1024);
+    let updated = OffsetDateTime::from_unix_timestamp(catalog.last_updated())
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .ok_or_else(Failure::unavailable)?;
+    body.push_str(&format!(
+        r#"{{"meta":{{"LastUpdated":"{updated}","TotalResults":{},"Agreement":"{AGREEMENT}"}},"data":["#,
+        page.total
+    ));
+    let mut current_brand: Option<&str> = None;
+    for hit in &page.hits {
+        let (Some(entry), Some(brand)) = (catalog.entry(hit.entry), catalog.brand_of(hit.entry)) else {
+            return Err(Failure::unavailable());
+        };
+        if current_brand == Some(brand) {
+            body.push(',');
+        } else {
+            if current_brand.is_some() {
+                body.push_str("]},");
+            }
+            let name = serde_json::to_string(brand).map_err(|_| Failure::unavailable())?;
+            body.push_str(&format!(r#"{{"BrandName":{name},"ATM":["#));
+            current_brand = Some(brand);
+        }
+        let record = entry.record_json();
+        match hit.distance_m {
+            None => body.push_str(record),
+            Some(metres) => {
+                body.push_str(record.strip_suffix('}').ok_or_else(Failure::unavailable)?);
+                body.push_str(&format!(r#","{DISTANCE_FIELD}":{metres}}}"#));
+            }
+        }
+    }
+    if current_brand.is_some() {
+        body.push_str("]}");
+    }
+    let (filters, number) = (&listing.filters, page.page);
+    body.push_str(&format!(
+        r#"],"link":{{"Self":"{}","First":"{}""#,
+        link(base, filters, number),
+        link(base, filters, 1)
+    ));
+    if number > 1 {
+        body.push_str(&format!(r#","Prev":"{}""#, link(base, filters, number - 1)));
+    }
+    if number < page.last_page {
+        body.push_str(&format!(r#","Next":"{}""#, link(base, filters, number + 1)));
+    }
+    body.push_str(&format!(r#","Last":"{}"}}}}"#, link(base, filters, page.last_page)));
+    Ok(body.into_bytes())
+}
+
+/// Lists ATMs.
+///
+/// Responses: 200 the page (ETag, Last-Modified, Cache-Control); 304 when If-None-Match
+/// matches or, without it, If-Modified-Since is not older than LastUpdated; 400 bad
+/// query, `uuid` or `client_id`; 401 bearer token; 408 (from the HTTP layer) a request
+/// not sent in time; 429 over the client's rate (Retry-After); 503 the ATM set cannot be
+/// vouched for. Bodies are OBIE's `{status, title, description}`.
+pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    let context = error_context(&request);
+    let fail = |failure: Failure| {
+        tracing::info!(status = failure.status.as_u16(), location = failure.location.as_deref(), "ATM request refused");
+        ApiError::new(failure, Shape::Obie, &context)
+    };
+    let unavailable = |cause: &dyn std::fmt::Display| {
+        tracing::error!(error = %cause, "the ATM set is unavailable");
+        let failure =
+            Failure::other(StatusCode::SERVICE_UNAVAILABLE, code::SERVER_UNAVAILABLE, Message::ServerUnavailable);
+        ApiError::new(failure, Shape::Obie, &context).with_retry_after(5)
+    };
+    let refuse = || fail(Failure::unauthorized(Message::BearerUnauthorized)).with_bearer_challenge();
+
+    // 1. Extract: optional uuid, credentials, the client's rate, the query.
+    let headers = request.headers();
+    if headers.contains_key(UUID_HEADER) && valid_uuid(headers).is_none() {
+        return Err(fail(Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid))));
+    }
+    let token = bearer_token(headers).ok_or_else(refuse)?;
+    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(fail)?;
+    state.bearer.authenticate(token, &client_id).await.map_err(|error| match error {
+        BearerError::Refused(reason) => {
+            tracing::info!(reason, "bearer token refused");
+            refuse()
+        }
+        BearerError::Unavailable(cause) => unavailable(&cause),
+    })?;
+    state.atm_rate.check(client_id.as_str()).map_err(|seconds| {
+        fail(Failure::other(StatusCode::TOO_MANY_REQUESTS, code::TOO_MANY_REQUESTS, Message::TooManyRequests))
+            .with_retry_after(seconds)
+    })?;
+    // 2. Domain values.
+    let listing = listing_of(request.query_string()).map_err(fail)?;
+    // 3. Call the service: the current set first, to answer a conditional request cheaply.
+    let catalog = state.atms.current().await.map_err(|error| unavailable(&error))?;
+    let base = state.public_base_url.as_str();
+    let tag = entity_tag(&catalog, &listing, base, state.atms.page_size());
+    let last_updated = SystemTime::UNIX_EPOCH + Duration::from_secs(catalog.last_updated().max(0) as u64);
+    let unchanged = not_modified(&request, &tag, last_updated);
+    let mut response = if unchanged { HttpResponse::NotModified() } else { HttpResponse::Ok() };
+    response
+        .insert_header(header::ETag(tag))
+        .insert_header(header::LastModified(HttpDate::from(last_updated)))
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
+    if unchanged {
+        return Ok(response.finish());
+    }
+    let page = state.atms.page(&catalog, &listing.query).map_err(|error| match error {
+        ListAtmsError::PageOutOfRange(past) => {
+            tracing::info!(%past, "page out of range");
+            fail(invalid("page"))
+        }
+        ListAtmsError::Unavailable(cause) => unavailable(&cause),
+    })?;
+    // 4. Map to the wire.
+    let body = render(&catalog, &page, &listing, base).map_err(fail)?;
+    Ok(response.content_type(mime_json()).body(body))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_positive_decimal_numbers() {
+        assert_eq!(listing_of("page=3").unwrap().query.page, 3);
+        assert_eq!(listing_of("").unwrap().query.page, 1);
+        for bad in ["page=0", "page=-1", "page=x", "page=1.0", "page=+2", "page=%201", "page=9999999999"] {
+            assert_eq!(listing_of(bad).unwrap_err().location.as_deref(), Some("page"), "{bad}");
+        }
+    }
+
+    #[test]
+    fn coordinates_go_together_and_stay_on_the_globe() {
+        let near = listing_of("latitude=19.4326&longitude=-99.1332&radiusKm=5").unwrap();
+        assert!(near.query.near.is_some());
+        assert_eq!(near.filters, "latitude=19.4326&longitude=-99.1332&radiusKm=5");
+        let cases = [
+            ("latitude=19.4", "longitude"),
+            ("longitude=-99.1", "latitude"),
+            ("latitude=91&longitude=0", "latitude"),
+            ("latitude=0&longitude=181", "longitude"),
+            ("latitude=NaN&longitude=0", "latitude"),
+            ("latitude=1e1&longitude=0", "latitude"),
+            ("radiusKm=5", "latitude"),
+            ("latitude=0&longitude=0&radiusKm=0", "radiusKm"),
+            ("latitude=0&longitude=0&radiusKm=-3", "radiusKm"),
+            ("latitude=0&longitude=0&radiusKm=99999", "radiusKm"),
+        ];
+        for (query, location) in cases {
+            assert_eq!(listing_of(query).unwrap_err().location.as_deref(), Some(location), "{query}");
+        }
+    }
+
+    #[test]
+    fn filters_take_obie_code_names() {
+        let listing = listing_of("service=CashDeposits&accessibility=WheelchairAccess").unwrap();
+        assert_eq!(listing.query.service, Some(AtmService::CashDeposits));
+        assert_eq!(listing.query.accessibility, Some(Accessibility::WheelchairAccess));
+        assert!(listing_of("service=cashdeposits").is_err());
+        assert!(listing_of("accessibility=Ramp").is_err());
+    }
+}

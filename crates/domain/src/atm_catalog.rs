@@ -1,0 +1,406 @@
+//! The ATM set ready to serve: records serialized once, a stable order, and a spatial
+//! index for near-me search.
+//!
+//! Pages are cut from records already in their wire form (OBIE ATM 2.3 JSON), so a page
+//! costs about what copying its bytes costs. Near-me search walks an R*-tree of points
+//! on the unit sphere: Euclidean (chord) distance there orders ATMs exactly as
+//! great-circle distance does, anywhere on Earth, so the nearest come first without
+//! sorting the set.
+
+use std::hash::{Hash as _, Hasher as _};
+
+use rstar::RTree;
+use rstar::primitives::GeomWithData;
+
+use crate::atm::{Accessibility, AtmService, Brand};
+
+/// Mean Earth radius in metres (IUGG), for distances.
+const EARTH_RADIUS_M: f64 = 6_371_008.8;
+
+/// Half the Earth's circumference: no radius needs to be larger.
+pub const MAX_RADIUS_KM: f64 = 20_037.5;
+
+/// A point to search from.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct GeoPoint {
+    latitude: f64,
+    longitude: f64,
+}
+
+impl GeoPoint {
+    /// A point, if latitude is within ±90 and longitude within ±180 degrees.
+    pub fn new(latitude: f64, longitude: f64) -> Option<Self> {
+        (latitude.abs() <= 90.0 && longitude.abs() <= 180.0).then_some(Self { latitude, longitude })
+    }
+
+    fn unit_vector(self) -> [f64; 3] {
+        let (lat, lon) = (self.latitude.to_radians(), self.longitude.to_radians());
+        [lat.cos() * lon.cos(), lat.cos() * lon.sin(), lat.sin()]
+    }
+}
+
+/// Great-circle distance in metres between two unit vectors (from their chord).
+fn metres_between(a: [f64; 3], b: [f64; 3]) -> f64 {
+    let chord = ((a[0] - b[0]).powi(2) + (a[1] - b[1]).powi(2) + (a[2] - b[2]).powi(2)).sqrt();
+    2.0 * (chord / 2.0).min(1.0).asin() * EARTH_RADIUS_M
+}
+
+/// The squared chord of a great-circle distance of `km`.
+fn squared_chord(km: f64) -> f64 {
+    let angle = km * 1000.0 / EARTH_RADIUS_M;
+    (2.0 * (angle / 2.0).sin()).powi(2)
+}
+
+/// What a listing asks for; every part already checked by the caller.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct AtmQuery {
+    /// 1-based page number.
+    pub page: u32,
+    /// Sort by distance from here, nearest first (ATMs without coordinates are left out).
+    pub near: Option<GeoPoint>,
+    /// Only ATMs within this many km of `near`.
+    pub radius_km: Option<f64>,
+    /// Only ATMs offering this service.
+    pub service: Option<AtmService>,
+    /// Only ATMs with this accessibility feature.
+    pub accessibility: Option<Accessibility>,
+}
+
+/// One ATM as served.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entry {
+    brand: u32,
+    record: Box<str>,
+    services: u32,
+    accessibility: u32,
+    position: Option<[u64; 3]>,
+}
+
+impl Entry {
+    /// The record as OBIE ATM 2.3 JSON (an object).
+    pub fn record_json(&self) -> &str {
+        &self.record
+    }
+
+    fn matches(&self, query: &AtmQuery) -> bool {
+        query.service.is_none_or(|service| self.services & service.bit() != 0)
+            && query.accessibility.is_none_or(|feature| self.accessibility & feature.bit() != 0)
+    }
+
+    fn unit_vector(&self) -> Option<[f64; 3]> {
+        self.position.map(|bits| bits.map(f64::from_bits))
+    }
+}
+
+/// One ATM of a page, with its distance when the listing was near-me.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Hit {
+    /// Index of the entry in the catalog.
+    pub entry: usize,
+    /// Metres from the search point, rounded.
+    pub distance_m: Option<u64>,
+}
+
+/// A page of a listing.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtmPage {
+    /// The page's ATMs, in order.
+    pub hits: Vec<Hit>,
+    /// How many ATMs match the query, over all pages.
+    pub total: usize,
+    /// This page's number.
+    pub page: u32,
+    /// The last page's number (1 when nothing matches).
+    pub last_page: u32,
+}
+
+/// The requested page is past the last one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("page {page} is past the last page, {last_page}")]
+pub struct PageOutOfRange {
+    /// The page asked for.
+    pub page: u32,
+    /// The last page there is.
+    pub last_page: u32,
+}
+
+type Indexed = GeomWithData<[f64; 3], u32>;
+
+/// The ATM set, ready to serve.
+pub struct AtmCatalog {
+    brand_names: Vec<String>,
+    entries: Vec<Entry>,
+    index: RTree<Indexed>,
+    last_updated: i64,
+    fingerprint: u64,
+}
+
+impl std::fmt::Debug for AtmCatalog {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AtmCatalog")
+            .field("brands", &self.brand_names.len())
+            .field("atms", &self.entries.len())
+            .field("last_updated", &self.last_updated)
+            .finish()
+    }
+}
+
+impl AtmCatalog {
+    /// Serializes every record once and indexes the set, in brand then identification
+    /// order.
+    ///
+    /// # Errors
+    /// If a record cannot be serialized (it always can: the types are plain data).
+    pub fn new(mut brands: Vec<Brand>, last_updated: i64) -> Result<Self, serde_json::Error> {
+        brands.sort_by(|a, b| a.name.cmp(&b.name));
+        let mut brand_names = Vec::with_capacity(brands.len());
+        let mut entries = Vec::new();
+        let mut fingerprint = std::collections::hash_map::DefaultHasher::new();
+        last_updated.hash(&mut fingerprint);
+        for (brand_index, brand) in brands.iter().enumerate() {
+            brand_names.push(brand.name.as_str().to_owned());
+            brand.name.as_str().hash(&mut fingerprint);
+            let mut atms: Vec<_> = brand.atms.items().iter().collect();
+            atms.sort_by(|a, b| a.identification.cmp(&b.identification));
+            for atm in atms {
+                let record = serde_json::to_string(atm)?;
+                record.hash(&mut fingerprint);
+                let position = atm
+                    .coordinates()
+                    .and_then(|(lat, lon)| GeoPoint::new(lat, lon))
+                    .map(|point| point.unit_vector().map(f64::to_bits));
+                entries.push(Entry {
+                    brand: brand_index as u32,
+                    record: record.into_boxed_str(),
+                    services: atm.service_bits(),
+                    accessibility: atm.accessibility_bits(),
+                    position,
+                });
+            }
+        }
+        let points = entries
+            .iter()
+            .enumerate()
+            .filter_map(|(i, entry)| entry.unit_vector().map(|v| GeomWithData::new(v, i as u32)))
+            .collect();
+        Ok(Self {
+            brand_names,
+            entries,
+            index: RTree::bulk_load(points),
+            last_updated,
+            fingerprint: fingerprint.finish(),
+        })
+    }
+
+    /// An empty catalog, updated at `last_updated`.
+    pub fn empty(last_updated: i64) -> Self {
+        Self { brand_names: Vec::new(), entries: Vec::new(), index: RTree::new(), last_updated, fingerprint: 0 }
+    }
+
+    /// When the set was last replaced, seconds since the Unix epoch.
+    pub fn last_updated(&self) -> i64 {
+        self.last_updated
+    }
+
+    /// A fingerprint of the whole set (records, brands, LastUpdated): equal
+    /// fingerprints, equal sets. Stable for one build of the service.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// How many ATMs the set holds.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether the set holds no ATMs.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The entry at `index` (from a [`Hit`]).
+    pub fn entry(&self, index: usize) -> Option<&Entry> {
+        self.entries.get(index)
+    }
+
+    /// The brand name of the entry at `index`.
+    pub fn brand_of(&self, index: usize) -> Option<&str> {
+        self.entries.get(index).and_then(|entry| self.brand_names.get(entry.brand as usize)).map(String::as_str)
+    }
+
+    /// Page `query.page` of `page_size` ATMs matching `query`.
+    ///
+    /// # Errors
+    /// [`PageOutOfRange`] past the last page (page 1 always exists).
+    pub fn page(&self, query: &AtmQuery, page_size: usize) -> Result<AtmPage, PageOutOfRange> {
+        let page_size = page_size.max(1);
+        let offset = (query.page.max(1) as usize - 1).saturating_mul(page_size);
+        let (total, hits) = match query.near {
+            None => {
+                let total = if query.service.is_none() && query.accessibility.is_none() {
+                    self.entries.len()
+                } else {
+                    self.entries.iter().filter(|entry| entry.matches(query)).count()
+                };
+                let hits = self
+                    .entries
+                    .iter()
+                    .enumerate()
+                    .filter(|(_, entry)| entry.matches(query))
+                    .skip(offset)
+                    .take(page_size)
+                    .map(|(entry, _)| Hit { entry, distance_m: None })
+                    .collect();
+                (total, hits)
+            }
+            Some(point) => {
+                let origin = point.unit_vector();
+                let matching = |item: &&Indexed| self.entries[item.data as usize].matches(query);
+                let limit = query.radius_km.map(squared_chord);
+                let total = match limit {
+                    Some(limit) => self.index.locate_within_distance(origin, limit).filter(matching).count(),
+                    None => self.index.iter().filter(matching).count(),
+                };
+                let hits = self
+                    .index
+                    .nearest_neighbor_iter_with_distance_2(origin)
+                    .take_while(|(_, squared)| limit.is_none_or(|limit| *squared <= limit))
+                    .map(|(item, _)| item)
+                    .filter(matching)
+                    .skip(offset)
+                    .take(page_size)
+                    .map(|item| Hit {
+                        entry: item.data as usize,
+                        distance_m: Some(metres_between(origin, *item.geom()).round() as u64),
+                    })
+                    .collect();
+                (total, hits)
+            }
+        };
+        let last_page = total.div_ceil(page_size).max(1);
+        let last_page = u32::try_from(last_page).unwrap_or(u32::MAX);
+        if query.page > last_page {
+            return Err(PageOutOfRange { page: query.page, last_page });
+        }
+        Ok(AtmPage { hits, total, page: query.page, last_page })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn atm(id: &str, services: &[&str], at: Option<(&str, &str)>) -> serde_json::Value {
+        let mut record = serde_json::json!({
+            "Identification": id,
+            "ATMServices": services,
+            "SupportedCurrencies": ["MXN"],
+            "Location": {"PostalAddress": {"Country": "MX"}}
+        });
+        if let Some((lat, lon)) = at {
+            record["Location"]["PostalAddress"]["GeoLocation"] =
+                serde_json::json!({"GeographicCoordinates": {"Latitude": lat, "Longitude": lon}});
+        }
+        record
+    }
+
+    fn brand(name: &str, atms: Vec<serde_json::Value>) -> Brand {
+        serde_json::from_value(serde_json::json!({"BrandName": name, "ATM": atms})).unwrap()
+    }
+
+    /// Zócalo (CDMX), Ángel de la Independencia (~3.3 km west), Puebla (~100 km), and one
+    /// without coordinates.
+    fn catalog() -> AtmCatalog {
+        AtmCatalog::new(
+            vec![
+                brand("Zeta", vec![atm("Z2", &["Balance"], Some(("19.0414", "-98.2063")))]),
+                brand(
+                    "Alfa",
+                    vec![
+                        atm("A2", &["CashWithdrawal"], Some(("19.4270", "-99.1677"))),
+                        atm("A1", &["CashWithdrawal", "Balance"], Some(("19.4326", "-99.1332"))),
+                        atm("A3", &["Balance"], None),
+                    ],
+                ),
+            ],
+            1_800_000_000,
+        )
+        .unwrap()
+    }
+
+    fn ids(catalog: &AtmCatalog, page: &AtmPage) -> Vec<String> {
+        page.hits
+            .iter()
+            .map(|hit| {
+                let record: serde_json::Value =
+                    serde_json::from_str(catalog.entry(hit.entry).unwrap().record_json()).unwrap();
+                record["Identification"].as_str().unwrap().to_owned()
+            })
+            .collect()
+    }
+
+    #[test]
+    fn the_listing_is_in_brand_then_identification_order_across_pages() {
+        let catalog = catalog();
+        let first = catalog.page(&AtmQuery { page: 1, ..AtmQuery::default() }, 3).unwrap();
+        assert_eq!(ids(&catalog, &first), ["A1", "A2", "A3"]);
+        assert_eq!((first.total, first.last_page), (4, 2));
+        let second = catalog.page(&AtmQuery { page: 2, ..AtmQuery::default() }, 3).unwrap();
+        assert_eq!(ids(&catalog, &second), ["Z2"]);
+        assert_eq!(catalog.brand_of(second.hits[0].entry), Some("Zeta"));
+    }
+
+    #[test]
+    fn a_page_past_the_last_is_out_of_range_but_page_one_always_exists() {
+        let catalog = catalog();
+        assert_eq!(
+            catalog.page(&AtmQuery { page: 3, ..AtmQuery::default() }, 3),
+            Err(PageOutOfRange { page: 3, last_page: 2 })
+        );
+        let nothing = AtmQuery { page: 1, service: Some(AtmService::ChequeDeposits), ..AtmQuery::default() };
+        let empty = catalog.page(&nothing, 3).unwrap();
+        assert_eq!((empty.total, empty.last_page, empty.hits.len()), (0, 1, 0));
+    }
+
+    #[test]
+    fn near_me_sorts_by_distance_and_reports_metres() {
+        let catalog = catalog();
+        let zocalo = GeoPoint::new(19.4326, -99.1332).unwrap();
+        let page = catalog.page(&AtmQuery { page: 1, near: Some(zocalo), ..AtmQuery::default() }, 10).unwrap();
+        assert_eq!(ids(&catalog, &page), ["A1", "A2", "Z2"], "no coordinates, no place in a near-me listing");
+        assert_eq!(page.hits[0].distance_m, Some(0));
+        let to_angel = page.hits[1].distance_m.unwrap();
+        assert!((3_500..3_800).contains(&to_angel), "{to_angel}");
+        let to_puebla = page.hits[2].distance_m.unwrap();
+        assert!((100_000..110_000).contains(&to_puebla), "{to_puebla}");
+    }
+
+    #[test]
+    fn radius_and_service_filters_narrow_the_total_too() {
+        let catalog = catalog();
+        let zocalo = GeoPoint::new(19.4326, -99.1332).unwrap();
+        let within_10_km = AtmQuery { page: 1, near: Some(zocalo), radius_km: Some(10.0), ..AtmQuery::default() };
+        let page = catalog.page(&within_10_km, 10).unwrap();
+        assert_eq!((ids(&catalog, &page), page.total), (vec!["A1".to_owned(), "A2".to_owned()], 2));
+        let balance = AtmQuery { service: Some(AtmService::Balance), ..within_10_km };
+        let page = catalog.page(&balance, 10).unwrap();
+        assert_eq!((ids(&catalog, &page), page.total), (vec!["A1".to_owned()], 1));
+    }
+
+    #[test]
+    fn the_fingerprint_changes_with_the_data_and_with_last_updated() {
+        let a = catalog();
+        assert_eq!(a.fingerprint(), catalog().fingerprint());
+        let later = AtmCatalog::new(vec![brand("Alfa", vec![atm("A1", &[], None)])], 1_800_000_000).unwrap();
+        assert_ne!(a.fingerprint(), later.fingerprint());
+        let same_data_later = AtmCatalog::new(vec![brand("Alfa", vec![atm("A1", &[], None)])], 1_800_000_001).unwrap();
+        assert_ne!(later.fingerprint(), same_data_later.fingerprint());
+    }
+
+    #[test]
+    fn points_off_the_globe_are_refused() {
+        assert!(GeoPoint::new(90.1, 0.0).is_none());
+        assert!(GeoPoint::new(0.0, -180.5).is_none());
+        assert!(GeoPoint::new(-90.0, 180.0).is_some());
+    }
+}
