@@ -200,6 +200,22 @@ pub fn demo_atms() -> Result<Vec<domain::atm::Brand>, StoreUnavailable> {
     Ok(brands)
 }
 
+/// A ready-to-paste walk-through with the demo credentials: a token, then wait times.
+pub fn curl_walkthrough(base: &str) -> String {
+    let insecure = if base.starts_with("https://") { "-k " } else { "" };
+    format!(
+        r#"Try it (demo data):
+  curl -si {insecure}-H "uuid: $(cat /proc/sys/kernel/random/uuid)" \
+    "{base}/api/v1/authorize?response_type=token&client_id={DEMO_CLIENT_ID}&businessCode={DEMO_BUSINESS_CODE}&countryCode={DEMO_COUNTRY_CODE}&channelId={DEMO_CHANNEL_ID}"
+  # then, with access_token and the sid header from that answer:
+  curl -s {insecure}-X POST "{base}/api/v1/open-banking/channels/branch/waittime/retrieve" \
+    -H "Authorization: Bearer $TOKEN" -H "sid: $SID" -H "client_id: {DEMO_CLIENT_ID}" \
+    -H "uuid: $(cat /proc/sys/kernel/random/uuid)" -H "Accept: application/json" -H "Content-Type: application/json" \
+    -H "countryCode: {DEMO_COUNTRY_CODE}" -H "businessCode: {DEMO_BUSINESS_CODE}" -H "ChannelId: {DEMO_CHANNEL_ID}" \
+    -d '{{"branches":[{{"branchId":"00001"}},{{"branchId":"00042"}}]}}'"#
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -216,20 +232,4 @@ mod tests {
         });
         assert!(all_mxn);
     }
-}
-
-/// A ready-to-paste walk-through with the demo credentials: a token, then wait times.
-pub fn curl_walkthrough(base: &str) -> String {
-    let insecure = if base.starts_with("https://") { "-k " } else { "" };
-    format!(
-        r#"Try it (demo data):
-  curl -si {insecure}-H "uuid: $(cat /proc/sys/kernel/random/uuid)" \
-    "{base}/api/v1/authorize?response_type=token&client_id={DEMO_CLIENT_ID}&businessCode={DEMO_BUSINESS_CODE}&countryCode={DEMO_COUNTRY_CODE}&channelId={DEMO_CHANNEL_ID}"
-  # then, with access_token and the sid header from that answer:
-  curl -s {insecure}-X POST "{base}/api/v1/open-banking/channels/branch/waittime/retrieve" \
-    -H "Authorization: Bearer $TOKEN" -H "sid: $SID" -H "client_id: {DEMO_CLIENT_ID}" \
-    -H "uuid: $(cat /proc/sys/kernel/random/uuid)" -H "Accept: application/json" -H "Content-Type: application/json" \
-    -H "countryCode: {DEMO_COUNTRY_CODE}" -H "businessCode: {DEMO_BUSINESS_CODE}" -H "ChannelId: {DEMO_CHANNEL_ID}" \
-    -d '{{"branches":[{{"branchId":"00001"}},{{"branchId":"00042"}}]}}'"#
-    )
 }

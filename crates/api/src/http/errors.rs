@@ -271,9 +271,13 @@ pub struct ErrorContext {
     pub uuid: Option<String>,
 }
 
-/// A failure ready to be written: shape and context attached.
+/// A failure ready to be written: shape and context attached. Boxed, so the `Result`s
+/// of handlers stay small on the success path.
 #[derive(Debug)]
-pub struct ApiError {
+pub struct ApiError(Box<ErrorParts>);
+
+#[derive(Debug)]
+struct ErrorParts {
     failure: Failure,
     shape: Shape,
     context: ErrorContext,
@@ -284,25 +288,31 @@ pub struct ApiError {
 impl ApiError {
     /// `failure` written as `shape` for the request described by `context`.
     pub fn new(failure: Failure, shape: Shape, context: &ErrorContext) -> Self {
-        Self { failure, shape, context: context.clone(), bearer_challenge: false, retry_after: None }
+        Self(Box::new(ErrorParts {
+            failure,
+            shape,
+            context: context.clone(),
+            bearer_challenge: false,
+            retry_after: None,
+        }))
     }
 
     /// Adds `Retry-After: seconds` (RFC 9110 §10.2.3) to a 429 or 503.
     pub fn with_retry_after(mut self, seconds: u64) -> Self {
-        self.retry_after = Some(seconds);
+        self.0.retry_after = Some(seconds);
         self
     }
 
     /// Adds `WWW-Authenticate: Bearer` (RFC 6750 §3) to a 401.
     pub fn with_bearer_challenge(mut self) -> Self {
-        self.bearer_challenge = true;
+        self.0.bearer_challenge = true;
         self
     }
 }
 
 impl std::fmt::Display for ApiError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.failure.status.as_u16(), self.failure.code)
+        write!(f, "{} {}", self.0.failure.status.as_u16(), self.0.failure.code)
     }
 }
 
@@ -342,21 +352,22 @@ pub fn timestamp() -> String {
 
 impl ResponseError for ApiError {
     fn status_code(&self) -> StatusCode {
-        self.failure.status
+        self.0.failure.status
     }
 
     fn error_response(&self) -> HttpResponse {
-        let failure = &self.failure;
+        let parts = &*self.0;
+        let failure = &parts.failure;
         let location = failure.location.as_deref();
-        let details = failure.message.render(location, self.context.language);
+        let details = failure.message.render(location, parts.context.language);
         let timestamp = timestamp();
-        let body = match self.shape {
+        let body = match parts.shape {
             Shape::ErrorResponse => serde_json::to_vec(&ErrorResponseBody {
                 kind: if failure.status.is_server_error() { "fatal" } else { "error" },
                 code: failure.code,
                 details: &details,
                 location,
-                uuid: self.context.uuid.as_deref(),
+                uuid: parts.context.uuid.as_deref(),
                 timestamp: &timestamp,
             }),
             Shape::Token => serde_json::to_vec(&TokenErrorBody {
@@ -366,7 +377,7 @@ impl ResponseError for ApiError {
                 timestamp: &timestamp,
             }),
             Shape::Obie => {
-                let (title, description) = obie_texts(failure.status, self.context.language);
+                let (title, description) = obie_texts(failure.status, parts.context.language);
                 serde_json::to_vec(&ObieErrorBody { status: failure.status.as_str(), title, description })
             }
         }
@@ -374,12 +385,12 @@ impl ResponseError for ApiError {
         let mut response = HttpResponse::build(failure.status);
         response
             .content_type(mime_json())
-            .insert_header((header::CONTENT_LANGUAGE, self.context.language.header_value()))
+            .insert_header((header::CONTENT_LANGUAGE, parts.context.language.header_value()))
             .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
-        if self.bearer_challenge {
+        if parts.bearer_challenge {
             response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
         }
-        if let Some(seconds) = self.retry_after {
+        if let Some(seconds) = parts.retry_after {
             response.insert_header((header::RETRY_AFTER, seconds));
         }
         response.body(body)
