@@ -31,6 +31,8 @@ pub struct TestApp {
     pub http: reqwest::Client,
     /// Keeps the database folder alive.
     pub folder: tempfile::TempDir,
+    /// The store the running app uses (closing it makes the store unreachable).
+    pub app_store: Arc<dyn Store>,
 }
 
 /// A token and the session it opened.
@@ -55,6 +57,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
     configure(&mut settings);
     let application = Application::build(settings.clone()).await.expect("the app starts");
     let port = application.port();
+    let app_store = application.store();
     tokio::spawn(application.run_until_stopped());
     TestApp {
         address: format!("http://127.0.0.1:{port}"),
@@ -62,6 +65,7 @@ pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
         settings,
         http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
         folder,
+        app_store,
     }
 }
 
@@ -145,6 +149,21 @@ impl TestApp {
         let signer = JwtTokens::new(issuer, &format!("{}/api", self.settings.public_base_url));
         signer.install(&keys).unwrap();
         signer.sign(claims).unwrap()
+    }
+
+    /// GET `path_and_query` (under the address) with the demo session's bearer headers.
+    pub async fn get_atms(&self, session: &Session, path_and_query: &str, headers: &[(&str, &str)]) -> Response {
+        let url = if path_and_query.starts_with("http") {
+            path_and_query.to_owned()
+        } else {
+            format!("{}{path_and_query}", self.address)
+        };
+        let mut request =
+            self.http.get(url).header("Authorization", format!("Bearer {}", session.token)).header("client_id", CLIENT);
+        for (name, value) in headers {
+            request = request.header(*name, *value);
+        }
+        request.send().await.unwrap()
     }
 
     /// The issuer the app signs as.
