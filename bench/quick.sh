@@ -2,6 +2,7 @@
 # Quick throughput figures for docs/benchmarks.md (the full suite is a later issue).
 # Builds the release binary, starts it on loopback with the demo data in a temporary
 # folder, drives it with wrk (installed from Debian's packages if missing), stops it.
+# Also imports a 100,000-ATM file (timed) for the ATM scenarios.
 # Usage: bench/quick.sh [seconds per scenario, default 10]
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,8 +11,13 @@ command -v wrk >/dev/null || { apt-get update -qq && apt-get install -y -qq wrk;
 cargo build --release --locked --bin branch-atm >/dev/null
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+python3 bench/make_atms.py 100000 >"$work/atms.json"
+start=$(date +%s%N)
+./target/release/branch-atm --database-url "sqlite://$work/atms.db" atms import "$work/atms.json" >/dev/null
+echo "import of 100,000 ATMs ($(du -h "$work/atms.json" | cut -f1)) into a new store: $(( ($(date +%s%N) - start) / 1000000 )) ms"
+rm -f "$work"/atms.db*
 ./target/release/branch-atm --database-url "sqlite://$work/bench.db" --listen "127.0.0.1:$port" \
-  --log-filter warn >"$work/serve.log" 2>&1 &
+  --log-filter warn --rate-limit-per-second 1000000000 --rate-limit-burst 1000000000 >"$work/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 base="http://127.0.0.1:$port"
@@ -38,6 +44,10 @@ PY
 }
 wait_script 1; wait_script 100
 printf 'wrk.headers["uuid"] = "%s"\n' "$uuid" >"$work/auth.lua"
+printf 'wrk.headers["Authorization"] = "Bearer %s"\nwrk.headers["client_id"] = "demo-mobile-app"\n' "$token" >"$work/atm.lua"
+curl -fsS -D "$work/atm_headers" -o /dev/null -H "Authorization: Bearer $token" -H "client_id: demo-mobile-app" "$base/api/v1/atms"
+etag=$(grep -i '^etag:' "$work/atm_headers" | cut -d' ' -f2 | tr -d '\r')
+{ cat "$work/atm.lua"; printf 'wrk.headers["If-None-Match"] = %s\n' "'$etag'"; } >"$work/atm304.lua"
 
 run() { # name, wrk args...
   local name=$1; shift
@@ -53,6 +63,13 @@ run "health/live (baseline)" "$base/api/health/live"
 run "wait times, 1 branch" -s "$work/wait1.lua" "$base/api/v1/open-banking/channels/branch/waittime/retrieve"
 run "wait times, 100 branches" -s "$work/wait100.lua" "$base/api/v1/open-banking/channels/branch/waittime/retrieve"
 run "authorize (durable token)" -s "$work/auth.lua" "$authorize"
+run "ATM page 1 (200, demo set)" -s "$work/atm.lua" "$base/api/v1/atms"
+run "ATM page 1 (304, demo set)" -s "$work/atm304.lua" "$base/api/v1/atms"
+# The 100,000-ATM set replaces the demo ATMs while the service runs.
+./target/release/branch-atm --database-url "sqlite://$work/bench.db" atms import "$work/atms.json" >/dev/null
+sleep 3
+run "ATM page 1 (200, 100k set)" -s "$work/atm.lua" "$base/api/v1/atms"
+run "ATM near-me, 100k set" -s "$work/atm.lua" "$base/api/v1/atms?latitude=19.4326&longitude=-99.1332&radiusKm=25"
 run "health/live (baseline)" "$base/api/health/live"
 rss=$(awk '/VmHWM/ {print $2, $3}' /proc/$server/status)
 echo "peak RSS: $rss"

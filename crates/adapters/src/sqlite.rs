@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use domain::atm::{Atm, Brand};
+use domain::atm::Brand;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
@@ -425,29 +425,12 @@ impl Store for SqliteStore {
             .fetch_one(&self.pool)
             .await
             .map_err(unavailable)?;
-        let rows: Vec<(String, String)> =
+        let records: Vec<(String, String)> =
             sqlx::query_as("SELECT brand_name, record FROM atms ORDER BY brand_name, identification")
                 .fetch_all(&self.pool)
                 .await
                 .map_err(unavailable)?;
-        let mut brands: Vec<(String, Vec<Atm>)> = Vec::new();
-        for (brand, record) in rows {
-            let atm: Atm = serde_json::from_str(&record).map_err(|_| corrupt("ATM record", &record))?;
-            match brands.last_mut() {
-                Some((name, atms)) if *name == brand => atms.push(atm),
-                _ => brands.push((brand, vec![atm])),
-            }
-        }
-        let brands = brands
-            .into_iter()
-            .map(|(name, atms)| {
-                Ok(Brand {
-                    name: name.clone().try_into().map_err(|_| corrupt("brand name", &name))?,
-                    atms: atms.try_into().map_err(|_| corrupt("brand without ATMs", &name))?,
-                })
-            })
-            .collect::<Result<_, StoreUnavailable>>()?;
-        Ok(AtmSet { brands, last_updated })
+        Ok(AtmSet { records, last_updated })
     }
 
     #[tracing::instrument(skip_all, fields(brands = brands.len()))]

@@ -29,12 +29,12 @@ pub struct Revisions {
     pub atms: i64,
 }
 
-/// The ATM set as stored: brands in name order, each brand's ATMs in identification
-/// order.
-#[derive(Debug, Clone, PartialEq)]
+/// The ATM set as stored: records as their OBIE JSON, in brand then identification
+/// order. Kept as text so a large set is never held twice in memory while loading.
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub struct AtmSet {
-    /// The brands and their ATMs.
-    pub brands: Vec<Brand>,
+    /// (brand name, OBIE ATM 2.3 record as JSON) pairs.
+    pub records: Vec<(String, String)>,
     /// When the set was last replaced, seconds since the Unix epoch.
     pub last_updated: i64,
 }

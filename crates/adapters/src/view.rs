@@ -174,7 +174,7 @@ impl StoreView {
         }
         if moved(|r| r.atms) {
             let set = self.store.atms().await?;
-            let catalog = AtmCatalog::new(set.brands, set.last_updated).map_err(StoreUnavailable::new)?;
+            let catalog = AtmCatalog::from_records(set.records, set.last_updated).map_err(StoreUnavailable::new)?;
             self.atms.store(Arc::new(catalog));
             done.atms = now.atms;
         }

@@ -12,7 +12,7 @@ use std::hash::{Hash as _, Hasher as _};
 use rstar::RTree;
 use rstar::primitives::GeomWithData;
 
-use crate::atm::{Accessibility, AtmService, Brand};
+use crate::atm::{Accessibility, Atm, AtmService};
 
 /// Mean Earth radius in metres (IUGG), for distances.
 const EARTH_RADIUS_M: f64 = 6_371_008.8;
@@ -126,6 +126,16 @@ pub struct PageOutOfRange {
 
 type Indexed = GeomWithData<[f64; 3], u32>;
 
+/// A stored record that is not a valid ATM.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("ATM record {position}: {reason}")]
+pub struct InvalidRecord {
+    /// Its position in the set as loaded.
+    pub position: usize,
+    /// Why it is not valid.
+    pub reason: String,
+}
+
 /// The ATM set, ready to serve.
 pub struct AtmCatalog {
     brand_names: Vec<String>,
@@ -146,37 +156,45 @@ impl std::fmt::Debug for AtmCatalog {
 }
 
 impl AtmCatalog {
-    /// Serializes every record once and indexes the set, in brand then identification
-    /// order.
+    /// Validates every record (OBIE ATM 2.3 JSON, with its brand name), keeps its JSON as
+    /// its wire form, and indexes the set in brand then identification order. Records are
+    /// parsed one at a time, so loading holds the set's text once, never its structs.
     ///
     /// # Errors
-    /// If a record cannot be serialized (it always can: the types are plain data).
-    pub fn new(mut brands: Vec<Brand>, last_updated: i64) -> Result<Self, serde_json::Error> {
-        brands.sort_by(|a, b| a.name.cmp(&b.name));
-        let mut brand_names = Vec::with_capacity(brands.len());
-        let mut entries = Vec::new();
+    /// [`InvalidRecord`] for the first record that is not a valid ATM.
+    pub fn from_records(records: Vec<(String, String)>, last_updated: i64) -> Result<Self, InvalidRecord> {
+        let mut keyed = Vec::with_capacity(records.len());
+        for (position, (brand, record)) in records.into_iter().enumerate() {
+            let invalid = |reason: String| InvalidRecord { position, reason };
+            let atm: Atm = serde_json::from_str(&record).map_err(|e| invalid(e.to_string()))?;
+            crate::atm::BrandName::try_from(brand.clone()).map_err(|e| invalid(format!("brand name: {e}")))?;
+            let position = atm
+                .coordinates()
+                .and_then(|(lat, lon)| GeoPoint::new(lat, lon))
+                .map(|point| point.unit_vector().map(f64::to_bits));
+            let entry = Entry {
+                brand: 0,
+                record: record.trim().to_owned().into_boxed_str(),
+                services: atm.service_bits(),
+                accessibility: atm.accessibility_bits(),
+                position,
+            };
+            keyed.push((brand, atm.identification.as_str().to_owned(), entry));
+        }
+        keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+
         let mut fingerprint = std::collections::hash_map::DefaultHasher::new();
         last_updated.hash(&mut fingerprint);
-        for (brand_index, brand) in brands.iter().enumerate() {
-            brand_names.push(brand.name.as_str().to_owned());
-            brand.name.as_str().hash(&mut fingerprint);
-            let mut atms: Vec<_> = brand.atms.items().iter().collect();
-            atms.sort_by(|a, b| a.identification.cmp(&b.identification));
-            for atm in atms {
-                let record = serde_json::to_string(atm)?;
-                record.hash(&mut fingerprint);
-                let position = atm
-                    .coordinates()
-                    .and_then(|(lat, lon)| GeoPoint::new(lat, lon))
-                    .map(|point| point.unit_vector().map(f64::to_bits));
-                entries.push(Entry {
-                    brand: brand_index as u32,
-                    record: record.into_boxed_str(),
-                    services: atm.service_bits(),
-                    accessibility: atm.accessibility_bits(),
-                    position,
-                });
+        let mut brand_names: Vec<String> = Vec::new();
+        let mut entries = Vec::with_capacity(keyed.len());
+        for (brand, _, mut entry) in keyed {
+            if brand_names.last() != Some(&brand) {
+                brand.hash(&mut fingerprint);
+                brand_names.push(brand);
             }
+            entry.brand = (brand_names.len() - 1) as u32;
+            entry.record.hash(&mut fingerprint);
+            entries.push(entry);
         }
         let points = entries
             .iter()
@@ -304,28 +322,23 @@ mod tests {
         record
     }
 
-    fn brand(name: &str, atms: Vec<serde_json::Value>) -> Brand {
-        serde_json::from_value(serde_json::json!({"BrandName": name, "ATM": atms})).unwrap()
+    fn brand(name: &str, atms: Vec<serde_json::Value>) -> Vec<(String, String)> {
+        atms.into_iter().map(|atm| (name.to_owned(), atm.to_string())).collect()
     }
 
     /// Zócalo (CDMX), Ángel de la Independencia (~3.3 km west), Puebla (~100 km), and one
     /// without coordinates.
     fn catalog() -> AtmCatalog {
-        AtmCatalog::new(
+        let mut records = brand("Zeta", vec![atm("Z2", &["Balance"], Some(("19.0414", "-98.2063")))]);
+        records.extend(brand(
+            "Alfa",
             vec![
-                brand("Zeta", vec![atm("Z2", &["Balance"], Some(("19.0414", "-98.2063")))]),
-                brand(
-                    "Alfa",
-                    vec![
-                        atm("A2", &["CashWithdrawal"], Some(("19.4270", "-99.1677"))),
-                        atm("A1", &["CashWithdrawal", "Balance"], Some(("19.4326", "-99.1332"))),
-                        atm("A3", &["Balance"], None),
-                    ],
-                ),
+                atm("A2", &["CashWithdrawal"], Some(("19.4270", "-99.1677"))),
+                atm("A1", &["CashWithdrawal", "Balance"], Some(("19.4326", "-99.1332"))),
+                atm("A3", &["Balance"], None),
             ],
-            1_800_000_000,
-        )
-        .unwrap()
+        ));
+        AtmCatalog::from_records(records, 1_800_000_000).unwrap()
     }
 
     fn ids(catalog: &AtmCatalog, page: &AtmPage) -> Vec<String> {
@@ -391,10 +404,20 @@ mod tests {
     fn the_fingerprint_changes_with_the_data_and_with_last_updated() {
         let a = catalog();
         assert_eq!(a.fingerprint(), catalog().fingerprint());
-        let later = AtmCatalog::new(vec![brand("Alfa", vec![atm("A1", &[], None)])], 1_800_000_000).unwrap();
+        let later = AtmCatalog::from_records(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_000).unwrap();
         assert_ne!(a.fingerprint(), later.fingerprint());
-        let same_data_later = AtmCatalog::new(vec![brand("Alfa", vec![atm("A1", &[], None)])], 1_800_000_001).unwrap();
+        let same_data_later =
+            AtmCatalog::from_records(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_001).unwrap();
         assert_ne!(later.fingerprint(), same_data_later.fingerprint());
+    }
+
+    #[test]
+    fn an_invalid_stored_record_is_refused_by_position() {
+        let mut records = brand("Alfa", vec![atm("A1", &[], None)]);
+        records.push(("Alfa".into(), r#"{"Identification":"A2"}"#.into()));
+        let error = AtmCatalog::from_records(records, 0).unwrap_err();
+        assert_eq!(error.position, 1);
+        assert!(error.reason.contains("SupportedCurrencies"), "{error}");
     }
 
     #[test]
