@@ -154,6 +154,7 @@ impl Application {
             atms: AtmLocator::new(view, settings.atm_page_size),
             atm_rate: ClientRateLimit::new(settings.rate_limit_per_second, settings.rate_limit_burst),
             public_base_url: settings.public_base_url.clone(),
+            body_timeout: settings.client_request_timeout,
         });
         spawn_rate_limit_sweeper(state.clone());
 

@@ -69,6 +69,8 @@ pub enum Message {
     Accept,
     /// The body is over the size limit.
     BodyTooLarge(usize),
+    /// The body did not arrive in time.
+    BodyTimeout,
     /// The body is not the JSON the operation takes; serde's reason.
     Body(String),
     /// An empty branch list.
@@ -158,6 +160,8 @@ impl Message {
             Self::Accept => "Accept must allow application/json.".into(),
             Self::BodyTooLarge(limit) if es => format!("El cuerpo supera el máximo de {limit} bytes."),
             Self::BodyTooLarge(limit) => format!("The body exceeds the limit of {limit} bytes."),
+            Self::BodyTimeout if es => "El cuerpo no llegó a tiempo.".into(),
+            Self::BodyTimeout => "The body did not arrive in time.".into(),
             Self::Body(reason) if es => format!("El cuerpo no es un JSON válido para esta operación: {reason}."),
             Self::Body(reason) => format!("The body is not valid JSON for this operation: {reason}."),
             Self::NoBranches if es => "branches debe contener al menos una sucursal.".into(),

@@ -46,6 +46,8 @@ pub struct AppState {
     pub atm_rate: rate_limit::ClientRateLimit,
     /// Where clients reach the service, for absolute links.
     pub public_base_url: String,
+    /// How long a request body may take to arrive.
+    pub body_timeout: std::time::Duration,
 }
 
 /// Every route under `/api`.

@@ -110,8 +110,10 @@ pub fn accepts_json(value: &str) -> bool {
     })
 }
 
-/// Reads the body, refusing more than [`MAX_BODY_BYTES`] without buffering it.
-pub async fn read_body(headers: &HeaderMap, payload: Payload) -> Result<Bytes, Failure> {
+/// Reads the body, refusing more than [`MAX_BODY_BYTES`] without buffering it, and a
+/// body that has not fully arrived within `deadline` (a stalled client must not hold a
+/// request open forever).
+pub async fn read_body(headers: &HeaderMap, payload: Payload, deadline: std::time::Duration) -> Result<Bytes, Failure> {
     let too_large = || Failure::invalid("body", Message::BodyTooLarge(MAX_BODY_BYTES));
     let declared = headers
         .get(header::CONTENT_LENGTH)
@@ -120,10 +122,11 @@ pub async fn read_body(headers: &HeaderMap, payload: Payload) -> Result<Bytes, F
     if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
         return Err(too_large());
     }
-    match payload.to_bytes_limited(MAX_BODY_BYTES).await {
-        Ok(Ok(bytes)) => Ok(bytes),
-        Ok(Err(_)) => Err(too_large()),
-        Err(_) => Err(Failure::invalid("body", Message::Body("the body could not be read".into()))),
+    match tokio::time::timeout(deadline, payload.to_bytes_limited(MAX_BODY_BYTES)).await {
+        Ok(Ok(Ok(bytes))) => Ok(bytes),
+        Ok(Ok(Err(_))) => Err(too_large()),
+        Ok(Err(_)) => Err(Failure::invalid("body", Message::Body("the body could not be read".into()))),
+        Err(_) => Err(Failure::invalid("body", Message::BodyTimeout)),
     }
 }
 

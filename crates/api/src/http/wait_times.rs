@@ -156,7 +156,7 @@ pub async fn retrieve(
     })?;
     let (scope, session) = headers_of(&request).map_err(fail)?;
     // 2. Domain values.
-    let body = read_body(headers, payload).await.map_err(fail)?;
+    let body = read_body(headers, payload, state.body_timeout).await.map_err(fail)?;
     let query = WaitTimeQuery { scope, session, branches: branches_of(&body).map_err(fail)? };
     // 3. Call the service.
     let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| {

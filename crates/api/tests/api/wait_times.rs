@@ -204,3 +204,29 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
 async fn spawn_app_fast_refresh() -> crate::helpers::TestApp {
     crate::helpers::spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await
 }
+
+#[tokio::test]
+async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = crate::helpers::spawn_app_with(|settings| {
+        settings.client_request_timeout = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let session = app.session().await;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nclient_id: demo-mobile-app\r\n\
+         uuid: {UUID}\r\nAccept: application/json\r\nContent-Type: application/json\r\ncountryCode: MX\r\n\
+         businessCode: GCB\r\nChannelId: MOBILE\r\nsid: {sid}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: 100\r\n\r\n{{\"branches\":",
+        path = crate::helpers::WAIT_TIME_PATH,
+        sid = session.sid,
+        token = session.token,
+    );
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_string(&mut answer)).await;
+    assert!(read.is_ok(), "answered, not left hanging");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains(r#""location":"body""#), "{answer}");
+}
