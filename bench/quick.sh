@@ -71,5 +71,17 @@ sleep 3
 run "ATM page 1 (200, 100k set)" -s "$work/atm.lua" "$base/api/v1/atms"
 run "ATM near-me, 100k set" -s "$work/atm.lua" "$base/api/v1/atms?latitude=19.4326&longitude=-99.1332&radiusKm=25"
 run "health/live (baseline)" "$base/api/health/live"
+
+# One connection, one request at a time: p50 latency is mostly server time, and the
+# difference to the baseline is what the scenario itself costs.
+single() { # name, wrk args...
+  local name=$1; shift
+  printf '%-28s p50 %s\n' "$name" "$(wrk -t1 -c1 -d3s --latency "$@" | awk '$1=="50%" {print $2}')"
+}
+echo "one connection:"
+single "health/live" "$base/api/health/live"
+single "ATM page 1, 100k set" -s "$work/atm.lua" "$base/api/v1/atms"
+single "ATM near-me, 100k set" -s "$work/atm.lua" "$base/api/v1/atms?latitude=19.4326&longitude=-99.1332&radiusKm=25"
+single "ATM near-me, no radius" -s "$work/atm.lua" "$base/api/v1/atms?latitude=19.4326&longitude=-99.1332"
 rss=$(awk '/VmHWM/ {print $2, $3}' /proc/$server/status)
 echo "peak RSS: $rss"

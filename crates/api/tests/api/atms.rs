@@ -7,10 +7,21 @@ use serde_json::Value;
 
 use crate::helpers::{Session, TestApp, assert_security_headers, eventually, spawn_app, spawn_app_with};
 
-/// The OBIE ATM item and brand-name schemas, read from the reference file itself.
+/// SHA-256 of the OBIE ATM 2.3.0 swagger file (shared/reference/README.md).
+const REFERENCE_SHA256: &str = "33f102f74998c18859d797090f94baf660683c114f5ed85b76782f593a30954d";
+
+/// The OBIE ATM item and brand-name schemas, read from the reference file itself: the
+/// repository's byte-for-byte copy, checked by hash and against `shared/` when present.
 fn obie_schemas() -> (jsonschema::Validator, jsonschema::Validator) {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../../shared/reference/obie-atml.2.3.0.swagger.json");
-    let reference: Value = serde_json::from_str(&std::fs::read_to_string(path).expect("the reference file")).unwrap();
+    let root = concat!(env!("CARGO_MANIFEST_DIR"), "/../..");
+    let bytes = std::fs::read(format!("{root}/docs/reference/obie-atml.2.3.0.swagger.json")).unwrap();
+    let digest = aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, &bytes);
+    let hex: String = digest.as_ref().iter().map(|b| format!("{b:02x}")).collect();
+    assert_eq!(hex, REFERENCE_SHA256, "docs/reference holds the reference file unchanged");
+    if let Ok(shared) = std::fs::read(format!("{root}/../shared/reference/obie-atml.2.3.0.swagger.json")) {
+        assert_eq!(shared, bytes, "the copy equals shared/reference");
+    }
+    let reference: Value = serde_json::from_slice(&bytes).unwrap();
     let brand = &reference["paths"]["/atms"]["get"]["responses"]["200"]["schema"]["properties"]["data"]["items"]["properties"]
         ["Brand"]["items"];
     let atm = jsonschema::draft4::new(&brand["properties"]["ATM"]["items"]).unwrap();
