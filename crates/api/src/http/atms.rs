@@ -15,9 +15,10 @@ use domain::services::atms::ListAtmsError;
 use domain::services::bearer::BearerError;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
 
 use super::AppState;
-use super::errors::{ApiError, Failure, Message, Shape, code, mime_json};
+use super::errors::{ApiError, Failure, Message, ObieErrorBody as AtmError, Shape, code, mime_json};
 use super::request::{Query, UUID_HEADER, bearer_token, error_context, parsed_header, valid_uuid};
 
 /// The query parameters read; others are ignored.
@@ -33,6 +34,73 @@ const DISTANCE_FIELD: &str = "DistanceInMetres";
 /// ATM data is public and changes by import: shared caches may keep a page a minute and
 /// must then revalidate (cheap: a 304).
 const CACHE_CONTROL: &str = "public, max-age=60, must-revalidate";
+
+/// The ATM list response, as documented (the body is written from ready JSON by
+/// [`render`]; the black-box tests validate real bodies against this schema).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmListResponse)]
+pub(crate) struct AtmListSchema {
+    meta: AtmMetaSchema,
+    /// ATMs by brand, in page order; near-me pages group consecutive ATMs of one brand.
+    data: Vec<AtmBrandSchema>,
+    link: AtmLinksSchema,
+}
+
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmMeta)]
+pub(crate) struct AtmMetaSchema {
+    /// When the ATM set was last replaced.
+    #[schema(rename = "LastUpdated", format = DateTime)]
+    last_updated: String,
+    /// How many ATMs match the request, over all pages.
+    #[schema(rename = "TotalResults", minimum = 0)]
+    total_results: u64,
+    /// `TBC` until the bank publishes its licence text.
+    #[schema(rename = "Agreement", example = "TBC")]
+    agreement: String,
+}
+
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmBrand)]
+pub(crate) struct AtmBrandSchema {
+    /// The brand.
+    #[schema(rename = "BrandName", min_length = 1, max_length = 140)]
+    brand_name: String,
+    /// Its ATMs on this page (UK Open Banking ATM 2.3 records).
+    #[schema(rename = "ATM", min_items = 1)]
+    atm: Vec<AtmRecordSchema>,
+}
+
+/// Stands for the OBIE ATM 2.3 record; `openapi::document` replaces it with the schema
+/// of the reference file.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = ATM)]
+pub(crate) struct AtmRecordSchema {}
+
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmLinks)]
+pub(crate) struct AtmLinksSchema {
+    /// This page.
+    #[schema(rename = "Self", format = "uri")]
+    this: String,
+    /// The first page.
+    #[schema(rename = "First", format = "uri")]
+    first: String,
+    /// The previous page, if any.
+    #[schema(rename = "Prev", format = "uri")]
+    prev: Option<String>,
+    /// The next page, if any.
+    #[schema(rename = "Next", format = "uri")]
+    next: Option<String>,
+    /// The last page.
+    #[schema(rename = "Last", format = "uri")]
+    last: String,
+}
 
 /// The listing asked for, with the filter part as it goes into links and ETags.
 #[derive(Debug)]
@@ -198,6 +266,47 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
 }
 
 /// Lists ATMs.
+#[utoipa::path(
+    get,
+    path = "/v1/atms",
+    tag = "ATMs",
+    operation_id = "listAtms",
+    summary = "ATM locations and services",
+    security(("bearer" = [])),
+    params(
+        ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
+        ("uuid" = Option<String>, Header, format = "uuid", description = "A random UUID, new for every request."),
+        ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer: 304 if it still matches."),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP date: 304 if the data has not changed since (ignored when If-None-Match is sent)."),
+        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page number; pages follow brand, then identification (or distance, near-me)."),
+        ("latitude" = Option<f64>, Query, minimum = -90, maximum = 90, description = "Near-me search: with longitude, nearest ATMs first, each with `DistanceInMetres`."),
+        ("longitude" = Option<f64>, Query, minimum = -180, maximum = 180, description = "Near-me search: with latitude."),
+        ("radiusKm" = Option<f64>, Query, exclusive_minimum = 0, maximum = 20037.5, description = "Only ATMs within this distance (needs latitude and longitude)."),
+        ("service" = Option<String>, Query, pattern = "^(Balance|BillPayments|CashDeposits|CharityDonation|ChequeDeposits|CashWithdrawal|EnvelopeDeposit|FastCash|MobileBankingRegistration|MobilePaymentRegistration|MobilePhoneTopUp|OrderStatement|Other|PINActivation|PINChange|PINUnblock|MiniStatement)$", description = "Only ATMs offering this OBIE ATMServices code."),
+        ("accessibility" = Option<String>, Query, pattern = "^(AudioCashMachine|AutomaticDoors|ExternalRamp|InductionLoop|InternalRamp|LevelAccess|LowerLevelCounter|Other|WheelchairAccess)$", description = "Only ATMs with this OBIE Accessibility code."),
+    ),
+    responses(
+        (status = 200, description = "A page of ATMs.", body = AtmListSchema, headers(
+            ("ETag" = String, description = "Strong validator of this page."),
+            ("Last-Modified" = String, description = "When the ATM set was last replaced."),
+            ("Cache-Control" = String, description = "`public, max-age=60, must-revalidate`."),
+        )),
+        (status = 304, description = "Not modified since the ETag or date sent.", headers(
+            ("ETag" = String, description = "The page's validator."),
+        )),
+        (status = 400, description = "Bad request: an invalid query, `uuid` or `client_id`, or a page past the last.", body = AtmError),
+        (status = 401, description = "Bearer token or `client_id` missing or invalid.", body = AtmError,
+            headers(("WWW-Authenticate" = String, description = "`Bearer`."))),
+        (status = 405, description = "Method not allowed.", body = AtmError),
+        (status = 408, description = "The request was not sent in time (the answer has no body).", body = AtmError),
+        (status = 429, description = "Over the client's request rate.", body = AtmError,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
+        (status = 500, description = "Internal server error.", body = AtmError),
+        (status = 503, description = "The ATM data cannot be served now.", body = AtmError,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
+    ),
+)]
 ///
 /// Responses: 200 the page (ETag, Last-Modified, Cache-Control); 304 when If-None-Match
 /// matches or, without it, If-Modified-Since is not older than LastUpdated; 400 bad

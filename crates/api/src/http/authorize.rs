@@ -6,9 +6,10 @@ use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCod
 use domain::services::authorize::{AuthorizeError, AuthorizeRequest};
 use domain::token::{CodeChallenge, Scope};
 use serde::Serialize;
+use utoipa::ToSchema;
 
 use super::AppState;
-use super::errors::{ApiError, Failure, Message, Shape, mime_json};
+use super::errors::{ApiError, Failure, Message, Shape, TokenErrorBody as TokenError, mime_json};
 use super::request::{Query, error_context, require_uuid};
 
 /// The only `response_type` served: a visitor token in the JSON body (DECISIONS.md).
@@ -18,12 +19,23 @@ const RESPONSE_TYPE: &str = "token";
 const MAX_STATE_LEN: usize = 1024;
 
 /// The token response (spec: all fields strings).
-#[derive(Serialize)]
-struct TokenResponse<'a> {
+#[derive(Serialize, ToSchema)]
+pub(crate) struct TokenResponse<'a> {
+    /// A JWS (Ed25519, `kid` in the header) carrying the caller's identity and access;
+    /// verify it with GET /.well-known/jwks.json.
+    #[schema(value_type = String)]
     access_token: &'a str,
+    /// Always `Bearer`.
+    #[schema(value_type = String, pattern = "^Bearer$", example = "Bearer")]
     token_type: &'static str,
+    /// Lifetime in seconds, as a string.
+    #[schema(pattern = "^[0-9]+$", example = "1800")]
     expires_in: String,
+    /// Always `visitor`.
+    #[schema(value_type = String, pattern = "^visitor$", example = "visitor")]
     scope: &'static str,
+    /// A random handle on the token's server-side record; grants nothing by itself.
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9_-]{22,}$")]
     opaque_token: &'a str,
 }
 
@@ -110,6 +122,39 @@ fn failure_of(error: AuthorizeError) -> Failure {
 }
 
 /// Issues a visitor token.
+#[utoipa::path(
+    get,
+    path = "/v1/authorize",
+    tag = "Token",
+    operation_id = "authorize",
+    summary = "Issue a pre-login visitor token",
+    params(
+        ("uuid" = String, Header, format = "uuid", description = "A random UUID, new for every request; echoed in the `uuid` response header."),
+        ("response_type" = String, Query, pattern = "^token$", description = "Must be `token`: the token comes back in the JSON body."),
+        ("client_id" = String, Query, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id generated at application registration."),
+        ("businessCode" = String, Query, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration (e.g. GCB)."),
+        ("countryCode" = String, Query, pattern = "^[A-Z]{2}$", description = "ISO 3166-1 alpha-2 country code (e.g. MX)."),
+        ("channelId" = String, Query, pattern = "^[A-Za-z0-9_-]{1,32}$", description = "The channel identified at registration (e.g. MOBILE)."),
+        ("code_challenge" = Option<String>, Query, pattern = "^[A-Za-z0-9_-]{43}$", description = "PKCE challenge (RFC 7636), with code_challenge_method S256."),
+        ("code_challenge_method" = Option<String>, Query, pattern = "^S256$", description = "`S256`; required with code_challenge."),
+        ("redirect_uri" = Option<String>, Query, description = "Must equal one of the client's registered redirect URIs exactly."),
+        ("scope" = Option<String>, Query, pattern = "^visitor( visitor)*$", description = "Space-separated scopes; only `visitor` can be asked for, and it is always granted."),
+        ("state" = Option<String>, Query, max_length = 1024, pattern = "^[ -~]+$", description = "Returned unchanged in the `state` response header (CSRF protection)."),
+        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+    ),
+    responses(
+        (status = 200, description = "A pre-login visitor token.", body = TokenResponse, headers(
+            ("sid" = String, description = "The session id this call opened; send it as the `sid` header of later calls."),
+            ("state" = String, description = "The `state` parameter, unchanged, when one was sent."),
+            ("uuid" = String, description = "The request's `uuid` header."),
+            ("Cache-Control" = String, description = "`no-store`."),
+        )),
+        (status = 400, description = "A parameter or the `uuid` header is missing or invalid; `location` names it.", body = TokenError),
+        (status = 401, description = "Unknown or disabled client, or not the business, country or channel it registered.", body = TokenError),
+        (status = 405, description = "Method not allowed.", body = TokenError),
+        (status = 500, description = "Server unavailable.", body = TokenError),
+    ),
+)]
 ///
 /// Responses: 200 token (with `sid`, `state`, `Cache-Control: no-store`); 400
 /// `invalidRequest` (missing or malformed parameter or `uuid`, `location` names it);

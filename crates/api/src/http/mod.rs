@@ -10,6 +10,7 @@ pub mod errors;
 pub mod language;
 pub mod meta;
 pub mod middleware;
+pub mod openapi;
 pub mod rate_limit;
 pub mod request;
 pub mod wait_times;
@@ -64,6 +65,7 @@ pub fn routes(config: &mut web::ServiceConfig) {
                     })),
             )
             .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse))
+            .service(get_resource("/openapi.json", openapi::serve, Shape::ErrorResponse))
             .service(get_resource("/health/live", meta::live, Shape::ErrorResponse))
             .service(get_resource("/health/ready", meta::ready, Shape::ErrorResponse)),
     );

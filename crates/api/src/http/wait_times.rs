@@ -1,37 +1,43 @@
 //! POST /api/v1/open-banking/channels/branch/waittime/retrieve.
 
 use std::borrow::Cow;
-use std::io::Write as _;
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::branch::{BranchId, BranchWaitTime};
+use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
 use domain::services::bearer::BearerError;
 use domain::services::wait_times::{MAX_BRANCHES_PER_REQUEST, RetrieveWaitTimesError, WaitTimeQuery};
 use domain::token::SessionId;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
+use utoipa::ToSchema;
 
 use super::AppState;
-use super::errors::{ApiError, Failure, Message, Shape, code, mime_json};
+use super::errors::{ApiError, ErrorResponseBody as ErrorResponse, Failure, Message, Shape, code, mime_json};
 use super::request::{
     accepts_json, bearer_token, error_context, is_json_content_type, parsed_header, read_body, require_uuid,
     required_header,
 };
 
 /// RetrieveBranchWaitTimeRequest. The spec's samples name the key `branch`; it is
-/// accepted as an alias of `branches` (DECISIONS.md). Unknown fields are refused.
-#[derive(Deserialize)]
+/// accepted as an alias of `branches`. Unknown fields are refused.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
 struct RetrieveBranchWaitTimeRequest<'a> {
+    /// 1 to 100 branches, each asked for once. `branch` is accepted as an alias.
     #[serde(alias = "branch", borrow)]
+    #[schema(min_items = 1, max_items = 100)]
     branches: Vec<BranchItem<'a>>,
 }
 
-#[derive(Deserialize)]
+/// Branch: a branch asked for.
+#[derive(Deserialize, ToSchema)]
 #[serde(deny_unknown_fields)]
+#[schema(as = Branch)]
 struct BranchItem<'a> {
+    /// Five digits: the branch's identifier.
     #[serde(rename = "branchId", borrow)]
+    #[schema(value_type = String, pattern = "^[0-9]{5}$", example = "00042")]
     branch_id: Cow<'a, str>,
 }
 
@@ -66,18 +72,47 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
         .collect()
 }
 
-/// RetrieveBranchWaitTimeResponse, written by hand: every value is digits, so nothing
-/// needs escaping and the 100-branch answer is one small allocation.
-fn response_body(known: &[BranchWaitTime]) -> Vec<u8> {
-    let mut body = Vec::with_capacity(16 + known.len() * 40);
-    body.extend_from_slice(br#"{"branches":["#);
-    for (n, entry) in known.iter().enumerate() {
-        let comma = if n == 0 { "" } else { "," };
-        // Writing into a Vec cannot fail.
-        let _ = write!(body, r#"{comma}{{"branchId":"{}","timeTaken":"{}"}}"#, entry.branch, entry.wait);
-    }
-    body.extend_from_slice(b"]}");
-    body
+/// RetrieveBranchWaitTimeResponse.
+#[derive(Serialize, ToSchema)]
+#[schema(as = RetrieveBranchWaitTimeResponse)]
+struct WaitTimeAnswer<'a> {
+    /// The requested branches the bank knows, in request order.
+    #[schema(value_type = Vec<BranchInfoSchema>)]
+    branches: Vec<BranchInfo<'a>>,
+}
+
+/// BranchInfo: one branch's estimated wait.
+#[derive(Serialize)]
+struct BranchInfo<'a> {
+    #[serde(rename = "branchId", serialize_with = "as_text")]
+    branch: &'a BranchId,
+    #[serde(rename = "timeTaken", serialize_with = "as_text")]
+    wait: &'a WaitTime,
+}
+
+/// BranchInfo as documented (the spec's field names and rules).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = BranchInfo)]
+struct BranchInfoSchema {
+    /// Five digits: the branch's identifier.
+    #[schema(rename = "branchId", pattern = "^[0-9]{5}$", example = "00042")]
+    branch_id: String,
+    /// The estimated wait in whole minutes, as digits.
+    #[schema(rename = "timeTaken", pattern = "^[0-9]+$", example = "12")]
+    time_taken: String,
+}
+
+/// Writes a value by its `Display` (digits here), without an intermediate String.
+fn as_text<T: std::fmt::Display, S: serde::Serializer>(value: &&T, serializer: S) -> Result<S::Ok, S::Error> {
+    serializer.collect_str(*value)
+}
+
+fn response_body(known: &[BranchWaitTime]) -> Result<Vec<u8>, serde_json::Error> {
+    let answer = WaitTimeAnswer {
+        branches: known.iter().map(|entry| BranchInfo { branch: &entry.branch, wait: &entry.wait }).collect(),
+    };
+    serde_json::to_vec(&answer)
 }
 
 fn failure_of(error: RetrieveWaitTimesError) -> Failure {
@@ -125,6 +160,38 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failur
 }
 
 /// Estimated wait per branch, in request order; unknown branches are left out.
+#[utoipa::path(
+    post,
+    path = "/v1/open-banking/channels/branch/waittime/retrieve",
+    tag = "Branches",
+    operation_id = "retrieveBranchWaitTime",
+    summary = "Estimated wait time by branch",
+    security(("bearer" = [])),
+    params(
+        ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
+        ("uuid" = String, Header, format = "uuid", description = "A random UUID, new for every request."),
+        ("Accept" = String, Header, description = "Must allow `application/json`."),
+        ("countryCode" = String, Header, pattern = "^[A-Z]{2}$", description = "ISO 3166-1 alpha-2 country code."),
+        ("businessCode" = String, Header, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration."),
+        ("ChannelId" = String, Header, pattern = "^[A-Za-z0-9_-]{1,32}$", description = "The channel the request comes from."),
+        ("sid" = String, Header, pattern = "^[A-Za-z0-9_-]{16,128}$", description = "The session id returned by /v1/authorize for this token."),
+        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+    ),
+    request_body(content = RetrieveBranchWaitTimeRequest, content_type = "application/json", description = "The branches, 1 to 100, each once."),
+    responses(
+        (status = 200, description = "The known branches' estimates, in request order.", body = WaitTimeAnswer, headers(
+            ("uuid" = String, description = "The request's `uuid` header."),
+        )),
+        (status = 400, description = "A required header is missing or invalid, or the body is; `location` names it.", body = ErrorResponse),
+        (status = 401, description = "Bearer token, `client_id` or `sid` missing or invalid.", body = ErrorResponse,
+            headers(("WWW-Authenticate" = String, description = "`Bearer`."))),
+        (status = 403, description = "The channel, country or business is not supported.", body = ErrorResponse),
+        (status = 404, description = "None of the branches is known.", body = ErrorResponse),
+        (status = 405, description = "Method not allowed.", body = ErrorResponse),
+        (status = 422, description = "A branch is asked for more than once.", body = ErrorResponse),
+        (status = 500, description = "Server unavailable.", body = ErrorResponse),
+    ),
+)]
 ///
 /// Responses: 200 RetrieveBranchWaitTimeResponse; 400 `invalidRequest` (a required
 /// header missing or malformed, or a bad body; `location` names it); 401 `unAuthorized`
@@ -171,7 +238,7 @@ pub async fn retrieve(
     Ok(HttpResponse::Ok()
         .content_type(mime_json())
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .body(response_body(&known)))
+        .body(response_body(&known).map_err(|_| fail(Failure::unavailable()))?))
 }
 
 #[cfg(test)]
@@ -208,7 +275,7 @@ mod tests {
     fn the_response_is_the_specs_shape_with_time_taken_spelled_right() {
         let known =
             [BranchWaitTime { branch: BranchId::parse("00042").unwrap(), wait: WaitTime::from_minutes(7).unwrap() }];
-        let body: serde_json::Value = serde_json::from_slice(&response_body(&known)).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&response_body(&known).unwrap()).unwrap();
         assert_eq!(body, serde_json::json!({"branches": [{"branchId": "00042", "timeTaken": "7"}]}));
     }
 }

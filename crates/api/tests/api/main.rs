@@ -7,6 +7,7 @@ mod atms;
 mod authorize;
 mod cli;
 mod helpers;
+mod openapi;
 mod routes;
 mod tls;
 mod tokens;

@@ -1,0 +1,178 @@
+//! The OpenAPI 3.1 document, generated from the handlers' and wire types' annotations
+//! (utoipa), so it cannot drift from the code. The ATM record schema is taken from the
+//! UK Open Banking ATM 2.3 reference file itself (`docs/reference/`), which is what the
+//! domain's ATM types implement field for field.
+
+use std::sync::OnceLock;
+
+use actix_web::HttpResponse;
+use actix_web::http::header::{self, HeaderValue};
+use serde_json::Value;
+use utoipa::openapi::security::{Http, HttpAuthScheme, SecurityScheme};
+use utoipa::{Modify, OpenApi};
+
+use super::errors::mime_json;
+
+/// The OBIE ATM Locator 2.3 swagger, byte for byte (sha256 checked by the tests).
+const OBIE_ATM_REFERENCE: &str = include_str!("../../../../docs/reference/obie-atml.2.3.0.swagger.json");
+
+#[derive(OpenApi)]
+#[openapi(
+    info(
+        title = "Branch and ATM Open Banking API",
+        version = "1.0.0",
+        description = "A bank's public open-banking API: pre-login visitor tokens, estimated branch wait times, \
+                       and ATM information (UK Open Banking ATM 2.3 records). Get a token from /v1/authorize, then \
+                       send it as `Authorization: Bearer <token>` with the `client_id` it was issued to.",
+        license(name = "Apache-2.0"),
+    ),
+    servers(
+        (url = "/api", description = "This server"),
+        (url = "https://{host}/api", description = "A deployment, over HTTPS",
+            variables(("host" = (default = "api.example.mx", description = "The deployment's host name")))),
+    ),
+    paths(
+        super::authorize::authorize,
+        super::wait_times::retrieve,
+        super::atms::list,
+        super::meta::jwks,
+        super::meta::live,
+        super::meta::ready,
+    ),
+    modifiers(&BearerScheme),
+    tags(
+        (name = "Token", description = "Pre-login tokens and the keys that verify them"),
+        (name = "Branches", description = "Estimated branch wait times"),
+        (name = "ATMs", description = "ATM information"),
+        (name = "Health", description = "For load balancers"),
+    ),
+)]
+struct ApiDoc;
+
+/// Declares the bearer scheme the protected operations name.
+struct BearerScheme;
+
+impl Modify for BearerScheme {
+    fn modify(&self, openapi: &mut utoipa::openapi::OpenApi) {
+        let components = openapi.components.get_or_insert_with(Default::default);
+        let mut bearer = Http::new(HttpAuthScheme::Bearer);
+        bearer.bearer_format = Some("JWT".to_owned());
+        bearer.description = Some(
+            "The access_token from /v1/authorize (an Ed25519-signed JWT), with the `client_id` header.".to_owned(),
+        );
+        components.add_security_scheme("bearer", SecurityScheme::Http(bearer));
+    }
+}
+
+/// The ATM item schema of the reference file, plus the near-me extension field.
+fn obie_atm_schema() -> Option<Value> {
+    let reference: Value = serde_json::from_str(OBIE_ATM_REFERENCE).ok()?;
+    let mut atm = reference
+        .pointer(
+            "/paths/~1atms/get/responses/200/schema/properties/data/items/properties/Brand/items/properties/ATM/items",
+        )?
+        .clone();
+    atm.get_mut("properties")?.as_object_mut()?.insert(
+        "DistanceInMetres".to_owned(),
+        serde_json::json!({
+            "type": "integer",
+            "minimum": 0,
+            "description": "Extension (near-me searches only): metres from the search point, rounded."
+        }),
+    );
+    Some(atm)
+}
+
+/// The whole document as JSON.
+pub fn document() -> Value {
+    let mut document = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
+    if let (Some(schemas), Some(atm)) =
+        (document.pointer_mut("/components/schemas").and_then(Value::as_object_mut), obie_atm_schema())
+    {
+        schemas.insert("ATM".to_owned(), atm);
+    }
+    document
+}
+
+/// The document as served and as checked in (`docs/openapi.json`): pretty, with a final
+/// newline.
+pub fn document_text() -> String {
+    let mut text = serde_json::to_string_pretty(&document()).unwrap_or_default();
+    text.push('\n');
+    text
+}
+
+/// GET /api/openapi.json.
+pub async fn serve() -> HttpResponse {
+    static TEXT: OnceLock<String> = OnceLock::new();
+    HttpResponse::Ok()
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("public, max-age=300")))
+        .body(TEXT.get_or_init(document_text).as_str())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_document_lists_every_operation_with_its_statuses() {
+        let document = document();
+        assert_eq!(document["openapi"], "3.1.0");
+        let operations = [
+            ("/v1/authorize", "get", vec!["200", "400", "401", "500"]),
+            (
+                "/v1/open-banking/channels/branch/waittime/retrieve",
+                "post",
+                vec!["200", "400", "401", "403", "404", "422", "500"],
+            ),
+            ("/v1/atms", "get", vec!["200", "304", "400", "401", "408", "429", "500", "503"]),
+            ("/.well-known/jwks.json", "get", vec!["200"]),
+            ("/health/live", "get", vec!["200"]),
+            ("/health/ready", "get", vec!["200", "503"]),
+        ];
+        for (path, method, statuses) in operations {
+            let responses = &document["paths"][path][method]["responses"];
+            for status in statuses {
+                assert!(responses.get(status).is_some(), "{method} {path} documents {status}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_atm_record_is_the_reference_schema_with_its_enums_and_limits() {
+        let document = document();
+        let atm = &document["components"]["schemas"]["ATM"];
+        assert_eq!(atm["properties"]["Identification"]["maxLength"], 35);
+        assert_eq!(atm["properties"]["ATMServices"]["items"]["enum"].as_array().unwrap().len(), 17);
+        assert!(atm["properties"]["DistanceInMetres"].is_object());
+        assert_eq!(
+            document["components"]["schemas"]["AtmBrand"]["properties"]["ATM"]["items"]["$ref"],
+            "#/components/schemas/ATM"
+        );
+    }
+
+    #[test]
+    fn the_bearer_scheme_and_an_https_server_are_declared() {
+        let document = document();
+        assert_eq!(document["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+        assert!(
+            document["servers"].as_array().unwrap().iter().any(|s| s["url"].as_str().unwrap().starts_with("https://"))
+        );
+        assert_eq!(document["servers"][0]["url"], "/api");
+    }
+
+    #[test]
+    fn the_checked_in_copy_is_the_generated_document() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../docs/openapi.json");
+        let generated = document_text();
+        if std::env::var_os("UPDATE_OPENAPI").is_some() {
+            std::fs::write(path, &generated).unwrap();
+        }
+        let checked_in = std::fs::read_to_string(path).unwrap_or_default();
+        assert!(
+            checked_in == generated,
+            "docs/openapi.json differs from the generated document; run `UPDATE_OPENAPI=1 cargo test -p api --lib openapi` and commit it"
+        );
+    }
+}
