@@ -28,6 +28,7 @@ use domain::services::wait_times::WaitTimeService;
 
 use errors::{ApiError, Failure, Message, Shape, code};
 use request::error_context;
+use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 /// What the handlers share.
 pub struct AppState {
@@ -66,6 +67,12 @@ pub fn routes(config: &mut web::ServiceConfig) {
             )
             .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse))
             .service(get_resource("/openapi.json", openapi::serve, Shape::ErrorResponse))
+            .service(web::resource("/docs").route(web::get().to(openapi::to_docs)))
+            .service(
+                web::scope("/docs")
+                    .wrap(middleware::docs_headers())
+                    .service(SwaggerUi::new("/{_:.*}").config(SwaggerConfig::new(["/api/openapi.json"]))),
+            )
             .service(get_resource("/health/live", meta::live, Shape::ErrorResponse))
             .service(get_resource("/health/ready", meta::ready, Shape::ErrorResponse)),
     );

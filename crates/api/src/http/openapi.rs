@@ -102,6 +102,11 @@ pub fn document_text() -> String {
     text
 }
 
+/// GET /api/docs: the docs page lives at /api/docs/ (its assets are relative to it).
+pub async fn to_docs() -> HttpResponse {
+    HttpResponse::PermanentRedirect().insert_header((header::LOCATION, "/api/docs/")).finish()
+}
+
 /// GET /api/openapi.json.
 pub async fn serve() -> HttpResponse {
     static TEXT: OnceLock<String> = OnceLock::new();
