@@ -114,16 +114,11 @@ fn invalid(name: &'static str) -> Failure {
     Failure::invalid(name, Message::Invalid)
 }
 
-/// A decimal number as written in a query: optional sign, up to `whole` digits, an
-/// optional fraction of up to 10 digits. No exponents, no `NaN`, no spaces.
-fn decimal(raw: &str, whole: usize, signed: bool) -> Option<f64> {
-    let digits = if signed { raw.strip_prefix('-').unwrap_or(raw) } else { raw };
-    let (int, fraction) = digits.split_once('.').unwrap_or((digits, ""));
-    let shaped = (1..=whole).contains(&int.len())
-        && fraction.len() <= 10
-        && !(digits.contains('.') && fraction.is_empty())
-        && int.bytes().chain(fraction.bytes()).all(|b| b.is_ascii_digit());
-    shaped.then(|| raw.parse().ok()).flatten()
+/// A finite decimal number as written in a query: digits, sign, point and exponent
+/// (`19.43`, `-99`, `5e-3`); no `inf`, `NaN`, hex or spaces.
+fn decimal(raw: &str) -> Option<f64> {
+    let plain = !raw.is_empty() && raw.len() <= 32 && raw.bytes().all(|b| b.is_ascii_digit() || b".-+eE".contains(&b));
+    plain.then(|| raw.parse::<f64>().ok()).flatten().filter(|value| value.is_finite())
 }
 
 fn listing_of(raw: &str) -> Result<Listing, Failure> {
@@ -140,8 +135,8 @@ fn listing_of(raw: &str) -> Result<Listing, Failure> {
     let near = match (query.optional("latitude"), query.optional("longitude")) {
         (None, None) => None,
         (Some(lat), Some(lon)) => {
-            let latitude = decimal(lat, 2, true).ok_or_else(|| invalid("latitude"))?;
-            let longitude = decimal(lon, 3, true).ok_or_else(|| invalid("longitude"))?;
+            let latitude = decimal(lat).ok_or_else(|| invalid("latitude"))?;
+            let longitude = decimal(lon).ok_or_else(|| invalid("longitude"))?;
             let point = GeoPoint::new(latitude, longitude)
                 .ok_or_else(|| invalid(if latitude.abs() > 90.0 { "latitude" } else { "longitude" }))?;
             filters.push(format!("latitude={lat}&longitude={lon}"));
@@ -154,9 +149,7 @@ fn listing_of(raw: &str) -> Result<Listing, Failure> {
         None => None,
         Some(_) if near.is_none() => return Err(Failure::invalid("latitude", Message::Missing)),
         Some(raw) => {
-            let radius = decimal(raw, 5, false)
-                .filter(|r| *r > 0.0 && *r <= MAX_RADIUS_KM)
-                .ok_or_else(|| invalid("radiusKm"))?;
+            let radius = decimal(raw).filter(|r| *r > 0.0 && *r <= MAX_RADIUS_KM).ok_or_else(|| invalid("radiusKm"))?;
             filters.push(format!("radiusKm={raw}"));
             Some(radius)
         }
@@ -275,7 +268,7 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
     security(("bearer" = [])),
     params(
         ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
-        ("uuid" = Option<String>, Header, format = "uuid", description = "A random UUID, new for every request."),
+        ("uuid" = Option<String>, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
         ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer: 304 if it still matches."),
         ("If-Modified-Since" = Option<String>, Header, description = "An HTTP date: 304 if the data has not changed since (ignored when If-None-Match is sent)."),
         ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
@@ -397,7 +390,8 @@ mod tests {
             ("latitude=91&longitude=0", "latitude"),
             ("latitude=0&longitude=181", "longitude"),
             ("latitude=NaN&longitude=0", "latitude"),
-            ("latitude=1e1&longitude=0", "latitude"),
+            ("latitude=0x1&longitude=0", "latitude"),
+            ("latitude=inf&longitude=0", "latitude"),
             ("radiusKm=5", "latitude"),
             ("latitude=0&longitude=0&radiusKm=0", "radiusKm"),
             ("latitude=0&longitude=0&radiusKm=-3", "radiusKm"),

@@ -78,7 +78,8 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, Failure> {
                 .map_err(|shape| Failure::invalid("code_challenge", Message::Malformed(shape)))?,
         ),
         (Some(_), _) => return Err(Failure::invalid("code_challenge_method", Message::ChallengeMethod)),
-        (None, Some(_)) => return Err(Failure::invalid("code_challenge", Message::Missing)),
+        // A method without a challenge asks for nothing (RFC 7636 §4.3): ignored.
+        (None, Some(_)) => None,
     };
     if let Some(requested) = query.optional("scope") {
         Scope::parse_request(requested).map_err(|shape| Failure::invalid("scope", Message::Malformed(shape)))?;
@@ -129,14 +130,14 @@ fn failure_of(error: AuthorizeError) -> Failure {
     operation_id = "authorize",
     summary = "Issue a pre-login visitor token",
     params(
-        ("uuid" = String, Header, format = "uuid", description = "A random UUID, new for every request; echoed in the `uuid` response header."),
+        ("uuid" = String, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request; echoed in the `uuid` response header."),
         ("response_type" = String, Query, pattern = "^token$", description = "Must be `token`: the token comes back in the JSON body."),
         ("client_id" = String, Query, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id generated at application registration."),
         ("businessCode" = String, Query, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration (e.g. GCB)."),
         ("countryCode" = String, Query, pattern = "^[A-Z]{2}$", description = "ISO 3166-1 alpha-2 country code (e.g. MX)."),
         ("channelId" = String, Query, pattern = "^[A-Za-z0-9_-]{1,32}$", description = "The channel identified at registration (e.g. MOBILE)."),
         ("code_challenge" = Option<String>, Query, pattern = "^[A-Za-z0-9_-]{43}$", description = "PKCE challenge (RFC 7636), with code_challenge_method S256."),
-        ("code_challenge_method" = Option<String>, Query, pattern = "^S256$", description = "`S256`; required with code_challenge."),
+        ("code_challenge_method" = Option<String>, Query, pattern = "^S256$", description = "`S256`; required with code_challenge, ignored without it."),
         ("redirect_uri" = Option<String>, Query, description = "Must equal one of the client's registered redirect URIs exactly."),
         ("scope" = Option<String>, Query, pattern = "^visitor( visitor)*$", description = "Space-separated scopes; only `visitor` can be asked for, and it is always granted."),
         ("state" = Option<String>, Query, max_length = 1024, pattern = "^[ -~]+$", description = "Returned unchanged in the `state` response header (CSRF protection)."),

@@ -131,6 +131,10 @@ async fn pkce_needs_s256_and_a_43_character_challenge() {
     no_method.push(("code_challenge", challenge));
     assert_token_error(app.authorize(&no_method).await, 400, "invalidRequest", Some("code_challenge_method")).await;
 
+    let mut lone_method = demo_authorize_query();
+    lone_method.push(("code_challenge_method", "S256"));
+    assert_eq!(app.authorize(&lone_method).await.status(), 200, "a method without a challenge asks for nothing");
+
     let mut short = demo_authorize_query();
     short.extend([("code_challenge", "abc"), ("code_challenge_method", "S256")]);
     assert_token_error(app.authorize(&short).await, 400, "invalidRequest", Some("code_challenge")).await;
