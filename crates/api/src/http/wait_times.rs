@@ -170,7 +170,7 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failur
     params(
         ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
         ("uuid" = String, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
-        ("Accept" = String, Header, description = "Must allow `application/json`."),
+        ("Accept" = String, Header, pattern = "^ *(application/json|application/\\*|\\*/\\*) *(; *charset=[A-Za-z0-9_-]+ *)?(,.*)?$", description = "Must allow `application/json` (also `application/*` or `*/*`)."),
         ("countryCode" = String, Header, pattern = "^[A-Z]{2}$", description = "ISO 3166-1 alpha-2 country code."),
         ("businessCode" = String, Header, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration."),
         ("ChannelId" = String, Header, pattern = "^[A-Za-z0-9_-]{1,32}$", description = "The channel the request comes from."),

@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Property-based conformance run: schemathesis (from PyPI, in a virtual environment)
+# against a live server on loopback, every check, a fixed seed. Stops everything by
+# itself. One worker: hypothesis' source inspection is not thread-safe on CPython 3.11
+# (a SystemError "AST constructor recursion depth mismatch" with two workers).
+# Usage: .ci/schemathesis.sh [path to branch-atm binary]
+set -euo pipefail
+cd "$(dirname "$0")/.."
+binary=${1:-target/debug/branch-atm}
+venv=${SCHEMATHESIS_VENV:-target/schemathesis-venv}
+seed=${SCHEMATHESIS_SEED:-20261121}
+
+if [ ! -x "$venv/bin/st" ]; then
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'schemathesis>=4.32,<5'
+fi
+"$venv/bin/st" --version
+
+work=$(mktemp -d)
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"$binary" --database-url "sqlite://$work/st.db" --listen "127.0.0.1:$port" --log-filter warn \
+  --rate-limit-per-second 100000 --rate-limit-burst 100000 >"$work/serve.log" 2>&1 &
+server=$!
+trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+base="http://127.0.0.1:$port"
+for _ in $(seq 1 100); do curl -fs "$base/api/health/ready" >/dev/null 2>&1 && break; sleep 0.2; done
+
+curl -fsS -D "$work/headers" -H "uuid: 3fa85f64-5717-4562-b3fc-2c963f66afa6" \
+  "$base/api/v1/authorize?response_type=token&client_id=demo-mobile-app&businessCode=GCB&countryCode=MX&channelId=MOBILE" \
+  >"$work/token.json"
+ST_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["access_token"])' "$work/token.json")
+ST_SID=$(grep -i '^sid:' "$work/headers" | cut -d' ' -f2 | tr -d '\r')
+export ST_TOKEN ST_SID
+
+"$venv/bin/st" --config-file .ci/schemathesis.toml run "$base/api/openapi.json" \
+  --checks all --seed "$seed" --workers 1 --no-color \
+  --report junit --report-dir "$work/report"
