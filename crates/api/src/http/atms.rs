@@ -284,6 +284,7 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
             ("ETag" = String, description = "Strong validator of this page."),
             ("Last-Modified" = String, description = "When the ATM set was last replaced."),
             ("Cache-Control" = String, description = "`public, max-age=60, must-revalidate`."),
+            ("uuid" = String, description = "The request's `uuid` header, when one was sent."),
         )),
         (status = 304, description = "Not modified since the ETag or date sent.", headers(
             ("ETag" = String, description = "The page's validator."),
