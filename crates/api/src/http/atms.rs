@@ -9,17 +9,15 @@ use actix_web::http::header::{self, EntityTag, Header as _, HeaderValue, HttpDat
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::atm::{Accessibility, AtmService};
 use domain::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, GeoPoint, MAX_RADIUS_KM};
-use domain::client::ClientId;
 use domain::input::Expected;
 use domain::services::atms::ListAtmsError;
-use domain::services::bearer::BearerError;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use super::AppState;
 use super::errors::{ApiError, Failure, Message, ObieErrorBody as AtmError, Shape, code, mime_json};
-use super::request::{Query, UUID_HEADER, bearer_token, error_context, parsed_header, valid_uuid};
+use super::request::{Query, UUID_HEADER, Unauthenticated, authenticate, error_context, valid_uuid};
 
 /// The query parameters read; others are ignored.
 const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
@@ -326,16 +324,12 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
     if headers.contains_key(UUID_HEADER) && valid_uuid(headers).is_none() {
         return Err(fail(Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid))));
     }
-    let token = bearer_token(headers).ok_or_else(refuse)?;
-    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(fail)?;
-    state.bearer.authenticate(token, &client_id).await.map_err(|error| match error {
-        BearerError::Refused(reason) => {
-            tracing::info!(reason, "bearer token refused");
-            refuse()
-        }
-        BearerError::Unavailable(cause) => unavailable(&cause),
+    let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| match refusal {
+        Unauthenticated::Refused => refuse(),
+        Unauthenticated::Invalid(failure) => fail(failure),
+        Unauthenticated::Unavailable(cause) => unavailable(&cause),
     })?;
-    state.atm_rate.check(client_id.as_str()).map_err(|seconds| {
+    state.atm_rate.check(claims.client_id.as_str()).map_err(|seconds| {
         fail(Failure::other(StatusCode::TOO_MANY_REQUESTS, code::TOO_MANY_REQUESTS, Message::TooManyRequests))
             .with_retry_after(seconds)
     })?;

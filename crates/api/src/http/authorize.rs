@@ -78,8 +78,9 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, Failure> {
                 .map_err(|shape| Failure::invalid("code_challenge", Message::Malformed(shape)))?,
         ),
         (Some(_), _) => return Err(Failure::invalid("code_challenge_method", Message::ChallengeMethod)),
-        // A method without a challenge asks for nothing (RFC 7636 §4.3): ignored.
-        (None, Some(_)) => None,
+        // A valid method without a challenge asks for nothing (RFC 7636 §4.3): ignored.
+        (None, Some("S256")) => None,
+        (None, Some(_)) => return Err(Failure::invalid("code_challenge_method", Message::ChallengeMethod)),
     };
     if let Some(requested) = query.optional("scope") {
         Scope::parse_request(requested).map_err(|shape| Failure::invalid("scope", Message::Malformed(shape)))?;
@@ -87,9 +88,13 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, Failure> {
     let state = query
         .optional("state")
         .map(|state| {
-            HeaderValue::from_str(state)
-                .ok()
-                .filter(|_| !state.is_empty() && state.len() <= MAX_STATE_LEN)
+            // VSCHAR only (RFC 6749 Appendix A.5): a header value may also carry obs-text
+            // bytes, which `state` may not.
+            let visible =
+                !state.is_empty() && state.len() <= MAX_STATE_LEN && state.bytes().all(|b| (0x20..=0x7e).contains(&b));
+            visible
+                .then(|| HeaderValue::from_str(state).ok())
+                .flatten()
                 .ok_or_else(|| Failure::invalid("state", Message::State))
         })
         .transpose()?;

@@ -6,7 +6,11 @@ use std::collections::HashMap;
 use actix_web::HttpRequest;
 use actix_web::http::header::{self, HeaderMap};
 use actix_web::web::{Bytes, Payload};
+use domain::client::ClientId;
 use domain::input::Expected;
+use domain::ports::StoreUnavailable;
+use domain::services::bearer::{BearerCheck, BearerError};
+use domain::token::AccessClaims;
 
 use super::errors::{ErrorContext, Failure, Message};
 use super::language::Language;
@@ -89,6 +93,33 @@ pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
     let (scheme, token) = value.split_once(' ')?;
     (scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty() && !token.contains(' ')).then_some(token)
+}
+
+/// Why a bearer-protected request was not let through; each operation writes it in its
+/// own body shape.
+#[derive(Debug)]
+pub enum Unauthenticated {
+    /// No usable bearer token, or one that does not verify for this client (401).
+    Refused,
+    /// The `client_id` header is missing or malformed (400).
+    Invalid(Failure),
+    /// Revocations cannot be read (5xx).
+    Unavailable(StoreUnavailable),
+}
+
+/// The bearer check every protected operation starts with: `Authorization: Bearer`,
+/// the `client_id` header, then [`BearerCheck::authenticate`]. The reason for a refusal
+/// goes to the log only.
+pub async fn authenticate(bearer: &BearerCheck, headers: &HeaderMap) -> Result<AccessClaims, Unauthenticated> {
+    let token = bearer_token(headers).ok_or(Unauthenticated::Refused)?;
+    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(Unauthenticated::Invalid)?;
+    bearer.authenticate(token, &client_id).await.map_err(|error| match error {
+        BearerError::Refused(reason) => {
+            tracing::info!(reason, "bearer token refused");
+            Unauthenticated::Refused
+        }
+        BearerError::Unavailable(cause) => Unauthenticated::Unavailable(cause),
+    })
 }
 
 /// Whether a media-type header value (`Content-Type`) is JSON.

@@ -5,8 +5,7 @@ use std::borrow::Cow;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
-use domain::services::bearer::BearerError;
+use domain::client::{BusinessCode, ChannelId, ChannelScope, CountryCode};
 use domain::services::wait_times::{MAX_BRANCHES_PER_REQUEST, RetrieveWaitTimesError, WaitTimeQuery};
 use domain::token::SessionId;
 use serde::{Deserialize, Serialize};
@@ -15,8 +14,8 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::errors::{ApiError, ErrorResponseBody as ErrorResponse, Failure, Message, Shape, code, mime_json};
 use super::request::{
-    accepts_json, bearer_token, error_context, is_json_content_type, parsed_header, read_body, require_uuid,
-    required_header,
+    Unauthenticated, accepts_json, authenticate, error_context, is_json_content_type, parsed_header, read_body,
+    require_uuid, required_header,
 };
 
 /// RetrieveBranchWaitTimeRequest. The spec's samples name the key `branch`; it is
@@ -209,14 +208,10 @@ pub async fn retrieve(
     // 1. Extract: correlation id and credentials first, then the other headers and body.
     let headers = request.headers();
     require_uuid(headers).map_err(fail)?;
-    let token = bearer_token(headers).ok_or_else(refuse)?;
-    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(fail)?;
-    let claims = state.bearer.authenticate(token, &client_id).await.map_err(|error| match error {
-        BearerError::Refused(reason) => {
-            tracing::info!(reason, "bearer token refused");
-            refuse()
-        }
-        BearerError::Unavailable(cause) => {
+    let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| match refusal {
+        Unauthenticated::Refused => refuse(),
+        Unauthenticated::Invalid(failure) => fail(failure),
+        Unauthenticated::Unavailable(cause) => {
             tracing::error!(error = %cause, "revocations could not be read");
             fail(Failure::unavailable())
         }

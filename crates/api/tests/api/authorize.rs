@@ -92,6 +92,7 @@ async fn malformed_parameters_are_400s_naming_them() {
         ("client_id", "demo mobile"),
         ("scope", "visitor admin"),
         ("state", "line\nbreak"),
+        ("state", "s\u{b7}"),
     ];
     for (name, value) in cases {
         let response = app.authorize(&with(name, value)).await;
@@ -134,6 +135,12 @@ async fn pkce_needs_s256_and_a_43_character_challenge() {
     let mut lone_method = demo_authorize_query();
     lone_method.push(("code_challenge_method", "S256"));
     assert_eq!(app.authorize(&lone_method).await.status(), 200, "a method without a challenge asks for nothing");
+    for invalid in ["", "plain"] {
+        let mut lone_invalid = demo_authorize_query();
+        lone_invalid.push(("code_challenge_method", invalid));
+        let response = app.authorize(&lone_invalid).await;
+        assert_token_error(response, 400, "invalidRequest", Some("code_challenge_method")).await;
+    }
 
     let mut short = demo_authorize_query();
     short.extend([("code_challenge", "abc"), ("code_challenge_method", "S256")]);
