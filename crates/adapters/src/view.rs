@@ -208,14 +208,6 @@ impl StoreView {
             }
         })
     }
-
-    /// Whether the store answers now (for the readiness check).
-    ///
-    /// # Errors
-    /// [`StoreUnavailable`] if it does not.
-    pub async fn ping(&self) -> Result<(), StoreUnavailable> {
-        self.store.ping().await
-    }
 }
 
 #[async_trait]

@@ -306,16 +306,16 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
 /// not sent in time; 429 over the client's rate (Retry-After); 503 the ATM set cannot be
 /// vouched for. Bodies are OBIE's `{status, title, description}`.
 pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let context = error_context(&request);
+    // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure| {
         tracing::info!(status = failure.status.as_u16(), location = failure.location.as_deref(), "ATM request refused");
-        ApiError::new(failure, Shape::Obie, &context)
+        ApiError::new(failure, Shape::Obie, &error_context(&request))
     };
     let unavailable = |cause: &dyn std::fmt::Display| {
         tracing::error!(error = %cause, "the ATM set is unavailable");
         let failure =
             Failure::other(StatusCode::SERVICE_UNAVAILABLE, code::SERVER_UNAVAILABLE, Message::ServerUnavailable);
-        ApiError::new(failure, Shape::Obie, &context).with_retry_after(5)
+        ApiError::new(failure, Shape::Obie, &error_context(&request)).with_retry_after(5)
     };
     let refuse = || fail(Failure::unauthorized(Message::BearerUnauthorized)).with_bearer_challenge();
 

@@ -167,8 +167,8 @@ fn failure_of(error: AuthorizeError) -> Failure {
 /// 401 `unAuthorized` (unknown or disabled client, or not its registration); 500
 /// `serverUnavailable`.
 pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
-    let context = error_context(&request);
-    let fail = |failure| ApiError::new(failure, Shape::Token, &context);
+    // The error context (language, uuid) is built only when an error is answered.
+    let fail = |failure| ApiError::new(failure, Shape::Token, &error_context(&request));
 
     let call = token_call(&request).map_err(fail)?;
     let grant = state.tokens.authorize(call.request).await.map_err(|e| fail(failure_of(e)))?;

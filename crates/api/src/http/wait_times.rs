@@ -114,10 +114,14 @@ fn response_body(known: &[BranchWaitTime]) -> Result<Vec<u8>, serde_json::Error>
     serde_json::to_vec(&answer)
 }
 
-fn failure_of(error: RetrieveWaitTimesError) -> Failure {
+/// The answer to each wait-time error: one variant, one status and code.
+fn answer_to(error: RetrieveWaitTimesError, request: &HttpRequest) -> ApiError {
     use actix_web::http::StatusCode;
-    match error {
-        RetrieveWaitTimesError::SessionMismatch => Failure::unauthorized(Message::BearerUnauthorized),
+    let failure = match error {
+        RetrieveWaitTimesError::SessionMismatch => {
+            tracing::info!("sid is not the token's session");
+            return bearer_refusal(request);
+        }
         RetrieveWaitTimesError::AccessNotConfigured => {
             Failure::other(StatusCode::FORBIDDEN, code::ACCESS_NOT_CONFIGURED, Message::AccessNotConfigured)
         }
@@ -136,7 +140,14 @@ fn failure_of(error: RetrieveWaitTimesError) -> Failure {
             tracing::error!(error = %cause, "wait times could not be read");
             Failure::unavailable()
         }
-    }
+    };
+    ApiError::new(failure, Shape::ErrorResponse, &error_context(request))
+}
+
+/// 401 with `WWW-Authenticate: Bearer` (RFC 6750 §3): bearer credentials or `sid` refused.
+fn bearer_refusal(request: &HttpRequest) -> ApiError {
+    ApiError::new(Failure::unauthorized(Message::BearerUnauthorized), Shape::ErrorResponse, &error_context(request))
+        .with_bearer_challenge()
 }
 
 /// The checks before the body: headers the spec requires, in the order a caller fixes
@@ -201,15 +212,14 @@ pub async fn retrieve(
     payload: web::Payload,
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
-    let context = error_context(&request);
-    let fail = |failure| ApiError::new(failure, Shape::ErrorResponse, &context);
-    let refuse = || fail(Failure::unauthorized(Message::BearerUnauthorized)).with_bearer_challenge();
+    // The error context (language, uuid) is built only when an error is answered.
+    let fail = |failure| ApiError::new(failure, Shape::ErrorResponse, &error_context(&request));
 
     // 1. Extract: correlation id and credentials first, then the other headers and body.
     let headers = request.headers();
     require_uuid(headers).map_err(fail)?;
     let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| match refusal {
-        Unauthenticated::Refused => refuse(),
+        Unauthenticated::Refused => bearer_refusal(&request),
         Unauthenticated::Invalid(failure) => fail(failure),
         Unauthenticated::Unavailable(cause) => {
             tracing::error!(error = %cause, "revocations could not be read");
@@ -221,14 +231,7 @@ pub async fn retrieve(
     let body = read_body(headers, payload, state.body_timeout).await.map_err(fail)?;
     let query = WaitTimeQuery { scope, session, branches: branches_of(&body).map_err(fail)? };
     // 3. Call the service.
-    let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| {
-        let failure = failure_of(error);
-        if failure.status == actix_web::http::StatusCode::UNAUTHORIZED {
-            tracing::info!("sid is not the token's session");
-            return refuse();
-        }
-        fail(failure)
-    })?;
+    let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| answer_to(error, &request))?;
     // 4. Map to the wire.
     Ok(HttpResponse::Ok()
         .content_type(mime_json())

@@ -230,3 +230,20 @@ async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains(r#""location":"body""#), "{answer}");
 }
+
+#[tokio::test]
+async fn errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
+    let app = spawn_app().await;
+    let session = app.session().await;
+    let response = app
+        .wait_time_request(&session, &[])
+        .header("Accept-Language", "es-MX, en;q=0.5")
+        .body(r#"{"branches":[{"branchId":"99999"}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-language"], "es");
+    let body = assert_error(response, 404, "resourceNotFound", None).await;
+    assert_eq!(body["uuid"], UUID);
+    assert!(body["details"].as_str().unwrap().contains("sucursales"), "{body}");
+}
