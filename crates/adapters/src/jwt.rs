@@ -17,6 +17,7 @@ use domain::ports::{SigningFailed, TokenRejected, TokenSigner, TokenVerifier};
 use domain::token::{AccessClaims, Scope, SessionId, TokenId};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use quick_cache::sync::Cache;
 use serde::{Deserialize, Serialize};
 
 use crate::store::StoredSigningKey;
@@ -27,6 +28,11 @@ const LEEWAY_SECONDS: u64 = 1;
 
 /// RFC 9068 §2.1: the media type of JWT access tokens.
 const ACCESS_TOKEN_TYPE: &str = "at+jwt";
+
+/// Tokens remembered as verified, per key set. An entry is a token of about 700 bytes
+/// and its claims, so the cache stays under about 10 MB; a token evicted from it is
+/// simply verified again.
+const VERIFIED_TOKENS: usize = 10_000;
 
 /// Claims as they are signed.
 #[derive(Serialize)]
@@ -101,11 +107,21 @@ struct CurrentKey {
 }
 
 /// The keys loaded from the store, swapped whole when they change.
-#[derive(Default)]
 struct KeySet {
     current: Option<CurrentKey>,
     verifying: HashMap<String, DecodingKey>,
     document: String,
+    /// Tokens whose signature, algorithm, key, issuer and audience these keys verified,
+    /// keyed by the whole token: a byte changed is a different key, and a new key set
+    /// starts empty, so a token of a withdrawn key is never accepted from here. The time
+    /// claims are checked again on every hit; revocation is the caller's (`BearerCheck`).
+    verified: Cache<String, AccessClaims>,
+}
+
+impl KeySet {
+    fn new(document: String) -> Self {
+        Self { current: None, verifying: HashMap::new(), document, verified: Cache::new(VERIFIED_TOKENS) }
+    }
 }
 
 /// Signs and verifies access tokens for one issuer and audience.
@@ -129,7 +145,7 @@ impl JwtTokens {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             validation,
-            keys: ArcSwap::from_pointee(KeySet { document: r#"{"keys":[]}"#.to_owned(), ..KeySet::default() }),
+            keys: ArcSwap::from_pointee(KeySet::new(r#"{"keys":[]}"#.to_owned())),
         }
     }
 
@@ -138,7 +154,7 @@ impl JwtTokens {
     /// # Errors
     /// [`KeyError`] if a stored key is unusable; the previous keys stay loaded.
     pub fn install(&self, stored: &[StoredSigningKey]) -> Result<(), KeyError> {
-        let mut set = KeySet::default();
+        let mut set = KeySet::new(String::new());
         let mut published = Vec::with_capacity(stored.len());
         for key in stored {
             Ed25519KeyPair::from_pkcs8(&key.private_pkcs8)
@@ -205,16 +221,47 @@ fn rejection(kind: &ErrorKind) -> TokenRejected {
     })
 }
 
+/// The time claims of an already verified token, checked as jsonwebtoken checks them.
+fn still_valid(claims: &AccessClaims) -> Result<(), TokenRejected> {
+    let now = i64::try_from(jsonwebtoken::get_current_timestamp()).unwrap_or(i64::MAX);
+    let leeway = LEEWAY_SECONDS.cast_signed();
+    if claims.expires_at < now - leeway {
+        return Err(TokenRejected("expired"));
+    }
+    if claims.not_before > now + leeway {
+        return Err(TokenRejected("not yet valid"));
+    }
+    Ok(())
+}
+
 impl TokenVerifier for JwtTokens {
     fn verify(&self, token: &str) -> Result<AccessClaims, TokenRejected> {
+        let keys = self.keys.load();
+        // One Ed25519 verification costs tens of microseconds, more than the rest of a
+        // request; an app calls with the same token for its whole session.
+        if let Some(claims) = keys.verified.get(token) {
+            still_valid(&claims)?;
+            return Ok(claims);
+        }
+        let claims = Self::verify_signed(&keys, &self.validation, token)?;
+        keys.verified.insert(token.to_owned(), claims.clone());
+        Ok(claims)
+    }
+
+    fn key_set_document(&self) -> String {
+        self.keys.load().document.clone()
+    }
+}
+
+impl JwtTokens {
+    /// The full check: header, pinned algorithm, key, signature, registered claims.
+    fn verify_signed(keys: &KeySet, validation: &Validation, token: &str) -> Result<AccessClaims, TokenRejected> {
         let header = jsonwebtoken::decode_header(token).map_err(|e| rejection(e.kind()))?;
         if header.alg != Algorithm::EdDSA {
             return Err(TokenRejected("algorithm not allowed"));
         }
-        let keys = self.keys.load();
         let key = header.kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected("unknown key id"))?;
-        let claims =
-            jsonwebtoken::decode::<ClaimsIn>(token, key, &self.validation).map_err(|e| rejection(e.kind()))?.claims;
+        let claims = jsonwebtoken::decode::<ClaimsIn>(token, key, validation).map_err(|e| rejection(e.kind()))?.claims;
         let malformed = |_| TokenRejected("malformed claims");
         Ok(AccessClaims {
             client_id: ClientId::parse(&claims.sub).map_err(malformed)?,
@@ -230,10 +277,6 @@ impl TokenVerifier for JwtTokens {
             not_before: claims.nbf,
             expires_at: claims.exp,
         })
-    }
-
-    fn key_set_document(&self) -> String {
-        self.keys.load().document.clone()
     }
 }
 
@@ -302,6 +345,37 @@ mod tests {
         assert!(after.verify(&old_token).is_ok());
         let document: serde_json::Value = serde_json::from_str(&after.key_set_document()).unwrap();
         assert_eq!(document["keys"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_remembered_token_still_expires() {
+        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        // Expires now; still valid for the one second of leeway.
+        let token = tokens.sign(&claims(now() - 60, 60)).unwrap();
+        assert!(tokens.verify(&token).is_ok());
+        std::thread::sleep(std::time::Duration::from_millis(2_500));
+        assert_eq!(tokens.verify(&token), Err(TokenRejected("expired")));
+    }
+
+    #[test]
+    fn a_remembered_token_is_refused_once_its_key_is_withdrawn() {
+        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let token = tokens.sign(&claims(now(), 60)).unwrap();
+        assert!(tokens.verify(&token).is_ok());
+        tokens.install(&[generate_signing_key(now()).unwrap()]).unwrap();
+        assert_eq!(tokens.verify(&token), Err(TokenRejected("unknown key id")));
+    }
+
+    #[test]
+    fn a_token_one_byte_off_a_remembered_one_is_refused() {
+        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let token = tokens.sign(&claims(now(), 60)).unwrap();
+        assert!(tokens.verify(&token).is_ok());
+        let (signed, signature) = token.rsplit_once('.').unwrap();
+        let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
+        let tampered = format!("{signed}.{flipped}{}", &signature[1..]);
+        assert_eq!(tokens.verify(&tampered), Err(TokenRejected("bad signature")));
+        assert!(tokens.verify(&token).is_ok(), "the genuine token is still accepted");
     }
 
     #[test]
