@@ -16,7 +16,7 @@ use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCod
 use domain::ports::{SigningFailed, TokenRejected, TokenSigner, TokenVerifier};
 use domain::token::{AccessClaims, Scope, SessionId, TokenId};
 use jsonwebtoken::errors::ErrorKind;
-use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
+use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use quick_cache::sync::Cache;
 use serde::{Deserialize, Serialize};
 
@@ -101,9 +101,16 @@ fn thumbprint(public_key: &[u8]) -> String {
     URL_SAFE_NO_PAD.encode(aws_lc_rs::digest::digest(&aws_lc_rs::digest::SHA256, canonical.as_bytes()))
 }
 
+/// The key that signs new tokens, parsed once, with its JWS header already encoded.
+///
+/// Signing is the one JWS step done here rather than in jsonwebtoken: its `encode`
+/// parses the PKCS#8 key again on every call, and for Ed25519 that parse derives the
+/// public key, a scalar multiplication as costly as the signature itself. Verification,
+/// where the security checks are, stays with jsonwebtoken.
 struct CurrentKey {
-    header: Header,
-    key: EncodingKey,
+    kid: String,
+    pair: Ed25519KeyPair,
+    encoded_header: String,
 }
 
 /// The keys loaded from the store, swapped whole when they change.
@@ -157,13 +164,15 @@ impl JwtTokens {
         let mut set = KeySet::new(String::new());
         let mut published = Vec::with_capacity(stored.len());
         for key in stored {
-            Ed25519KeyPair::from_pkcs8(&key.private_pkcs8)
+            let pair = Ed25519KeyPair::from_pkcs8(&key.private_pkcs8)
                 .map_err(|e| KeyError(format!("key {} does not load: {e}", key.kid)))?;
             if key.retired_at.is_none() && set.current.is_none() {
                 let mut header = Header::new(Algorithm::EdDSA);
                 header.kid = Some(key.kid.clone());
                 header.typ = Some(ACCESS_TOKEN_TYPE.to_owned());
-                set.current = Some(CurrentKey { header, key: EncodingKey::from_ed_der(&key.private_pkcs8) });
+                let header = serde_json::to_vec(&header).map_err(|e| KeyError(e.to_string()))?;
+                set.current =
+                    Some(CurrentKey { kid: key.kid.clone(), pair, encoded_header: URL_SAFE_NO_PAD.encode(header) });
             }
             set.verifying.insert(key.kid.clone(), DecodingKey::from_ed_der(&key.public_key));
             published.push(serde_json::json!({
@@ -182,7 +191,7 @@ impl JwtTokens {
 
     /// The id of the key that signs new tokens, if one is loaded.
     pub fn current_kid(&self) -> Option<String> {
-        self.keys.load().current.as_ref().and_then(|current| current.header.kid.clone())
+        self.keys.load().current.as_ref().map(|current| current.kid.clone())
     }
 }
 
@@ -204,7 +213,16 @@ impl TokenSigner for JwtTokens {
             country_code: claims.scope.country.as_str(),
             channel_id: claims.scope.channel.as_str(),
         };
-        jsonwebtoken::encode(&current.header, &out, &current.key).map_err(|e| SigningFailed(e.to_string()))
+        // RFC 7515 §7.1: BASE64URL(header) '.' BASE64URL(payload) '.' BASE64URL(signature).
+        let payload = serde_json::to_vec(&out).map_err(|e| SigningFailed(e.to_string()))?;
+        let mut token = String::with_capacity(current.encoded_header.len() + payload.len() * 4 / 3 + 92);
+        token.push_str(&current.encoded_header);
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(payload, &mut token);
+        let signature = current.pair.sign(token.as_bytes());
+        token.push('.');
+        URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut token);
+        Ok(token)
     }
 }
 

@@ -1,5 +1,7 @@
 //! The system clock and the CSPRNG-backed id generator.
 
+use std::time::{SystemTime, UNIX_EPOCH};
+
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::ports::{Clock, IdGenerator};
@@ -20,14 +22,23 @@ impl Clock for SystemClock {
 #[derive(Debug, Clone, Copy, Default)]
 pub struct RandomIds;
 
+/// Milliseconds since the Unix epoch (0 for a clock set before it).
+fn unix_millis() -> u64 {
+    let since = SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default();
+    u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+}
+
 fn random_base64url<const N: usize>() -> String {
     URL_SAFE_NO_PAD.encode(rand::random::<[u8; N]>())
 }
 
 impl IdGenerator for RandomIds {
     fn token_id(&self) -> TokenId {
-        // A version-4 UUID (RFC 9562 §5.4) from the same CSPRNG.
-        TokenId::new(uuid::Builder::from_random_bytes(rand::random()).into_uuid().hyphenated().to_string())
+        // A version-7 UUID (RFC 9562 §5.7): milliseconds since the epoch, then 74 bits
+        // from the same CSPRNG. Time-ordered ids make each new token record an append to
+        // the end of the token table's key instead of a write into a random page of it.
+        let uuid = uuid::Builder::from_unix_timestamp_millis(unix_millis(), &rand::random()).into_uuid();
+        TokenId::new(uuid.hyphenated().to_string())
     }
 
     fn session_id(&self) -> SessionId {
@@ -36,8 +47,11 @@ impl IdGenerator for RandomIds {
     }
 
     fn opaque_token(&self) -> OpaqueToken {
-        // 256 bits, twice DECISIONS.md's floor of 128.
-        OpaqueToken::new(random_base64url::<32>())
+        // 256 random bits (twice DECISIONS.md's floor of 128), after the issuance time in
+        // milliseconds as 12 lowercase hex digits: characters of the base64url alphabet
+        // that sort in time order, so the store's unique index on opaque tokens also
+        // grows at its end. The time is no secret: the JWT carries it in `iat`.
+        OpaqueToken::new(format!("{:012x}{}", unix_millis(), random_base64url::<32>()))
     }
 }
 
@@ -47,17 +61,31 @@ mod tests {
     use std::collections::HashSet;
 
     #[test]
-    fn opaque_tokens_carry_256_bits_and_do_not_repeat() {
+    fn opaque_tokens_carry_256_random_bits_and_do_not_repeat() {
         let tokens: HashSet<String> = (0..10_000).map(|_| RandomIds.opaque_token().as_str().to_owned()).collect();
         assert_eq!(tokens.len(), 10_000);
-        assert!(tokens.iter().all(|token| token.len() == 43));
+        for token in &tokens {
+            let (time, random) = token.split_at(12);
+            assert!(time.bytes().all(|b| b.is_ascii_hexdigit() && !b.is_ascii_uppercase()), "{token}");
+            assert_eq!(URL_SAFE_NO_PAD.decode(random).unwrap().len(), 32, "{token}");
+        }
     }
 
     #[test]
-    fn token_ids_are_version_4_uuids() {
-        let id = RandomIds.token_id();
-        let parsed = uuid::Uuid::parse_str(id.as_str()).unwrap();
-        assert_eq!(parsed.get_version_num(), 4);
+    fn opaque_tokens_sort_in_issuance_order() {
+        let first = RandomIds.opaque_token();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let second = RandomIds.opaque_token();
+        assert!(first.as_str() < second.as_str(), "{first:?} sorts before {second:?}");
+    }
+
+    #[test]
+    fn token_ids_are_version_7_uuids_in_issuance_order() {
+        let first = RandomIds.token_id();
+        std::thread::sleep(std::time::Duration::from_millis(2));
+        let second = RandomIds.token_id();
+        assert_eq!(uuid::Uuid::parse_str(first.as_str()).unwrap().get_version_num(), 7);
+        assert!(first.as_str() < second.as_str(), "{first:?} sorts before {second:?}");
     }
 
     #[test]

@@ -1,0 +1,66 @@
+//! Upgrading a SQLite store keeps what it holds: each migration that rebuilds a table
+//! is applied here to a store written by the releases before it.
+
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used)]
+
+use std::path::Path;
+
+use adapters::sqlite::SqliteStore;
+use adapters::store::Store;
+use domain::token::{OpaqueToken, TokenId};
+use sqlx::migrate::Migrator;
+use sqlx::sqlite::SqlitePoolOptions;
+
+const NOW: i64 = 1_800_000_000;
+
+/// A store migrated only up to and including `last` (a migration file's version prefix).
+async fn store_as_of(folder: &Path, last: &str) -> String {
+    let migrations = folder.join("migrations");
+    std::fs::create_dir(&migrations).unwrap();
+    let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
+    for entry in std::fs::read_dir(source).unwrap() {
+        let path = entry.unwrap().path();
+        if path.file_name().unwrap().to_str().unwrap() <= last {
+            std::fs::copy(&path, migrations.join(path.file_name().unwrap())).unwrap();
+        }
+    }
+    let url = format!("sqlite://{}?mode=rwc", folder.join("store.db").display());
+    let pool = SqlitePoolOptions::new().connect(&url).await.unwrap();
+    Migrator::new(migrations.as_path()).await.unwrap().run(&pool).await.unwrap();
+    // Two tokens as the rowid table with random (version-4) token ids held them.
+    sqlx::query(
+        "INSERT INTO issued_tokens (jti, opaque_token, client_id, session_id, issued_at, expires_at, \
+         code_challenge, revoked_at) VALUES \
+         ('9b2e4a0c-6c0e-4d1e-9a57-8a1f0c3b7d21', 'live-opaque', 'demo-app', 'sid-1', ?1, ?2, NULL, NULL), \
+         ('0f6d1c3e-2b4a-4e8f-b1d2-3c4e5f607182', 'revoked-opaque', 'demo-app', 'sid-2', ?1, ?2, NULL, ?1)",
+    )
+    .bind(NOW)
+    .bind(NOW + 1800)
+    .execute(&pool)
+    .await
+    .unwrap();
+    pool.close().await;
+    url
+}
+
+#[tokio::test]
+async fn tokens_issued_before_the_jti_keyed_table_survive_the_upgrade() {
+    let folder = tempfile::tempdir().unwrap();
+    let url = store_as_of(folder.path(), "20261121000002").await;
+
+    let store = SqliteStore::connect(&url).await.unwrap();
+    store.migrate().await.unwrap();
+
+    let live = store.find_token(&OpaqueToken::new("live-opaque".into())).await.unwrap().unwrap();
+    assert_eq!(live.token.token_id, TokenId::new("9b2e4a0c-6c0e-4d1e-9a57-8a1f0c3b7d21".into()));
+    assert_eq!(live.token.expires_at, NOW + 1800);
+    assert_eq!(live.revoked_at, None);
+    let revoked = store.revoked_tokens(NOW).await.unwrap();
+    assert_eq!(revoked, vec![TokenId::new("0f6d1c3e-2b4a-4e8f-b1d2-3c4e5f607182".into())]);
+
+    // Revoking still moves the revocations topic, so running services hear of it.
+    let before = store.revisions().await.unwrap().revocations;
+    assert!(store.revoke_token(&OpaqueToken::new("live-opaque".into()), NOW + 1).await.unwrap());
+    assert!(store.revisions().await.unwrap().revocations > before);
+}
