@@ -34,11 +34,33 @@ impl BranchId {
     pub fn from_index(index: usize) -> Option<Self> {
         (index < Self::SPACE).then_some(Self(index as u32))
     }
+    /// The id's five digits, as the wire writes it, without formatting machinery.
+    pub fn digits(self) -> BranchDigits {
+        let mut digits = [b'0'; 5];
+        let mut rest = self.0;
+        for digit in digits.iter_mut().rev() {
+            *digit = b'0' + (rest % 10) as u8;
+            rest /= 10;
+        }
+        BranchDigits(digits)
+    }
+}
+
+/// The five ASCII digits of a [`BranchId`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct BranchDigits([u8; 5]);
+
+impl BranchDigits {
+    /// The digits as text.
+    pub fn as_str(&self) -> &str {
+        // Only ASCII digits are ever written into the array.
+        std::str::from_utf8(&self.0).unwrap_or("00000")
+    }
 }
 
 impl fmt::Display for BranchId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{:05}", self.0)
+        f.write_str(self.digits().as_str())
     }
 }
 
@@ -88,6 +110,15 @@ pub struct BranchWaitTime {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_id_writes_back_as_the_five_digits_it_was_read_from() {
+        for raw in ["00000", "00042", "10300", "99999"] {
+            let id = BranchId::parse(raw).unwrap();
+            assert_eq!(id.digits().as_str(), raw);
+            assert_eq!(id.to_string(), raw);
+        }
+    }
 
     #[test]
     fn a_branch_id_keeps_its_leading_zeros() {

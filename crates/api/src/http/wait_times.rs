@@ -42,17 +42,9 @@ struct BranchItem<'a> {
 
 /// The branch ids of the body, in order, each failure located (`branches[3].branchId`).
 fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
-    let mut json = serde_json::Deserializer::from_slice(body);
-    let request: RetrieveBranchWaitTimeRequest<'_> = serde_path_to_error::deserialize(&mut json).map_err(|error| {
-        let path = error.path().to_string();
-        let location = match path.as_str() {
-            "." if error.inner().to_string().starts_with("missing field") => "branches".to_owned(),
-            "." => "body".to_owned(),
-            _ => path,
-        };
-        Failure::invalid(location, Message::Body(error.inner().to_string()))
-    })?;
-    json.end().map_err(|error| Failure::invalid("body", Message::Body(error.to_string())))?;
+    // Tracking the path costs an allocation per element; only a failed parse needs it.
+    let request: RetrieveBranchWaitTimeRequest<'_> =
+        serde_json::from_slice(body).map_err(|_| located_parse_failure(body))?;
     match request.branches.len() {
         0 => return Err(Failure::invalid("branches", Message::NoBranches)),
         n if n > MAX_BRANCHES_PER_REQUEST => {
@@ -71,6 +63,28 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
         .collect()
 }
 
+/// Why a body did not parse, located by parsing it again with its path tracked.
+fn located_parse_failure(body: &[u8]) -> Failure {
+    let mut json = serde_json::Deserializer::from_slice(body);
+    let parsed: Result<RetrieveBranchWaitTimeRequest<'_>, _> = serde_path_to_error::deserialize(&mut json);
+    match parsed {
+        Err(error) => {
+            let path = error.path().to_string();
+            let location = match path.as_str() {
+                "." if error.inner().to_string().starts_with("missing field") => "branches".to_owned(),
+                "." => "body".to_owned(),
+                _ => path,
+            };
+            Failure::invalid(location, Message::Body(error.inner().to_string()))
+        }
+        // The document parsed; what follows it did not.
+        Ok(_) => {
+            let trailing = json.end().err().map_or_else(|| "invalid JSON".to_owned(), |error| error.to_string());
+            Failure::invalid("body", Message::Body(trailing))
+        }
+    }
+}
+
 /// RetrieveBranchWaitTimeResponse.
 #[derive(Serialize, ToSchema)]
 #[schema(as = RetrieveBranchWaitTimeResponse)]
@@ -80,13 +94,21 @@ struct WaitTimeAnswer<'a> {
     branches: Vec<BranchInfo<'a>>,
 }
 
-/// BranchInfo: one branch's estimated wait.
-#[derive(Serialize)]
+/// BranchInfo: one branch's estimated wait, both numbers written as digit strings.
 struct BranchInfo<'a> {
-    #[serde(rename = "branchId", serialize_with = "as_text")]
     branch: &'a BranchId,
-    #[serde(rename = "timeTaken", serialize_with = "as_text")]
     wait: &'a WaitTime,
+}
+
+impl Serialize for BranchInfo<'_> {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct as _;
+        let mut minutes = itoa::Buffer::new();
+        let mut info = serializer.serialize_struct("BranchInfo", 2)?;
+        info.serialize_field("branchId", self.branch.digits().as_str())?;
+        info.serialize_field("timeTaken", minutes.format(self.wait.minutes()))?;
+        info.end()
+    }
 }
 
 /// BranchInfo as documented (the spec's field names and rules).
@@ -100,11 +122,6 @@ struct BranchInfoSchema {
     /// The estimated wait in whole minutes, as digits.
     #[schema(rename = "timeTaken", pattern = "^[0-9]+$", example = "12")]
     time_taken: String,
-}
-
-/// Writes a value by its `Display` (digits here), without an intermediate String.
-fn as_text<T: std::fmt::Display, S: serde::Serializer>(value: &&T, serializer: S) -> Result<S::Ok, S::Error> {
-    serializer.collect_str(*value)
 }
 
 fn response_body(known: &[BranchWaitTime]) -> Result<Vec<u8>, serde_json::Error> {
