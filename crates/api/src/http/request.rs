@@ -90,7 +90,9 @@ pub fn require_uuid(headers: &HeaderMap) -> Result<(), Failure> {
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), if the
 /// header is there and well formed.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
-    let value = headers.get(header::AUTHORIZATION)?.to_str().ok()?;
+    // UTF-8 rather than `to_str`'s byte-by-byte visible-ASCII test: a token is read on
+    // every protected call, and any byte a token may not hold fails its verification.
+    let value = std::str::from_utf8(headers.get(header::AUTHORIZATION)?.as_bytes()).ok()?;
     let (scheme, token) = value.split_once(' ')?;
     (scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty() && !token.contains(' ')).then_some(token)
 }
