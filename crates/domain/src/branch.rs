@@ -51,6 +51,11 @@ impl BranchId {
 pub struct BranchDigits([u8; 5]);
 
 impl BranchDigits {
+    /// The digits as bytes.
+    pub fn as_bytes(&self) -> &[u8] {
+        &self.0
+    }
+
     /// The digits as text.
     pub fn as_str(&self) -> &str {
         // Only ASCII digits are ever written into the array.

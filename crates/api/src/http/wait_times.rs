@@ -4,11 +4,11 @@ use std::borrow::Cow;
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::branch::{BranchId, BranchWaitTime};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, CountryCode};
 use domain::services::wait_times::{MAX_BRANCHES_PER_REQUEST, RetrieveWaitTimesError, WaitTimeQuery};
 use domain::token::SessionId;
-use serde::{Deserialize, Serialize};
+use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::AppState;
@@ -85,30 +85,14 @@ fn located_parse_failure(body: &[u8]) -> Failure {
     }
 }
 
+// Documentation only: `response_body` writes the answer.
 /// RetrieveBranchWaitTimeResponse.
-#[derive(Serialize, ToSchema)]
+#[allow(dead_code)]
+#[derive(ToSchema)]
 #[schema(as = RetrieveBranchWaitTimeResponse)]
-struct WaitTimeAnswer<'a> {
+struct WaitTimeAnswer {
     /// The requested branches the bank knows, in request order.
-    #[schema(value_type = Vec<BranchInfoSchema>)]
-    branches: Vec<BranchInfo<'a>>,
-}
-
-/// BranchInfo: one branch's estimated wait, both numbers written as digit strings.
-struct BranchInfo<'a> {
-    branch: &'a BranchId,
-    wait: &'a WaitTime,
-}
-
-impl Serialize for BranchInfo<'_> {
-    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
-        use serde::ser::SerializeStruct as _;
-        let mut minutes = itoa::Buffer::new();
-        let mut info = serializer.serialize_struct("BranchInfo", 2)?;
-        info.serialize_field("branchId", self.branch.digits().as_str())?;
-        info.serialize_field("timeTaken", minutes.format(self.wait.minutes()))?;
-        info.end()
-    }
+    branches: Vec<BranchInfoSchema>,
 }
 
 /// BranchInfo as documented (the spec's field names and rules).
@@ -124,11 +108,27 @@ struct BranchInfoSchema {
     time_taken: String,
 }
 
-fn response_body(known: &[BranchWaitTime]) -> Result<Vec<u8>, serde_json::Error> {
-    let answer = WaitTimeAnswer {
-        branches: known.iter().map(|entry| BranchInfo { branch: &entry.branch, wait: &entry.wait }).collect(),
-    };
-    serde_json::to_vec(&answer)
+/// The answer's JSON, written directly: every value is a string of ASCII digits, which
+/// JSON needs no escaping for, and a general serializer spent a third of the
+/// operation's instructions checking that (callgrind, 100 branches).
+fn response_body(known: &[BranchWaitTime]) -> Vec<u8> {
+    const OPEN: &[u8] = br#"{"branches":["#;
+    const ITEM: usize = r#"{"branchId":"00000","timeTaken":"1440"},"#.len();
+    let mut body = Vec::with_capacity(OPEN.len() + known.len() * ITEM + 2);
+    body.extend_from_slice(OPEN);
+    let mut minutes = itoa::Buffer::new();
+    for (index, entry) in known.iter().enumerate() {
+        if index > 0 {
+            body.push(b',');
+        }
+        body.extend_from_slice(br#"{"branchId":""#);
+        body.extend_from_slice(entry.branch.digits().as_bytes());
+        body.extend_from_slice(br#"","timeTaken":""#);
+        body.extend_from_slice(minutes.format(entry.wait.minutes()).as_bytes());
+        body.extend_from_slice(br#""}"#);
+    }
+    body.extend_from_slice(b"]}");
+    body
 }
 
 /// The answer to each wait-time error: one variant, one status and code.
@@ -253,7 +253,7 @@ pub async fn retrieve(
     Ok(HttpResponse::Ok()
         .content_type(mime_json())
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .body(response_body(&known).map_err(|_| fail(Failure::unavailable()))?))
+        .body(response_body(&known)))
 }
 
 #[cfg(test)]
@@ -290,7 +290,26 @@ mod tests {
     fn the_response_is_the_specs_shape_with_time_taken_spelled_right() {
         let known =
             [BranchWaitTime { branch: BranchId::parse("00042").unwrap(), wait: WaitTime::from_minutes(7).unwrap() }];
-        let body: serde_json::Value = serde_json::from_slice(&response_body(&known).unwrap()).unwrap();
+        let body: serde_json::Value = serde_json::from_slice(&response_body(&known)).unwrap();
         assert_eq!(body, serde_json::json!({"branches": [{"branchId": "00042", "timeTaken": "7"}]}));
+    }
+
+    #[test]
+    fn the_written_response_is_json_of_every_entry_in_order() {
+        let entry = |branch: usize, minutes: u32| BranchWaitTime {
+            branch: BranchId::from_index(branch).unwrap(),
+            wait: WaitTime::from_minutes(minutes).unwrap(),
+        };
+        let known: Vec<_> = (0..100).map(|i| entry(i * 1010, (i as u32 * 97) % 1441)).collect();
+        let body: serde_json::Value = serde_json::from_slice(&response_body(&known)).unwrap();
+        let expected: Vec<_> = known
+            .iter()
+            .map(|e| serde_json::json!({"branchId": e.branch.to_string(), "timeTaken": e.wait.to_string()}))
+            .collect();
+        assert_eq!(body, serde_json::json!({ "branches": expected }));
+        assert_eq!(
+            serde_json::from_slice::<serde_json::Value>(&response_body(&[])).unwrap()["branches"],
+            serde_json::json!([])
+        );
     }
 }

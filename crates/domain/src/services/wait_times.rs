@@ -1,6 +1,5 @@
 //! Estimated wait time by branch.
 
-use std::collections::HashSet;
 use std::sync::Arc;
 
 use crate::branch::{BranchId, BranchWaitTime};
@@ -75,9 +74,8 @@ impl WaitTimeService {
         if !self.policy.is_supported(&query.scope).await? || claims.scope != query.scope {
             return Err(RetrieveWaitTimesError::AccessNotConfigured);
         }
-        let mut seen = HashSet::with_capacity(query.branches.len());
-        if let Some((index, branch)) = query.branches.iter().enumerate().find(|(_, branch)| !seen.insert(**branch)) {
-            return Err(RetrieveWaitTimesError::DuplicateBranch { index, branch: *branch });
+        if let Some(index) = first_repeat(&query.branches) {
+            return Err(RetrieveWaitTimesError::DuplicateBranch { index, branch: query.branches[index] });
         }
         let known = self.store.wait_times(&query.branches).await?;
         if known.is_empty() {
@@ -85,6 +83,17 @@ impl WaitTimeService {
         }
         Ok(known)
     }
+}
+
+/// The position of the first branch that was already asked for earlier in the list.
+///
+/// Sorting (id, position) pairs puts each id's occurrences side by side in list order;
+/// the earliest second occurrence of any id is the answer. For at most 100 ids this is
+/// a few hundred comparisons, cheaper than hashing each id.
+fn first_repeat(branches: &[BranchId]) -> Option<usize> {
+    let mut sorted: Vec<(BranchId, usize)> = branches.iter().copied().zip(0..).collect();
+    sorted.sort_unstable();
+    sorted.windows(2).filter(|pair| pair[0].0 == pair[1].0).map(|pair| pair[1].1).min()
 }
 
 #[cfg(test)]
@@ -155,6 +164,16 @@ mod tests {
         let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(untouched_store()));
         let result = service.retrieve(&claims(), &query(&["00001", "00003", "00001"])).await;
         assert!(matches!(result, Err(RetrieveWaitTimesError::DuplicateBranch { index: 2, .. })));
+    }
+
+    #[test]
+    fn the_first_repeat_is_the_earliest_second_occurrence_of_any_branch() {
+        let ids = |raw: &[&str]| raw.iter().map(|id| BranchId::parse(id).unwrap()).collect::<Vec<_>>();
+        assert_eq!(first_repeat(&ids(&["00005", "00003", "00007", "00003", "00005"])), Some(3));
+        assert_eq!(first_repeat(&ids(&["00009", "00001", "00009", "00001", "00001"])), Some(2));
+        assert_eq!(first_repeat(&ids(&["00002", "00002"])), Some(1));
+        assert_eq!(first_repeat(&ids(&["00001", "00002", "00003"])), None);
+        assert_eq!(first_repeat(&[]), None);
     }
 
     #[tokio::test]
