@@ -20,6 +20,11 @@ const EARTH_RADIUS_M: f64 = 6_371_008.8;
 /// Half the Earth's circumference: no radius needs to be larger.
 pub const MAX_RADIUS_KM: f64 = 20_037.5;
 
+/// `text` without surrounding whitespace, reusing its allocation when there is none.
+fn trimmed(text: String) -> String {
+    if text.trim().len() == text.len() { text } else { text.trim().to_owned() }
+}
+
 /// A point to search from.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct GeoPoint {
@@ -174,7 +179,8 @@ impl AtmCatalog {
                 .map(|point| point.unit_vector().map(f64::to_bits));
             let entry = Entry {
                 brand: 0,
-                record: record.trim().to_owned().into_boxed_str(),
+                // The stored text itself becomes the wire form: no second copy of the set.
+                record: trimmed(record).into_boxed_str(),
                 services: atm.service_bits(),
                 accessibility: atm.accessibility_bits(),
                 position,
@@ -350,6 +356,14 @@ mod tests {
                 record["Identification"].as_str().unwrap().to_owned()
             })
             .collect()
+    }
+
+    #[test]
+    fn a_record_is_served_as_stored_without_surrounding_whitespace() {
+        let plain = atm("A1", &["Balance"], None).to_string();
+        let padded = format!("\n  {plain} \n");
+        let catalog = AtmCatalog::from_records(vec![("Alfa".into(), padded)], 0).unwrap();
+        assert_eq!(catalog.entry(0).unwrap().record_json(), plain);
     }
 
     #[test]
