@@ -12,8 +12,9 @@ use domain::client::{
 };
 use domain::ports::StoreUnavailable;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
+use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
 
 use crate::store::{AdminError, AtmSet, Revisions, Store, StoredSigningKey, TokenRecord, WaitTimeEstimate};
 
@@ -21,9 +22,12 @@ use crate::store::{AdminError, AtmSet, Revisions, Store, StoredSigningKey, Token
 /// (shared/DEPENDENCIES.md). The hot paths do not use the pool at all.
 const POOL_SIZE: u32 = 4;
 
-/// How long a writer waits for another process's write lock (the CLI importing while
-/// the service runs) before giving up.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long a statement waits for another process's lock (the CLI importing while the
+/// service runs) before giving up, and how long a caller waits for a pooled connection:
+/// the fault issue bounds every store wait on a request path at about 2 s. (SQLite can
+/// still spin longer inside one call when its WAL-index locks are held; callers on a
+/// request path put their own deadline around the whole call.)
+const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// Rows per multi-row INSERT: at most 7 parameters a row stays far below SQLite's limit of
 /// 32,766 bound parameters.
@@ -46,39 +50,83 @@ pub struct SqliteStore {
 }
 
 impl SqliteStore {
-    /// Opens (creating it and its folder if missing) the database at `url`
-    /// (`sqlite://path/to/file.db`, or `sqlite::memory:` for a throwaway one).
+    /// Opens (creating it and its folder if missing) the database file at `url`
+    /// (`sqlite://path/to/file.db`).
     ///
     /// Writes are durable when they return: WAL journal with `synchronous = FULL`.
     ///
     /// # Errors
-    /// [`StoreUnavailable`] if the URL is not a SQLite URL or the file cannot be opened.
+    /// [`StoreUnavailable`] if the URL is not a SQLite file URL or the file cannot be opened.
     pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
         let options = SqliteConnectOptions::from_str(url)
             .map_err(unavailable)?
             .create_if_missing(true)
             .journal_mode(SqliteJournalMode::Wal)
             .synchronous(SqliteSynchronous::Full)
-            .busy_timeout(BUSY_TIMEOUT)
+            .busy_timeout(LOCK_WAIT)
             .foreign_keys(true);
         let file = options.get_filename();
-        if file != Path::new(":memory:")
-            && let Some(folder) = file.parent().filter(|folder| !folder.as_os_str().is_empty())
-        {
+        // An in-memory database lives and dies with its one connection, and a connection
+        // whose write failed is closed (see `WriteTransaction`): it would lose everything.
+        if file == Path::new(":memory:") || url.contains("mode=memory") {
+            return Err(StoreUnavailable::new("an in-memory SQLite database cannot be a store: give a file"));
+        }
+        if let Some(folder) = file.parent().filter(|folder| !folder.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder).map_err(StoreUnavailable::new)?;
         }
-        // An in-memory database exists once per connection: keep exactly one.
-        let in_memory = file == Path::new(":memory:") || url.contains("mode=memory");
         let pool = SqlitePoolOptions::new()
-            .max_connections(if in_memory { 1 } else { POOL_SIZE })
-            .min_connections(if in_memory { 1 } else { 0 })
-            .idle_timeout(if in_memory { None } else { Some(Duration::from_secs(600)) })
-            .max_lifetime(if in_memory { None } else { Some(Duration::from_secs(1800)) })
-            .acquire_timeout(Duration::from_secs(5))
+            .max_connections(POOL_SIZE)
+            .idle_timeout(Duration::from_secs(600))
+            .max_lifetime(Duration::from_secs(1800))
+            .acquire_timeout(LOCK_WAIT)
             .connect_with(options)
             .await
             .map_err(unavailable)?;
         Ok(Self { pool })
+    }
+}
+
+/// A write transaction on one pooled connection, begun with `BEGIN IMMEDIATE` and ended
+/// with this adapter's own `COMMIT`; a connection whose transaction did not commit is
+/// closed instead of going back to the pool, and closing it rolls back whatever SQLite
+/// still holds open.
+///
+/// Not sqlx's `Transaction`: it counts nesting itself and replays the count as
+/// `SAVEPOINT`s. SQLite rolls a transaction back by itself on some errors (a full disk,
+/// an I/O error), after which that count was one too high: the next "commit" only
+/// released a savepoint inside a transaction that was never committed and held the
+/// write lock. Tokens were answered that were never stored, and every other connection
+/// found the database locked until a restart (the fault issue, finding 1).
+struct WriteTransaction {
+    connection: PoolConnection<Sqlite>,
+    committed: bool,
+}
+
+impl WriteTransaction {
+    async fn begin(pool: &SqlitePool) -> Result<Self, StoreUnavailable> {
+        let mut transaction = Self { connection: pool.acquire().await.map_err(unavailable)?, committed: false };
+        sqlx::query("BEGIN IMMEDIATE").execute(transaction.connection()).await.map_err(unavailable)?;
+        Ok(transaction)
+    }
+
+    fn connection(&mut self) -> &mut SqliteConnection {
+        &mut self.connection
+    }
+
+    async fn commit(mut self) -> Result<(), StoreUnavailable> {
+        sqlx::query("COMMIT").execute(self.connection()).await.map_err(unavailable)?;
+        self.committed = true;
+        Ok(())
+    }
+}
+
+impl Drop for WriteTransaction {
+    fn drop(&mut self) {
+        // Failed, abandoned or cancelled (a caller's deadline): whatever state SQLite
+        // left this connection in, it is not used again.
+        if !self.committed {
+            self.connection.close_on_drop();
+        }
     }
 }
 
@@ -253,7 +301,7 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        let mut transaction = WriteTransaction::begin(&self.pool).await?;
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new(
                 "INSERT INTO issued_tokens \
@@ -269,11 +317,11 @@ impl Store for SqliteStore {
                     .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
             })
             .build()
-            .execute(&mut *transaction)
+            .execute(transaction.connection())
             .await
             .map_err(unavailable)?;
         }
-        transaction.commit().await.map_err(unavailable)
+        transaction.commit().await
     }
 
     async fn find_token(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
@@ -337,10 +385,10 @@ impl Store for SqliteStore {
     }
 
     async fn disable_client(&self, client_id: &ClientId, now: i64) -> Result<u64, AdminError> {
-        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        let mut transaction = WriteTransaction::begin(&self.pool).await?;
         let found = sqlx::query("UPDATE clients SET status = 'disabled' WHERE client_id = ?")
             .bind(client_id.as_str())
-            .execute(&mut *transaction)
+            .execute(transaction.connection())
             .await
             .map_err(unavailable)?
             .rows_affected();
@@ -354,11 +402,11 @@ impl Store for SqliteStore {
         .bind(now)
         .bind(client_id.as_str())
         .bind(now)
-        .execute(&mut *transaction)
+        .execute(transaction.connection())
         .await
         .map_err(unavailable)?
         .rows_affected();
-        transaction.commit().await.map_err(unavailable)?;
+        transaction.commit().await?;
         Ok(revoked)
     }
 
@@ -378,7 +426,7 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
     async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        let mut transaction = WriteTransaction::begin(&self.pool).await?;
         for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
                 .push_values(chunk, |mut row, estimate| {
@@ -391,18 +439,18 @@ impl Store for SqliteStore {
                      minutes = excluded.minutes, estimated_at = excluded.estimated_at",
                 )
                 .build()
-                .execute(&mut *transaction)
+                .execute(transaction.connection())
                 .await
                 .map_err(unavailable)?;
         }
-        transaction.commit().await.map_err(unavailable)
+        transaction.commit().await
     }
 
     async fn rotate_signing_key(&self, key: &StoredSigningKey, now: i64) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        let mut transaction = WriteTransaction::begin(&self.pool).await?;
         sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL")
             .bind(now)
-            .execute(&mut *transaction)
+            .execute(transaction.connection())
             .await
             .map_err(unavailable)?;
         sqlx::query(
@@ -413,10 +461,10 @@ impl Store for SqliteStore {
         .bind(&key.private_pkcs8)
         .bind(&key.public_key)
         .bind(key.created_at)
-        .execute(&mut *transaction)
+        .execute(transaction.connection())
         .await
         .map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
+        transaction.commit().await
     }
 
     #[tracing::instrument(skip(self))]
@@ -442,24 +490,24 @@ impl Store for SqliteStore {
                 rows.push((brand.name.as_str(), atm.identification.as_str(), record));
             }
         }
-        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
-        sqlx::query("DELETE FROM atms").execute(&mut *transaction).await.map_err(unavailable)?;
+        let mut transaction = WriteTransaction::begin(&self.pool).await?;
+        sqlx::query("DELETE FROM atms").execute(transaction.connection()).await.map_err(unavailable)?;
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new("INSERT INTO atms (brand_name, identification, record) ")
                 .push_values(chunk, |mut row, (brand, identification, record)| {
                     row.push_bind(*brand).push_bind(*identification).push_bind(record.as_str());
                 })
                 .build()
-                .execute(&mut *transaction)
+                .execute(transaction.connection())
                 .await
                 .map_err(unavailable)?;
         }
         sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
             .bind(now)
-            .execute(&mut *transaction)
+            .execute(transaction.connection())
             .await
             .map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
+        transaction.commit().await
     }
 
     async fn close(&self) {

@@ -1,0 +1,11 @@
+//! Fault tests: the real binary on loopback, with its disk filled, its store locked,
+//! SIGTERM under keep-alive load and SIGKILL in the middle of writes. Each test is
+//! bounded in time, starts its own processes and stops them by PID, and runs alone (see
+//! `harness::one_at_a_time`). A fault that needs root (a full disk) says plainly that it
+//! was skipped without it, and fails under `CI=true`.
+
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod disk_full;
+mod harness;
