@@ -12,6 +12,7 @@
 //!
 //! # Layout
 //! - [`store`] — the [`store::Store`] trait every database adapter implements, and its records.
+//! - [`store_watch`] — whether the store answers, probed in the background for readiness.
 //! - [`sqlite`] — the SQLite store.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
@@ -21,6 +22,7 @@
 pub mod jwt;
 pub mod sqlite;
 pub mod store;
+pub mod store_watch;
 pub mod system;
 pub mod token_writer;
 pub mod view;

@@ -6,6 +6,7 @@
 //! is shared by the whole batch and issuance scales with load instead of disk latency.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use domain::ports::StoreUnavailable;
 use domain::token::IssuedToken;
@@ -18,6 +19,11 @@ const MAX_BATCH: usize = 512;
 
 /// Records queued before callers wait for room: bounds memory under overload.
 const QUEUE_CAPACITY: usize = 8 * MAX_BATCH;
+
+/// The longest a caller waits for its record to be durable, queueing included: the
+/// fault issue bounds every store wait on a request path at about 2 s. Past it the token
+/// is refused (its record may still be written; a stored token nobody holds is harmless).
+const RECORD_DEADLINE: Duration = Duration::from_secs(2);
 
 type Reply = oneshot::Sender<Result<(), String>>;
 
@@ -36,14 +42,23 @@ impl TokenWriter {
         Self { queue }
     }
 
-    /// Queues `token` and waits until it is durable.
+    /// Queues `token` and waits until it is durable, for at most [`RECORD_DEADLINE`].
     ///
     /// # Errors
-    /// [`StoreUnavailable`] if the batch it was in could not be committed.
+    /// [`StoreUnavailable`] if the batch it was in could not be committed, or was not
+    /// committed in time.
     pub async fn record(&self, token: IssuedToken) -> Result<(), StoreUnavailable> {
-        let (reply, answer) = oneshot::channel();
-        self.queue.send((token, reply)).await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
-        answer.await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?.map_err(StoreUnavailable::new)
+        let recorded = async {
+            let (reply, answer) = oneshot::channel();
+            self.queue.send((token, reply)).await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
+            answer
+                .await
+                .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?
+                .map_err(StoreUnavailable::new)
+        };
+        tokio::time::timeout(RECORD_DEADLINE, recorded)
+            .await
+            .map_err(|_| StoreUnavailable::new("the token record was not durable within the deadline"))?
     }
 }
 
@@ -51,6 +66,12 @@ async fn write_batches(store: Arc<dyn Store>, mut pending: mpsc::Receiver<(Issue
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut tokens = Vec::with_capacity(MAX_BATCH);
     while pending.recv_many(&mut batch, MAX_BATCH).await > 0 {
+        // Callers that gave up (deadline passed, client gone) were refused: their tokens
+        // are never handed out, so they need not be written.
+        batch.retain(|(_, reply)| !reply.is_closed());
+        if batch.is_empty() {
+            continue;
+        }
         tokens.extend(batch.iter().map(|(token, _)| token.clone()));
         let outcome = store.record_tokens(&tokens).await.map_err(|error| {
             tracing::error!(error = %error, tokens = tokens.len(), "token records were not stored");

@@ -183,6 +183,12 @@ impl StoreView {
         Ok(())
     }
 
+    /// Whether the view still vouches for what it holds (the store answered a refresh
+    /// within `max_staleness`).
+    pub fn is_current(&self) -> bool {
+        self.vouch().is_ok()
+    }
+
     /// Fails once the store has not answered a refresh for longer than `max_staleness`.
     fn vouch(&self) -> Result<(), StoreUnavailable> {
         let since =

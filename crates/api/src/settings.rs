@@ -32,6 +32,9 @@ pub const DEFAULT_RATE_LIMIT_BURST: u32 = 100;
 pub const DEFAULT_CLIENT_REQUEST_TIMEOUT_MS: u64 = 5000;
 /// Default time the in-memory view serves without hearing from the store.
 pub const DEFAULT_MAX_STALENESS_MS: u64 = 10_000;
+/// Default drain period after SIGTERM: long enough for a load balancer that probes
+/// readiness every second or two to see it fail and stop sending (the fault issue).
+pub const DEFAULT_SHUTDOWN_DRAIN_MS: u64 = 5000;
 /// Longest token lifetime accepted: a pre-login token is not a session of a day.
 const MAX_TOKEN_TTL_SECONDS: u32 = 86_400;
 
@@ -237,6 +240,10 @@ pub struct ServeArgs {
     /// [default: 10000].
     #[arg(long, env = "BRANCH_ATM_MAX_STALENESS_MS", value_name = "MS")]
     pub max_staleness_ms: Option<u64>,
+    /// After SIGTERM, how long to keep serving (readiness 503, `Connection: close` on
+    /// every response) before stopping, in ms; 0 stops at once [default: 5000].
+    #[arg(long, env = "BRANCH_ATM_SHUTDOWN_DRAIN_MS", value_name = "MS")]
+    pub shutdown_drain_ms: Option<u64>,
 }
 
 /// Log output format.
@@ -269,6 +276,7 @@ struct FileSettings {
     rate_limit_burst: Option<u32>,
     client_request_timeout_ms: Option<u64>,
     max_staleness_ms: Option<u64>,
+    shutdown_drain_ms: Option<u64>,
 }
 
 /// Settings are wrong; the message says which and why.
@@ -325,6 +333,8 @@ pub struct Settings {
     pub client_request_timeout: Duration,
     /// How long the view may go without hearing from the store.
     pub max_staleness: Duration,
+    /// How long to keep serving after SIGTERM before stopping.
+    pub shutdown_drain: Duration,
 }
 
 impl Settings {
@@ -345,6 +355,7 @@ impl Settings {
             rate_limit_burst: NonZeroU32::MAX,
             client_request_timeout: Duration::from_millis(DEFAULT_CLIENT_REQUEST_TIMEOUT_MS),
             max_staleness: Duration::from_millis(DEFAULT_MAX_STALENESS_MS),
+            shutdown_drain: Duration::from_millis(DEFAULT_SHUTDOWN_DRAIN_MS),
         }
     }
 }
@@ -423,6 +434,10 @@ pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings
     if max_staleness_ms < 2 * refresh_ms {
         return Err(SettingsError("max-staleness-ms must be at least twice refresh-interval-ms".into()));
     }
+    let shutdown_drain_ms = serve.shutdown_drain_ms.or(file.shutdown_drain_ms).unwrap_or(DEFAULT_SHUTDOWN_DRAIN_MS);
+    if shutdown_drain_ms > 600_000 {
+        return Err(SettingsError("shutdown-drain-ms must be from 0 to 600000".into()));
+    }
     Ok((
         common,
         Settings {
@@ -439,6 +454,7 @@ pub fn resolve(cli: &Cli, serve: &ServeArgs) -> Result<(CommonSettings, Settings
             rate_limit_burst,
             client_request_timeout: Duration::from_millis(client_request_timeout_ms),
             max_staleness: Duration::from_millis(max_staleness_ms),
+            shutdown_drain: Duration::from_millis(shutdown_drain_ms),
         },
     ))
 }

@@ -12,6 +12,7 @@ use actix_web::{App, HttpServer, web};
 use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
+use adapters::store_watch::StoreWatch;
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings, spawn_token_purger};
 use domain::ports::{StoreUnavailable, TokenLedger};
@@ -25,11 +26,13 @@ use secrecy::ExposeSecret as _;
 use time::OffsetDateTime;
 
 use crate::demo;
+use crate::http::meta::Readiness;
 use crate::http::rate_limit::ClientRateLimit;
 use crate::http::{self, AppState};
 use crate::settings::{Settings, TlsFiles};
 
-/// How long in-flight requests may take to finish after SIGTERM/SIGINT.
+/// How long requests in flight may take to finish once the drain period is over (the
+/// fault issue: exit within the drain period plus 15 s).
 const SHUTDOWN_GRACE_SECONDS: u64 = 15;
 
 /// Why the service did not start.
@@ -109,6 +112,42 @@ fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
         .map_err(|e| StartupError::Tls(e.to_string()))
 }
 
+/// Resolves when the server should stop accepting: after SIGTERM or SIGINT, once the
+/// drain period has passed, or at once on a second signal. Until then the service keeps
+/// serving, with readiness failing so load balancers take it out, and every response
+/// closing its connection so no keep-alive client sends a request into a connection
+/// about to close (the fault issue: a restart loses no request).
+async fn drain_on_signal(readiness: Arc<Readiness>, drain: Duration) {
+    stop_requested().await;
+    readiness.start_draining();
+    tracing::info!(drain_ms = drain.as_millis() as u64, "stopping: draining before connections are refused");
+    tokio::select! {
+        () = tokio::time::sleep(drain) => {}
+        () = stop_requested() => tracing::info!("a second signal: the rest of the drain period is skipped"),
+    }
+    tracing::info!("no longer accepting connections; finishing the requests in flight");
+}
+
+/// Resolves at the next SIGTERM or SIGINT.
+async fn stop_requested() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "SIGTERM cannot be handled; only SIGINT stops the service");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
 /// A built, bound, not yet running service.
 pub struct Application {
     port: u16,
@@ -136,6 +175,7 @@ impl Application {
         let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
         spawn_token_purger(Arc::clone(&store));
+        let readiness = Arc::new(Readiness::new(StoreWatch::spawn(Arc::clone(&store)), Arc::clone(&view)));
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let state = web::Data::new(AppState {
@@ -150,7 +190,7 @@ impl Application {
             bearer: BearerCheck::new(jwt.clone(), ledger),
             wait_times: WaitTimeService::new(view.clone(), view.clone()),
             verifier: jwt,
-            store: Arc::clone(&store),
+            readiness: Arc::clone(&readiness),
             atms: AtmLocator::new(view, settings.atm_page_size),
             atm_rate: ClientRateLimit::new(settings.rate_limit_per_second, settings.rate_limit_burst),
             public_base_url: settings.public_base_url.clone(),
@@ -160,14 +200,17 @@ impl Application {
 
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
+        let draining = Arc::clone(&readiness);
         let mut server = HttpServer::new(move || {
+            let readiness = Arc::clone(&draining);
             App::new()
-                .wrap(from_fn(http::middleware::observe))
+                .wrap(from_fn(move |request, next| http::middleware::observe(Arc::clone(&readiness), request, next)))
                 .wrap(http::middleware::security_headers())
                 .app_data(state.clone())
                 .configure(http::routes)
                 .default_service(web::to(http::not_found))
         })
+        .shutdown_signal(drain_on_signal(readiness, settings.shutdown_drain))
         .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
         .client_request_timeout(settings.client_request_timeout);
         if let Some(workers) = settings.workers {
@@ -192,7 +235,9 @@ impl Application {
         self.port
     }
 
-    /// Serves until SIGTERM or SIGINT, then drains in-flight requests.
+    /// Serves until SIGTERM or SIGINT, drains for the drain period (readiness 503,
+    /// `Connection: close` on every response), then stops accepting and lets the
+    /// requests in flight finish (up to 15 s).
     ///
     /// # Errors
     /// The server's I/O error, if it fails.

@@ -1,8 +1,16 @@
-//! Logging: pretty lines on a terminal, JSON for log shippers.
+//! Logging: pretty lines on a terminal, JSON for log shippers; malformed requests
+//! counted instead of logged one by one.
 
+use std::fmt::Write as _;
 use std::io::IsTerminal as _;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
 use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+use tracing_subscriber::util::SubscriberInitExt as _;
 
 use crate::settings::LogFormat;
 
@@ -24,15 +32,128 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) {
     };
     let format = format.unwrap_or(if terminal { LogFormat::Pretty } else { LogFormat::Json });
     let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_ansi(terminal);
+    let malformed = MalformedRequests::start(SUMMARY_INTERVAL);
+    let registry = tracing_subscriber::registry().with(malformed).with(filter);
+    let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal);
     let _ = match (format, sink) {
-        (LogFormat::Json, Sink::Stdout) => {
-            builder.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout).try_init()
-        }
-        (LogFormat::Json, Sink::Stderr) => {
-            builder.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr).try_init()
-        }
-        (LogFormat::Pretty, Sink::Stdout) => builder.compact().with_writer(std::io::stdout).try_init(),
-        (LogFormat::Pretty, Sink::Stderr) => builder.compact().with_writer(std::io::stderr).try_init(),
+        (LogFormat::Json, Sink::Stdout) => registry
+            .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout))
+            .try_init(),
+        (LogFormat::Json, Sink::Stderr) => registry
+            .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr))
+            .try_init(),
+        (LogFormat::Pretty, Sink::Stdout) => registry.with(fmt.compact().with_writer(std::io::stdout)).try_init(),
+        (LogFormat::Pretty, Sink::Stderr) => registry.with(fmt.compact().with_writer(std::io::stderr)).try_init(),
     };
+}
+
+/// At most one summary line of malformed requests per this interval.
+const SUMMARY_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Requests the HTTP parser refused before the service saw them: malformed heads,
+/// bodies cut short, clients too slow to send. actix-http's dispatcher logs each at
+/// ERROR, but any outsider can send them; they are not errors of the service. This
+/// layer keeps them out of the log and counts them instead; a thread writes one INFO
+/// line with the count and the last reason within a second of the first one, then at
+/// most once per interval (the fault issue, finding 8).
+#[derive(Clone)]
+struct MalformedRequests(Arc<Mutex<Tally>>);
+
+#[derive(Default)]
+struct Tally {
+    count: u64,
+    last_reason: String,
+    next_summary: Option<Instant>,
+}
+
+/// Where actix-http logs the requests it refused.
+const DISPATCHER_TARGET: &str = "actix_http::h1::dispatcher";
+
+/// A dispatcher error about the service's own response, not the client's request: it
+/// stays an error.
+const OWN_FAILURE: &str = "Response payload stream error";
+
+impl MalformedRequests {
+    fn start(interval: Duration) -> Self {
+        let layer = Self(Arc::default());
+        let tally = Arc::clone(&layer.0);
+        std::thread::Builder::new()
+            .name("malformed-requests".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                    if let Some((count, reason)) = summary_due(&tally, interval, Instant::now()) {
+                        tracing::info!(
+                            malformed_requests = count,
+                            last_reason = %reason,
+                            "requests refused by the HTTP parser (answered 400/408/431 and closed)"
+                        );
+                    }
+                }
+            })
+            .ok();
+        layer
+    }
+}
+
+/// The count and last reason to log now, if any are waiting and the last summary is at
+/// least `interval` old; resets the count.
+fn summary_due(tally: &Mutex<Tally>, interval: Duration, now: Instant) -> Option<(u64, String)> {
+    let mut tally = tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if tally.count == 0 || tally.next_summary.is_some_and(|next| now < next) {
+        return None;
+    }
+    tally.next_summary = Some(now + interval);
+    Some((std::mem::take(&mut tally.count), std::mem::take(&mut tally.last_reason)))
+}
+
+/// The `message` field of an event.
+#[derive(Default)]
+struct Message(String);
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for MalformedRequests {
+    fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
+        let metadata = event.metadata();
+        if *metadata.level() != Level::ERROR || metadata.target() != DISPATCHER_TARGET {
+            return true;
+        }
+        let mut message = Message::default();
+        event.record(&mut message);
+        if message.0.starts_with(OWN_FAILURE) {
+            return true;
+        }
+        let mut tally = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tally.count += 1;
+        tally.last_reason = message.0;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_malformed_requests_are_summarised_at_once_and_later_ones_once_an_interval() {
+        let tally = Mutex::new(Tally::default());
+        let start = Instant::now();
+        let interval = Duration::from_secs(60);
+        assert_eq!(summary_due(&tally, interval, start), None, "nothing to say");
+
+        tally.lock().unwrap().count = 3;
+        tally.lock().unwrap().last_reason = "request parse error".into();
+        assert_eq!(summary_due(&tally, interval, start), Some((3, "request parse error".into())));
+
+        tally.lock().unwrap().count = 5;
+        assert_eq!(summary_due(&tally, interval, start + Duration::from_secs(59)), None, "not within the interval");
+        assert_eq!(summary_due(&tally, interval, start + Duration::from_secs(60)).map(|(n, _)| n), Some(5));
+    }
 }

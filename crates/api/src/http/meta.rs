@@ -1,7 +1,12 @@
 //! The JWKS and the health checks.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, web};
+use adapters::store_watch::StoreWatch;
+use adapters::view::StoreView;
 
 use super::AppState;
 use super::errors::mime_json;
@@ -43,7 +48,45 @@ pub async fn live() -> HttpResponse {
         .body(r#"{"status":"up"}"#)
 }
 
-/// GET /api/health/ready: the store answers too; 503 while it does not.
+/// What readiness is made of. Nothing here waits on the store: a load balancer must be
+/// told at once, also when the store is stuck (the fault issue).
+pub struct Readiness {
+    store: Arc<StoreWatch>,
+    view: Arc<StoreView>,
+    draining: AtomicBool,
+}
+
+impl Readiness {
+    /// Ready while `store` answers its probes and `view` vouches for its data.
+    pub fn new(store: Arc<StoreWatch>, view: Arc<StoreView>) -> Self {
+        Self { store, view, draining: AtomicBool::new(false) }
+    }
+
+    /// From now on readiness fails and every response closes its connection: the
+    /// service is about to stop (SIGTERM).
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the service is draining before it stops.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// The readiness body: why the service should not get traffic now, if it should not.
+    fn status(&self) -> Result<&'static str, &'static str> {
+        if self.is_draining() {
+            Err(r#"{"status":"draining"}"#)
+        } else if !self.store.answers() || !self.view.is_current() {
+            Err(r#"{"status":"unavailable"}"#)
+        } else {
+            Ok(r#"{"status":"ready"}"#)
+        }
+    }
+}
+
+/// GET /api/health/ready: the store answers and the service is not stopping; 503
+/// otherwise. Answered from memory, at once.
 #[utoipa::path(
     get,
     path = "/health/ready",
@@ -52,16 +95,13 @@ pub async fn live() -> HttpResponse {
     summary = "Readiness",
     responses(
         (status = 200, description = "The store answers.", body = Object, example = json!({"status": "ready"})),
-        (status = 503, description = "The store does not answer.", body = Object, example = json!({"status": "unavailable"})),
+        (status = 503, description = "The store does not answer (`unavailable`), or the service is stopping (`draining`).", body = Object, example = json!({"status": "unavailable"})),
     ),
 )]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
-    let (mut response, body) = match state.store.ping().await {
-        Ok(()) => (HttpResponse::Ok(), r#"{"status":"ready"}"#),
-        Err(error) => {
-            tracing::warn!(error = %error, "not ready: the store does not answer");
-            (HttpResponse::ServiceUnavailable(), r#"{"status":"unavailable"}"#)
-        }
+    let (mut response, body) = match state.readiness.status() {
+        Ok(body) => (HttpResponse::Ok(), body),
+        Err(body) => (HttpResponse::ServiceUnavailable(), body),
     };
     response
         .content_type(mime_json())

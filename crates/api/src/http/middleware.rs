@@ -1,13 +1,17 @@
-//! What wraps every response: security headers, correlation id, and the access log.
+//! What wraps every response: security headers, correlation id, the access log, and
+//! `Connection: close` while the service drains.
 
+use std::sync::Arc;
 use std::time::Instant;
 
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::ConnectionType;
 use actix_web::http::header::{HeaderName, HeaderValue};
 use actix_web::middleware::{DefaultHeaders, Next};
 use tracing::Instrument as _;
 
+use super::meta::Readiness;
 use super::request::{UUID_HEADER, valid_uuid};
 
 /// The security headers DECISIONS.md puts on every response (OWASP Secure Headers).
@@ -37,7 +41,11 @@ pub fn docs_headers() -> DefaultHeaders {
 
 /// Runs each request in a span carrying its `uuid` (the correlation id), echoes a valid
 /// `uuid` as a response header, and logs one line per request with status and latency.
+/// While the service drains before it stops, every response says `Connection: close`,
+/// so a keep-alive client sends its next request elsewhere instead of into a connection
+/// about to close.
 pub async fn observe(
+    readiness: Arc<Readiness>,
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
@@ -52,6 +60,9 @@ pub async fn observe(
     let mut response = next.call(request).instrument(span.clone()).await?;
     if let Some(uuid) = uuid {
         response.headers_mut().insert(HeaderName::from_static(UUID_HEADER), uuid);
+    }
+    if readiness.is_draining() {
+        response.response_mut().head_mut().set_connection_type(ConnectionType::Close);
     }
     span.in_scope(|| {
         tracing::info!(

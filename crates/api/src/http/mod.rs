@@ -19,7 +19,6 @@ use std::sync::Arc;
 
 use actix_web::http::{StatusCode, header};
 use actix_web::{HttpRequest, HttpResponse, web};
-use adapters::store::Store;
 use domain::ports::TokenVerifier;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -40,8 +39,8 @@ pub struct AppState {
     pub wait_times: WaitTimeService,
     /// Publishes the JWKS.
     pub verifier: Arc<dyn TokenVerifier>,
-    /// For the readiness check.
-    pub store: Arc<dyn Store>,
+    /// Readiness, and whether the service is draining before it stops.
+    pub readiness: Arc<meta::Readiness>,
     /// ATM listings.
     pub atms: AtmLocator,
     /// The per-client limit on ATM requests.

@@ -192,7 +192,17 @@ async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
     use std::io::{BufRead as _, BufReader};
     let (folder, url) = fresh_database();
     let mut server = Command::new(env!("CARGO_BIN_EXE_branch-atm"))
-        .args(["--database-url", &url, "serve", "--listen", "127.0.0.1:0", "--log-filter", "warn"])
+        .args([
+            "--database-url",
+            &url,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-filter",
+            "warn",
+            "--shutdown-drain-ms",
+            "0",
+        ])
         .current_dir(folder.path())
         .stdout(std::process::Stdio::piped())
         .spawn()

@@ -8,4 +8,7 @@
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod disk_full;
+mod drain;
 mod harness;
+mod malformed;
+mod store_locked;
