@@ -18,6 +18,9 @@ use super::request::{
     require_uuid, required_header,
 };
 
+// Required fields are `Option`s so that a missing one is located here, at its own path,
+// rather than by serde at the object that lacks it (`branches[0]`); the schema still says
+// they are required.
 /// RetrieveBranchWaitTimeRequest. The spec's samples name the key `branch`; it is
 /// accepted as an alias of `branches`. Unknown fields are refused.
 #[derive(Deserialize, ToSchema)]
@@ -25,8 +28,8 @@ use super::request::{
 struct RetrieveBranchWaitTimeRequest<'a> {
     /// 1 to 100 branches, each asked for once. `branch` is accepted as an alias.
     #[serde(alias = "branch", borrow)]
-    #[schema(min_items = 1, max_items = 100)]
-    branches: Vec<BranchItem<'a>>,
+    #[schema(value_type = Vec<BranchItem>, required = true, min_items = 1, max_items = 100)]
+    branches: Option<Vec<BranchItem<'a>>>,
 }
 
 /// Branch: a branch asked for.
@@ -36,8 +39,8 @@ struct RetrieveBranchWaitTimeRequest<'a> {
 struct BranchItem<'a> {
     /// Five digits: the branch's identifier.
     #[serde(rename = "branchId", borrow)]
-    #[schema(value_type = String, pattern = "^[0-9]{5}$", example = "00042")]
-    branch_id: Cow<'a, str>,
+    #[schema(value_type = String, required = true, pattern = "^[0-9]{5}$", example = "00042")]
+    branch_id: Option<Cow<'a, str>>,
 }
 
 /// The branch ids of the body, in order, each failure located (`branches[3].branchId`).
@@ -45,20 +48,21 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
     // Tracking the path costs an allocation per element; only a failed parse needs it.
     let request: RetrieveBranchWaitTimeRequest<'_> =
         serde_json::from_slice(body).map_err(|_| located_parse_failure(body))?;
-    match request.branches.len() {
+    let branches = request.branches.ok_or_else(|| Failure::invalid("branches", Message::Missing))?;
+    match branches.len() {
         0 => return Err(Failure::invalid("branches", Message::NoBranches)),
         n if n > MAX_BRANCHES_PER_REQUEST => {
             return Err(Failure::invalid("branches", Message::TooManyBranches(MAX_BRANCHES_PER_REQUEST)));
         }
         _ => {}
     }
-    request
-        .branches
+    branches
         .iter()
         .enumerate()
         .map(|(index, item)| {
-            BranchId::parse(&item.branch_id)
-                .map_err(|shape| Failure::invalid(format!("branches[{index}].branchId"), Message::Malformed(shape)))
+            let location = || format!("branches[{index}].branchId");
+            let raw = item.branch_id.as_deref().ok_or_else(|| Failure::invalid(location(), Message::Missing))?;
+            BranchId::parse(raw).map_err(|shape| Failure::invalid(location(), Message::Malformed(shape)))
         })
         .collect()
 }
@@ -70,11 +74,7 @@ fn located_parse_failure(body: &[u8]) -> Failure {
     match parsed {
         Err(error) => {
             let path = error.path().to_string();
-            let location = match path.as_str() {
-                "." if error.inner().to_string().starts_with("missing field") => "branches".to_owned(),
-                "." => "body".to_owned(),
-                _ => path,
-            };
+            let location = if path == "." { "body".to_owned() } else { path };
             Failure::invalid(location, Message::Body(error.inner().to_string()))
         }
         // The document parsed; what follows it did not.
@@ -271,6 +271,13 @@ mod tests {
     fn a_bad_id_is_located_by_its_position() {
         let failure = branches_of(br#"{"branches":[{"branchId":"00001"},{"branchId":"1"}]}"#).unwrap_err();
         assert_eq!(failure.location.as_deref(), Some("branches[1].branchId"));
+    }
+
+    #[test]
+    fn a_missing_branch_id_is_located_at_the_field_not_its_object() {
+        let failure = branches_of(br#"{"branches":[{"branchId":"00001"},{}]}"#).unwrap_err();
+        assert_eq!(failure.location.as_deref(), Some("branches[1].branchId"));
+        assert_eq!(branches_of(br#"{}"#).unwrap_err().location.as_deref(), Some("branches"));
     }
 
     #[test]

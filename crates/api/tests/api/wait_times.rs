@@ -123,6 +123,8 @@ async fn bad_bodies_are_400s_pointing_at_the_field() {
         (r#"{"branches":[{"branchId":"00001"},{"branchId":"00002"},{"branchId":12345}]}"#, "branches[2].branchId"),
         (r#"{"branches":[]}"#, "branches"),
         (r#"{}"#, "branches"),
+        (r#"{"branches":[{}]}"#, "branches[0].branchId"),
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":null}]}"#, "branches[1].branchId"),
         (r#"{"branches":[{"branchId":"00001"}],"extra":true}"#, "extra"),
         (r#"{"branches":[{"branchId":"00001","x":1}]}"#, "branches[0].x"),
         (r#"{"branches":"#, "branches"),
