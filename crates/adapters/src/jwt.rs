@@ -13,18 +13,21 @@ use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
-use domain::ports::{SigningFailed, TokenRejected, TokenSigner, TokenVerifier};
+use domain::ports::{Clock, SigningFailed, TokenRejected, TokenSigner, TokenVerifier};
 use domain::token::{AccessClaims, Scope, SessionId, TokenId};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use quick_cache::sync::Cache;
 use serde::{Deserialize, Serialize};
+use time::OffsetDateTime;
 
 use crate::store::StoredSigningKey;
 
-/// Leeway on `exp` and `nbf`: issuer and verifier share a clock, so one second covers
-/// rounding; jsonwebtoken's default of 60 s would keep expired tokens alive a minute.
-const LEEWAY_SECONDS: u64 = 1;
+/// Leeway on `exp` and `nbf` (DECISIONS.md: at most one second; jsonwebtoken's default
+/// of 60 s would keep expired tokens alive a minute). It is applied to the current time
+/// with its fraction of a second: a token is refused from exactly `exp` + 1 s. Compared
+/// in whole seconds, as jsonwebtoken does, it was accepted until `exp` + 1.99 s.
+const LEEWAY_MILLIS: i128 = 1000;
 
 /// RFC 9068 §2.1: the media type of JWT access tokens.
 const ACCESS_TOKEN_TYPE: &str = "at+jwt";
@@ -137,14 +140,18 @@ pub struct JwtTokens {
     audience: String,
     validation: Validation,
     keys: ArcSwap<KeySet>,
+    clock: Arc<dyn Clock>,
 }
 
 impl JwtTokens {
-    /// Tokens issued by `issuer` for `audience`, with no keys loaded yet.
-    pub fn new(issuer: &str, audience: &str) -> Self {
+    /// Tokens issued by `issuer` for `audience`, with no keys loaded yet, whose time
+    /// claims are checked against `clock`.
+    pub fn new(issuer: &str, audience: &str, clock: Arc<dyn Clock>) -> Self {
         let mut validation = Validation::new(Algorithm::EdDSA);
-        validation.leeway = LEEWAY_SECONDS;
-        validation.validate_nbf = true;
+        // `exp` and `nbf` must be there (below), and are checked by `time_claims_hold`
+        // on every path, the remembered one too.
+        validation.validate_exp = false;
+        validation.validate_nbf = false;
         validation.set_issuer(&[issuer]);
         validation.set_audience(&[audience]);
         validation.set_required_spec_claims(&["exp", "nbf", "iss", "aud", "sub"]);
@@ -153,6 +160,7 @@ impl JwtTokens {
             audience: audience.to_owned(),
             validation,
             keys: ArcSwap::from_pointee(KeySet::new(r#"{"keys":[]}"#.to_owned())),
+            clock,
         }
     }
 
@@ -239,14 +247,15 @@ fn rejection(kind: &ErrorKind) -> TokenRejected {
     })
 }
 
-/// The time claims of an already verified token, checked as jsonwebtoken checks them.
-fn still_valid(claims: &AccessClaims) -> Result<(), TokenRejected> {
-    let now = i64::try_from(jsonwebtoken::get_current_timestamp()).unwrap_or(i64::MAX);
-    let leeway = LEEWAY_SECONDS.cast_signed();
-    if claims.expires_at < now - leeway {
+/// Whether `now` lies within the token's `nbf` and `exp`, widened by the leeway: from
+/// `nbf` − 1 s up to, not including, `exp` + 1 s. Milliseconds, in `i128` so that no
+/// claim a token may carry overflows.
+fn time_claims_hold(claims: &AccessClaims, now: OffsetDateTime) -> Result<(), TokenRejected> {
+    let now = now.unix_timestamp_nanos() / 1_000_000;
+    if now >= i128::from(claims.expires_at) * 1000 + LEEWAY_MILLIS {
         return Err(TokenRejected("expired"));
     }
-    if claims.not_before > now + leeway {
+    if now < i128::from(claims.not_before) * 1000 - LEEWAY_MILLIS {
         return Err(TokenRejected("not yet valid"));
     }
     Ok(())
@@ -258,10 +267,11 @@ impl TokenVerifier for JwtTokens {
         // One Ed25519 verification costs tens of microseconds, more than the rest of a
         // request; an app calls with the same token for its whole session.
         if let Some(claims) = keys.verified.get(token) {
-            still_valid(&claims)?;
+            time_claims_hold(&claims, self.clock.now())?;
             return Ok(claims);
         }
         let claims = Self::verify_signed(&keys, &self.validation, token)?;
+        time_claims_hold(&claims, self.clock.now())?;
         keys.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
     }
@@ -301,10 +311,33 @@ impl JwtTokens {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use time::OffsetDateTime;
+    use crate::system::SystemClock;
+    use std::sync::Mutex;
 
     fn now() -> i64 {
         OffsetDateTime::now_utc().unix_timestamp()
+    }
+
+    /// A clock the test sets.
+    struct SetClock(Mutex<OffsetDateTime>);
+
+    impl SetClock {
+        fn at(unix_millis: i64) -> Arc<Self> {
+            let clock = Arc::new(Self(Mutex::new(OffsetDateTime::UNIX_EPOCH)));
+            clock.set(unix_millis);
+            clock
+        }
+
+        fn set(&self, unix_millis: i64) {
+            *self.0.lock().unwrap() =
+                OffsetDateTime::from_unix_timestamp_nanos(i128::from(unix_millis) * 1_000_000).unwrap();
+        }
+    }
+
+    impl Clock for SetClock {
+        fn now(&self) -> OffsetDateTime {
+            *self.0.lock().unwrap()
+        }
     }
 
     fn claims(issued_at: i64, lifetime: i64) -> AccessClaims {
@@ -312,7 +345,11 @@ mod tests {
     }
 
     fn tokens_with(keys: &[StoredSigningKey]) -> JwtTokens {
-        let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api");
+        tokens_on(keys, Arc::new(SystemClock))
+    }
+
+    fn tokens_on(keys: &[StoredSigningKey], clock: Arc<dyn Clock>) -> JwtTokens {
+        let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api", clock);
         tokens.install(keys).unwrap();
         tokens
     }
@@ -335,7 +372,7 @@ mod tests {
     #[test]
     fn a_token_from_another_issuer_is_rejected() {
         let key = generate_signing_key(now()).unwrap();
-        let elsewhere = JwtTokens::new("https://evil.example/api", "https://bank.example/api");
+        let elsewhere = JwtTokens::new("https://evil.example/api", "https://bank.example/api", Arc::new(SystemClock));
         elsewhere.install(std::slice::from_ref(&key)).unwrap();
         let token = elsewhere.sign(&claims(now(), 60)).unwrap();
         assert_eq!(tokens_with(&[key]).verify(&token), Err(TokenRejected("wrong issuer")));
@@ -365,14 +402,31 @@ mod tests {
         assert_eq!(document["keys"].as_array().unwrap().len(), 2);
     }
 
+    const EXP: i64 = 1_800_000_000;
+
     #[test]
-    fn a_remembered_token_still_expires() {
-        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
-        // Expires now; still valid for the one second of leeway.
-        let token = tokens.sign(&claims(now() - 60, 60)).unwrap();
-        assert!(tokens.verify(&token).is_ok());
-        std::thread::sleep(std::time::Duration::from_millis(2_500));
-        assert_eq!(tokens.verify(&token), Err(TokenRejected("expired")));
+    fn a_token_is_accepted_until_its_exp_plus_one_second_and_refused_from_then_on() {
+        let key = generate_signing_key(EXP - 600).unwrap();
+        let clock = SetClock::at(EXP * 1000 + 999);
+        let remembering = tokens_on(std::slice::from_ref(&key), clock.clone());
+        let token = remembering.sign(&claims(EXP - 60, 60)).unwrap();
+        assert!(remembering.verify(&token).is_ok(), "exp + 0.999 s is within the leeway");
+
+        clock.set(EXP * 1000 + 1000);
+        assert_eq!(remembering.verify(&token), Err(TokenRejected("expired")), "remembered, at exp + 1 s");
+        let first_sight = tokens_on(&[key], clock);
+        assert_eq!(first_sight.verify(&token), Err(TokenRejected("expired")), "verified afresh, at exp + 1 s");
+    }
+
+    #[test]
+    fn a_token_is_refused_until_one_second_before_its_nbf() {
+        let key = generate_signing_key(EXP).unwrap();
+        let clock = SetClock::at(EXP * 1000 - 1001);
+        let tokens = tokens_on(&[key], clock.clone());
+        let token = tokens.sign(&claims(EXP, 60)).unwrap();
+        assert_eq!(tokens.verify(&token), Err(TokenRejected("not yet valid")));
+        clock.set(EXP * 1000 - 1000);
+        assert!(tokens.verify(&token).is_ok(), "nbf − 1 s is within the leeway");
     }
 
     #[test]

@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use adapters::jwt::{JwtTokens, generate_signing_key};
 use adapters::store::{AdminError, Store, WaitTimeEstimate};
+use adapters::system::SystemClock;
 use adapters::view::{StoreView, ViewSettings};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
@@ -154,7 +155,7 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
     store.register_client(&client("a-app"), NOW).await.unwrap();
     store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
-    let tokens = Arc::new(JwtTokens::new("iss", "aud"));
+    let tokens = Arc::new(JwtTokens::new("iss", "aud", Arc::new(SystemClock)));
     let settings = ViewSettings {
         token_lifetime: Duration::from_secs(1800),
         refresh_interval: Duration::from_secs(1),
@@ -194,7 +195,10 @@ async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: A
         refresh_interval: Duration::from_millis(10),
         max_staleness: Duration::from_millis(50),
     };
-    let view = StoreView::load(Arc::clone(&store), Arc::new(JwtTokens::new("iss", "aud")), settings).await.unwrap();
+    let view =
+        StoreView::load(Arc::clone(&store), Arc::new(JwtTokens::new("iss", "aud", Arc::new(SystemClock))), settings)
+            .await
+            .unwrap();
     let branch = [BranchId::parse("00001").unwrap()];
     assert_eq!(view.wait_times(&branch).await.unwrap().len(), 1);
 

@@ -15,7 +15,7 @@ use adapters::store::Store;
 use adapters::store_watch::StoreWatch;
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings, spawn_token_purger};
-use domain::ports::{StoreUnavailable, TokenLedger};
+use domain::ports::{Clock, StoreUnavailable, TokenLedger};
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
@@ -166,7 +166,9 @@ impl Application {
 
         let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
         let issuer = format!("{}/api", settings.public_base_url);
-        let jwt = Arc::new(JwtTokens::new(&issuer, &issuer));
+        // One clock for the issuer and the verifier.
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let jwt = Arc::new(JwtTokens::new(&issuer, &issuer, Arc::clone(&clock)));
         let view_settings = ViewSettings {
             token_lifetime: lifetime,
             refresh_interval: settings.refresh_interval,
@@ -183,7 +185,7 @@ impl Application {
                 view.clone(),
                 Arc::clone(&ledger),
                 jwt.clone(),
-                Arc::new(SystemClock),
+                clock,
                 Arc::new(RandomIds),
                 settings.token_ttl_seconds,
             ),

@@ -5,6 +5,7 @@ use std::sync::Arc;
 use adapters::jwt::JwtTokens;
 use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
+use adapters::system::SystemClock;
 use api::settings::Settings;
 use api::startup::Application;
 use domain::ports::TokenSigner;
@@ -146,7 +147,7 @@ impl TestApp {
     /// for tokens the app would never issue (expired, not yet valid, other issuer).
     pub async fn forge(&self, issuer: &str, claims: &AccessClaims) -> String {
         let keys = self.store().await.signing_keys(0).await.unwrap();
-        let signer = JwtTokens::new(issuer, &format!("{}/api", self.settings.public_base_url));
+        let signer = JwtTokens::new(issuer, &format!("{}/api", self.settings.public_base_url), Arc::new(SystemClock));
         signer.install(&keys).unwrap();
         signer.sign(claims).unwrap()
     }

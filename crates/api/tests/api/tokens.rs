@@ -93,6 +93,38 @@ async fn an_expired_token_signed_with_the_real_key_is_refused() {
     assert_refused(&app, &expired, "AAAAAAAAAAAAAAAAAAAAAA").await;
 }
 
+/// Sleeps until `unix_seconds` (a whole second) plus `millis`.
+async fn sleep_until(unix_seconds: i64, millis: u64) {
+    let at = std::time::UNIX_EPOCH
+        + std::time::Duration::from_secs(unix_seconds as u64 + millis / 1000)
+        + std::time::Duration::from_millis(millis % 1000);
+    if let Ok(wait) = at.duration_since(std::time::SystemTime::now()) {
+        tokio::time::sleep(wait).await;
+    }
+}
+
+#[tokio::test]
+async fn a_token_is_refused_one_second_after_its_exp_whether_remembered_or_not() {
+    let app = spawn_app().await;
+    let expires_at = now() + 1;
+    let claims = |sid: &str| demo_claims(sid, expires_at - 60, 60);
+    let remembered = Session {
+        token: app.forge(&app.issuer(), &claims("AAAAAAAAAAAAAAAAAAAAAA")).await,
+        sid: "AAAAAAAAAAAAAAAAAAAAAA".into(),
+    };
+    let fresh = Session {
+        token: app.forge(&app.issuer(), &claims("BBBBBBBBBBBBBBBBBBBBBB")).await,
+        sid: "BBBBBBBBBBBBBBBBBBBBBB".into(),
+    };
+    // Verified once while live, so the service remembers it; the other is first seen late.
+    assert_eq!(app.wait_times(&remembered, &["00001"]).await.status(), 200);
+
+    // DECISIONS.md: at most one second of leeway. At exp + 1.05 s both are refused.
+    sleep_until(expires_at + 1, 50).await;
+    assert_refused(&app, &remembered.token, &remembered.sid).await;
+    assert_refused(&app, &fresh.token, &fresh.sid).await;
+}
+
 #[tokio::test]
 async fn a_token_not_yet_valid_is_refused() {
     let app = spawn_app().await;
