@@ -11,6 +11,7 @@ use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
 };
 use domain::ports::StoreUnavailable;
+use domain::store_contents::StoreContents;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
 use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
@@ -216,13 +217,17 @@ impl Store for SqliteStore {
         Ok(revisions)
     }
 
-    async fn is_empty(&self) -> Result<bool, StoreUnavailable> {
-        let (any,): (bool,) =
-            sqlx::query_as("SELECT EXISTS (SELECT 1 FROM clients) OR EXISTS (SELECT 1 FROM branch_wait_times)")
-                .fetch_one(&self.pool)
-                .await
-                .map_err(unavailable)?;
-        Ok(!any)
+    async fn contents(&self) -> Result<StoreContents, StoreUnavailable> {
+        let (clients, supported_channels, wait_times, atms, token_records): (bool, bool, bool, bool, bool) =
+            sqlx::query_as(
+                "SELECT EXISTS (SELECT 1 FROM clients), EXISTS (SELECT 1 FROM supported_channels), \
+                 EXISTS (SELECT 1 FROM branch_wait_times), EXISTS (SELECT 1 FROM atms), \
+                 EXISTS (SELECT 1 FROM issued_tokens)",
+            )
+            .fetch_one(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(StoreContents { clients, supported_channels, wait_times, atms, token_records })
     }
 
     async fn clients(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {

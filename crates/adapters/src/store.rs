@@ -9,6 +9,7 @@ use domain::atm::Brand;
 use domain::branch::BranchWaitTime;
 use domain::client::{ChannelScope, ClientId, ClientRegistration};
 use domain::ports::StoreUnavailable;
+use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, OpaqueToken, TokenId};
 
 /// Change counters, one per topic, bumped by the database itself (triggers) on every
@@ -105,8 +106,8 @@ pub trait Store: Send + Sync {
     async fn ping(&self) -> Result<(), StoreUnavailable>;
     /// The current change counters.
     async fn revisions(&self) -> Result<Revisions, StoreUnavailable>;
-    /// Whether the store holds no clients and no wait times (a first start).
-    async fn is_empty(&self) -> Result<bool, StoreUnavailable>;
+    /// Which kinds of operator data the store holds.
+    async fn contents(&self) -> Result<StoreContents, StoreUnavailable>;
 
     /// Every client registration, ordered by client id.
     async fn clients(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable>;

@@ -16,6 +16,7 @@ use adapters::view::{StoreView, ViewSettings};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, TokenLedger, WaitTimeStore};
+use domain::store_contents::StoreContents;
 use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
 
@@ -54,10 +55,17 @@ fn token(n: u32, client_id: &str, expires_at: i64) -> IssuedToken {
     }
 }
 
-async fn a_new_store_is_empty_until_something_is_written(store: &dyn Store) {
-    assert!(store.is_empty().await.unwrap());
+async fn a_store_tells_which_kinds_of_data_it_holds(store: &dyn Store) {
+    assert_eq!(store.contents().await.unwrap(), StoreContents::default(), "a new store holds nothing");
     store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
-    assert!(!store.is_empty().await.unwrap());
+    assert_eq!(store.contents().await.unwrap(), StoreContents { wait_times: true, ..StoreContents::default() });
+    store.register_client(&client("bank-app"), NOW).await.unwrap();
+    store.allow_channel(&scope("MOBILE")).await.unwrap();
+    store.record_tokens(&[token(1, "bank-app", NOW + 60)]).await.unwrap();
+    store.replace_atms(&[brand("Alfa", &["A1"])], NOW).await.unwrap();
+    let every_kind =
+        StoreContents { clients: true, supported_channels: true, wait_times: true, atms: true, token_records: true };
+    assert_eq!(store.contents().await.unwrap(), every_kind);
 }
 
 async fn clients_round_trip_and_cannot_be_registered_twice(store: &dyn Store) {
@@ -262,8 +270,8 @@ async fn a_closed_store_answers_unavailable(store: &dyn Store) {
 macro_rules! contract_suite {
     ($fresh:expr) => {
         #[tokio::test]
-        async fn a_new_store_is_empty_until_something_is_written() {
-            super::a_new_store_is_empty_until_something_is_written(&*$fresh.await).await;
+        async fn a_store_tells_which_kinds_of_data_it_holds() {
+            super::a_store_tells_which_kinds_of_data_it_holds(&*$fresh.await).await;
         }
         #[tokio::test]
         async fn clients_round_trip_and_cannot_be_registered_twice() {

@@ -70,7 +70,7 @@ pub fn unix_now() -> i64 {
 }
 
 /// Migrates, creates a signing key if the store has none, and loads the demo data set
-/// into an empty store when asked to.
+/// when asked to, into a store that holds no operator data.
 async fn prepare(store: &dyn Store, demo_data: bool) -> Result<(), StartupError> {
     store.migrate().await?;
     if store.signing_keys(i64::MAX).await?.is_empty() {
@@ -78,9 +78,14 @@ async fn prepare(store: &dyn Store, demo_data: bool) -> Result<(), StartupError>
         store.rotate_signing_key(&key, unix_now()).await?;
         tracing::info!(kid = %key.kid, "created a signing key");
     }
-    if demo_data && store.is_empty().await? {
-        demo::load(store).await?;
-        tracing::info!("loaded the demo data set");
+    if demo_data {
+        let contents = store.contents().await?;
+        if contents.takes_demo_data() {
+            demo::load(store).await?;
+            tracing::info!("loaded the demo data set");
+        } else {
+            tracing::info!(?contents, "the store holds operator data: the demo data set is not loaded");
+        }
     }
     Ok(())
 }

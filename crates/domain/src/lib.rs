@@ -20,6 +20,7 @@
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
+//! - [`store_contents`] — which kinds of data a store holds; the demo data set's rule.
 //! - `testing` — sample values for tests (with the `mock` feature).
 
 pub mod atm;
@@ -29,6 +30,7 @@ pub mod client;
 pub mod input;
 pub mod ports;
 pub mod services;
+pub mod store_contents;
 #[cfg(any(test, feature = "mock"))]
 pub mod testing;
 pub mod token;

@@ -220,3 +220,28 @@ async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
     let status = server.wait().unwrap();
     assert!(status.success(), "a SIGTERM is a clean stop: {status:?}");
 }
+
+#[tokio::test]
+async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
+    let (folder, url) = fresh_database();
+    let file = folder.path().join("atms.json");
+    let atms = serde_json::json!({"meta": {}, "data": [{"Brand": [{"BrandName": "Banco del Operador", "ATM": [
+        {"Identification": "OP-1", "SupportedCurrencies": ["MXN"],
+         "Location": {"PostalAddress": {"TownName": "Mérida", "Country": "MX"}}}
+    ]}]}]});
+    std::fs::write(&file, atms.to_string()).unwrap();
+    let import = branch_atm(&url, &["atms", "import", file.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", stderr(&import));
+
+    // The README's start: demo data not switched off.
+    let mut settings = api::settings::Settings::for_database(&url);
+    settings.demo_data = true;
+    let application = api::startup::Application::build(settings).await.unwrap();
+    let store = application.store();
+    drop(application);
+
+    let held = store.atms().await.unwrap();
+    assert_eq!(held.records.len(), 1, "the operator's one ATM is kept, and nothing added");
+    assert_eq!(held.records[0].0, "Banco del Operador");
+    assert!(store.clients().await.unwrap().is_empty(), "no demo client was registered");
+}

@@ -1,0 +1,56 @@
+//! What a store holds, by kind, and the one rule that depends on it: the demo data set
+//! goes only into a store that no operator has written to.
+
+/// Which kinds of operator data a store holds.
+///
+/// Signing keys are not operator data here: `serve` creates one in a new store before
+/// anything else, and the demo set does not touch keys.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct StoreContents {
+    /// Registered client applications.
+    pub clients: bool,
+    /// Supported (country, business, channel) combinations.
+    pub supported_channels: bool,
+    /// Branch wait times.
+    pub wait_times: bool,
+    /// ATMs.
+    pub atms: bool,
+    /// Records of issued tokens.
+    pub token_records: bool,
+}
+
+impl StoreContents {
+    /// Whether the demo data set may be loaded: only into a store that holds no operator
+    /// data of any kind. Loading it next to an operator's data would mix invented
+    /// clients, branches or ATMs with real ones, or replace real ATMs outright (the demo
+    /// set replaces the whole ATM set).
+    pub fn takes_demo_data(&self) -> bool {
+        *self == Self::default()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_with_nothing_in_it_takes_the_demo_data() {
+        assert!(StoreContents::default().takes_demo_data());
+    }
+
+    #[test]
+    fn a_store_with_any_kind_of_operator_data_does_not() {
+        let kinds: [fn(&mut StoreContents); 5] = [
+            |held| held.clients = true,
+            |held| held.supported_channels = true,
+            |held| held.wait_times = true,
+            |held| held.atms = true,
+            |held| held.token_records = true,
+        ];
+        for holds in kinds {
+            let mut contents = StoreContents::default();
+            holds(&mut contents);
+            assert!(!contents.takes_demo_data(), "{contents:?}");
+        }
+    }
+}
