@@ -7,6 +7,7 @@
 // Test code: a failed unwrap is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod crash;
 mod disk_full;
 mod drain;
 mod harness;

@@ -1,0 +1,195 @@
+//! SIGKILL in the middle of writes: the service while it issues tokens, and the
+//! operator's imports. Nothing acknowledged is lost, and nothing is half written.
+
+use std::collections::BTreeSet;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use adapters::sqlite::SqliteStore;
+use adapters::store::Store as _;
+use domain::token::OpaqueToken;
+
+use crate::harness::{BINARY, Service, cli, flood, run, said, signal, store_knows};
+
+#[test]
+fn every_token_answered_before_a_kill_9_is_in_the_store_after_the_restart() {
+    run(async {
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+        let mut service = Service::start(&url, &[]).await;
+        let pid = service.pid();
+        let during = flood(&service, 16, async move {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            signal(pid, "KILL");
+        })
+        .await;
+        service.kill();
+        eprintln!("figure: kill -9 under an authorize flood: {:?}, {} unanswered", during.statuses, during.unanswered);
+        assert!(during.issued.len() > 100, "the flood got tokens before the kill: {during:?}");
+
+        let restarted = Service::start(&url, &[]).await;
+        let store = SqliteStore::connect(&url).await.unwrap();
+        let mut missing = 0;
+        for opaque in &during.issued {
+            if store.find_token(&OpaqueToken::new(opaque.clone())).await.unwrap().is_none() {
+                missing += 1;
+            }
+        }
+        assert_eq!(
+            missing,
+            0,
+            "{missing} of {} tokens answered before the kill are not in the store",
+            during.issued.len()
+        );
+        // And as an operator sees it, through the running service's store.
+        for opaque in during.issued.iter().rev().take(5) {
+            assert!(store_knows(&url, opaque), "tokens show finds {opaque}");
+        }
+        drop(restarted);
+    });
+}
+
+/// An OBIE ATM 2.3 file of `count` ATMs whose identifications start with `prefix`.
+fn atm_file(prefix: &str, count: usize) -> String {
+    let atms: Vec<serde_json::Value> = (0..count)
+        .map(|n| {
+            serde_json::json!({
+                "Identification": format!("{prefix}-{n:06}"),
+                "ATMServices": ["CashWithdrawal", "Balance"],
+                "SupportedCurrencies": ["MXN"],
+                "Location": {"PostalAddress": {"TownName": "Mérida", "Country": "MX",
+                    "GeoLocation": {"GeographicCoordinates": {"Latitude": "20.9674", "Longitude": "-89.5926"}}}}
+            })
+        })
+        .collect();
+    serde_json::json!({"meta": {}, "data": [{"Brand": [{"BrandName": "Banco", "ATM": atms}]}]}).to_string()
+}
+
+/// A wait-time CSV giving every branch `minutes`.
+fn wait_time_file(minutes: u16) -> String {
+    let mut csv = String::from("branchId,timeTaken\n");
+    for branch in 0..100_000 {
+        csv.push_str(&format!("{branch:05},{minutes}\n"));
+    }
+    csv
+}
+
+/// Runs an import and kills it with SIGKILL after `after` (if it is still running);
+/// whether it finished first.
+fn import_killed_after(url: &str, what: &str, file: &std::path::Path, after: Duration) -> bool {
+    let mut import = Command::new(BINARY)
+        .args(["--database-url", url, what, "import"])
+        .arg(file)
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(after);
+    let finished = import.try_wait().unwrap().is_some();
+    let _ = import.kill();
+    let _ = import.wait();
+    finished
+}
+
+/// Times an import that runs to the end.
+fn timed_import(url: &str, what: &str, file: &std::path::Path) -> Duration {
+    let started = Instant::now();
+    let import = cli(url, &[what, "import", file.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", said(&import));
+    started.elapsed()
+}
+
+#[test]
+fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_mix() {
+    run(async {
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+        let sets = [("A", 15_000), ("B", 20_000)];
+        let files: Vec<_> = sets
+            .iter()
+            .map(|(prefix, count)| {
+                let path = folder.path().join(format!("{prefix}.json"));
+                std::fs::write(&path, atm_file(prefix, *count)).unwrap();
+                path
+            })
+            .collect();
+        timed_import(&url, "atms", &files[0]);
+        let whole = timed_import(&url, "atms", &files[1]);
+        let mut held = 1;
+        let mut outcomes = Vec::new();
+        for twentieth in 1..20 {
+            let next = 1 - held;
+            let finished = import_killed_after(&url, "atms", &files[next], whole * twentieth / 20);
+            let store = SqliteStore::connect(&url).await.unwrap();
+            let ids: BTreeSet<String> = store
+                .atms()
+                .await
+                .unwrap()
+                .records
+                .iter()
+                .map(|(_, record)| {
+                    serde_json::from_str::<serde_json::Value>(record).unwrap()["Identification"].to_string()
+                })
+                .collect();
+            store.close().await;
+            let (prefix, count) = sets[next];
+            let is_new = ids.len() == count && ids.iter().all(|id| id.starts_with(&format!("\"{prefix}-")));
+            let (old_prefix, old_count) = sets[held];
+            let is_old = ids.len() == old_count && ids.iter().all(|id| id.starts_with(&format!("\"{old_prefix}-")));
+            assert!(is_new || is_old, "after a kill at {twentieth}/20: {} ATMs, a mix of sets", ids.len());
+            assert!(!finished || is_new, "an import that finished left the new set");
+            outcomes.push(if is_new { "new" } else { "old" });
+            if is_new {
+                held = next;
+            }
+        }
+        eprintln!(
+            "figure: atms import ({} ms whole) killed at 1 to 19 twentieths of that: {outcomes:?}",
+            whole.as_millis()
+        );
+    });
+}
+
+#[test]
+fn a_wait_time_import_killed_at_any_point_leaves_the_old_times_or_the_new_ones_never_a_mix() {
+    run(async {
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+        let files: Vec<_> = [5, 7]
+            .iter()
+            .map(|minutes| {
+                let path = folder.path().join(format!("{minutes}.csv"));
+                std::fs::write(&path, wait_time_file(*minutes)).unwrap();
+                path
+            })
+            .collect();
+        timed_import(&url, "waittimes", &files[0]);
+        let whole = timed_import(&url, "waittimes", &files[1]);
+        let mut held = 1;
+        let mut outcomes = Vec::new();
+        for twentieth in 1..20 {
+            let next = 1 - held;
+            import_killed_after(&url, "waittimes", &files[next], whole * twentieth / 20);
+            let store = SqliteStore::connect(&url).await.unwrap();
+            let minutes: BTreeSet<u16> =
+                store.wait_times().await.unwrap().iter().map(|row| row.estimate.wait.minutes()).collect();
+            let rows = store.wait_times().await.unwrap().len();
+            store.close().await;
+            assert_eq!(rows, 100_000, "every branch has a time");
+            assert_eq!(
+                minutes.len(),
+                1,
+                "after a kill at {twentieth}/20 the times are one file's, not a mix: {minutes:?}"
+            );
+            let is_new = minutes.contains(&[5, 7][next]);
+            outcomes.push(if is_new { "new" } else { "old" });
+            if is_new {
+                held = next;
+            }
+        }
+        eprintln!(
+            "figure: waittimes import ({} ms whole) killed at 1 to 19 twentieths of that: {outcomes:?}",
+            whole.as_millis()
+        );
+    });
+}
