@@ -2,6 +2,7 @@
 //! operator's imports. Nothing acknowledged is lost, and nothing is half written.
 
 use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -9,13 +10,12 @@ use adapters::sqlite::SqliteStore;
 use adapters::store::Store as _;
 use domain::token::OpaqueToken;
 
-use crate::harness::{BINARY, Service, cli, flood, run, said, signal, store_knows};
+use crate::harness::{BINARY, Service, cli, flood, fresh_store, run, said, signal, store_knows};
 
 #[test]
 fn every_token_answered_before_a_kill_9_is_in_the_store_after_the_restart() {
     run(async {
-        let folder = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+        let (_folder, url) = fresh_store();
         let mut service = Service::start(&url, &[]).await;
         let pid = service.pid();
         let during = flood(&service, 16, async move {
@@ -76,7 +76,7 @@ fn wait_time_file(minutes: u16) -> String {
 
 /// Runs an import and kills it with SIGKILL after `after` (if it is still running);
 /// whether it finished first.
-fn import_killed_after(url: &str, what: &str, file: &std::path::Path, after: Duration) -> bool {
+fn import_killed_after(url: &str, what: &str, file: &Path, after: Duration) -> bool {
     let mut import = Command::new(BINARY)
         .args(["--database-url", url, what, "import"])
         .arg(file)
@@ -91,36 +91,49 @@ fn import_killed_after(url: &str, what: &str, file: &std::path::Path, after: Dur
     finished
 }
 
-/// Times an import that runs to the end.
-fn timed_import(url: &str, what: &str, file: &std::path::Path) -> Duration {
-    let started = Instant::now();
-    let import = cli(url, &[what, "import", file.to_str().unwrap()]);
-    assert!(import.status.success(), "{}", said(&import));
-    started.elapsed()
+/// Imports `files[0]`, then `files[1]` (timed), then the one not held each time, killed
+/// at one of 19 points spread over the time a whole import takes. After each kill,
+/// `holds` reads the store and names the file whose whole content it holds, or `None`
+/// for a mix, which fails the test. Returns the whole import's time and, per kill,
+/// whether the store held the old file or the new one.
+async fn kill_imports<Held>(what: &str, files: [PathBuf; 2], holds: impl Fn(SqliteStore) -> Held) -> String
+where
+    Held: std::future::Future<Output = Option<usize>>,
+{
+    let (_folder, url) = fresh_store();
+    let import = |file: &Path| {
+        let started = Instant::now();
+        let import = cli(&url, &[what, "import", file.to_str().unwrap()]);
+        assert!(import.status.success(), "{}", said(&import));
+        started.elapsed()
+    };
+    import(&files[0]);
+    let whole = import(&files[1]);
+    let mut held = 1;
+    let mut outcomes = Vec::new();
+    for twentieth in 1..20 {
+        let next = 1 - held;
+        let finished = import_killed_after(&url, what, &files[next], whole * twentieth / 20);
+        let now_held = holds(SqliteStore::connect(&url).await.unwrap()).await;
+        assert!(now_held.is_some(), "{what} import killed at {twentieth}/20 of its time left a mix");
+        assert!(!finished || now_held == Some(next), "an import that finished left its file's content");
+        outcomes.push(if now_held == Some(next) { "new" } else { "old" });
+        held = now_held.unwrap_or(held);
+    }
+    format!("{what} import ({} ms whole) killed at 1 to 19 twentieths of that: {outcomes:?}", whole.as_millis())
 }
 
 #[test]
 fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_mix() {
     run(async {
         let folder = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
         let sets = [("A", 15_000), ("B", 20_000)];
-        let files: Vec<_> = sets
-            .iter()
-            .map(|(prefix, count)| {
-                let path = folder.path().join(format!("{prefix}.json"));
-                std::fs::write(&path, atm_file(prefix, *count)).unwrap();
-                path
-            })
-            .collect();
-        timed_import(&url, "atms", &files[0]);
-        let whole = timed_import(&url, "atms", &files[1]);
-        let mut held = 1;
-        let mut outcomes = Vec::new();
-        for twentieth in 1..20 {
-            let next = 1 - held;
-            let finished = import_killed_after(&url, "atms", &files[next], whole * twentieth / 20);
-            let store = SqliteStore::connect(&url).await.unwrap();
+        let files = sets.map(|(prefix, count)| {
+            let path = folder.path().join(format!("{prefix}.json"));
+            std::fs::write(&path, atm_file(prefix, count)).unwrap();
+            path
+        });
+        let figure = kill_imports("atms", files, |store| async move {
             let ids: BTreeSet<String> = store
                 .atms()
                 .await
@@ -132,21 +145,12 @@ fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_m
                 })
                 .collect();
             store.close().await;
-            let (prefix, count) = sets[next];
-            let is_new = ids.len() == count && ids.iter().all(|id| id.starts_with(&format!("\"{prefix}-")));
-            let (old_prefix, old_count) = sets[held];
-            let is_old = ids.len() == old_count && ids.iter().all(|id| id.starts_with(&format!("\"{old_prefix}-")));
-            assert!(is_new || is_old, "after a kill at {twentieth}/20: {} ATMs, a mix of sets", ids.len());
-            assert!(!finished || is_new, "an import that finished left the new set");
-            outcomes.push(if is_new { "new" } else { "old" });
-            if is_new {
-                held = next;
-            }
-        }
-        eprintln!(
-            "figure: atms import ({} ms whole) killed at 1 to 19 twentieths of that: {outcomes:?}",
-            whole.as_millis()
-        );
+            sets.iter().position(|(prefix, count)| {
+                ids.len() == *count && ids.iter().all(|id| id.starts_with(&format!("\"{prefix}-")))
+            })
+        })
+        .await;
+        eprintln!("figure: {figure}");
     });
 }
 
@@ -154,42 +158,20 @@ fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_m
 fn a_wait_time_import_killed_at_any_point_leaves_the_old_times_or_the_new_ones_never_a_mix() {
     run(async {
         let folder = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
-        let files: Vec<_> = [5, 7]
-            .iter()
-            .map(|minutes| {
-                let path = folder.path().join(format!("{minutes}.csv"));
-                std::fs::write(&path, wait_time_file(*minutes)).unwrap();
-                path
-            })
-            .collect();
-        timed_import(&url, "waittimes", &files[0]);
-        let whole = timed_import(&url, "waittimes", &files[1]);
-        let mut held = 1;
-        let mut outcomes = Vec::new();
-        for twentieth in 1..20 {
-            let next = 1 - held;
-            import_killed_after(&url, "waittimes", &files[next], whole * twentieth / 20);
-            let store = SqliteStore::connect(&url).await.unwrap();
-            let minutes: BTreeSet<u16> =
-                store.wait_times().await.unwrap().iter().map(|row| row.estimate.wait.minutes()).collect();
-            let rows = store.wait_times().await.unwrap().len();
+        let minutes = [5, 7];
+        let files = minutes.map(|minutes| {
+            let path = folder.path().join(format!("{minutes}.csv"));
+            std::fs::write(&path, wait_time_file(minutes)).unwrap();
+            path
+        });
+        let figure = kill_imports("waittimes", files, |store| async move {
+            let rows = store.wait_times().await.unwrap();
             store.close().await;
-            assert_eq!(rows, 100_000, "every branch has a time");
-            assert_eq!(
-                minutes.len(),
-                1,
-                "after a kill at {twentieth}/20 the times are one file's, not a mix: {minutes:?}"
-            );
-            let is_new = minutes.contains(&[5, 7][next]);
-            outcomes.push(if is_new { "new" } else { "old" });
-            if is_new {
-                held = next;
-            }
-        }
-        eprintln!(
-            "figure: waittimes import ({} ms whole) killed at 1 to 19 twentieths of that: {outcomes:?}",
-            whole.as_millis()
-        );
+            let held: BTreeSet<u16> = rows.iter().map(|row| row.estimate.wait.minutes()).collect();
+            let whole = rows.len() == 100_000 && held.len() == 1;
+            minutes.iter().position(|m| whole && held.contains(m))
+        })
+        .await;
+        eprintln!("figure: {figure}");
     });
 }

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-use crate::harness::{AUTHORIZE_QUERY, Service, UUID, run};
+use crate::harness::{AUTHORIZE_QUERY, Service, UUID, fresh_store, run};
 
 const DRAIN: Duration = Duration::from_secs(2);
 
@@ -23,8 +23,7 @@ struct Client {
 #[test]
 fn sigterm_under_keep_alive_load_drains_and_loses_no_request() {
     run(async {
-        let folder = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+        let (_folder, url) = fresh_store();
         let drain_ms = DRAIN.as_millis().to_string();
         let mut service = Service::start(&url, &["--shutdown-drain-ms", &drain_ms]).await;
 

@@ -44,6 +44,13 @@ pub fn is_root() -> bool {
     nix::unistd::geteuid().is_root()
 }
 
+/// A new, empty store's folder (kept while the value lives) and its database URL.
+pub fn fresh_store() -> (tempfile::TempDir, String) {
+    let folder = tempfile::tempdir().unwrap();
+    let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+    (folder, url)
+}
+
 /// A `serve` process on loopback, stopped by its PID when dropped.
 pub struct Service {
     child: Child,

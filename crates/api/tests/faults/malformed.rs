@@ -4,13 +4,12 @@
 use std::io::{Read as _, Write as _};
 use std::time::Duration;
 
-use crate::harness::{Service, run};
+use crate::harness::{Service, fresh_store, run};
 
 #[test]
 fn a_burst_of_malformed_requests_is_one_info_line_not_an_error_each() {
     run(async {
-        let folder = tempfile::tempdir().unwrap();
-        let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
+        let (_folder, url) = fresh_store();
         let service = Service::start(&url, &[]).await;
         let port = service.address.rsplit(':').next().unwrap().to_owned();
         for _ in 0..50 {
