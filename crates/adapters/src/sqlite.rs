@@ -13,9 +13,8 @@ use domain::client::{
 use domain::ports::StoreUnavailable;
 use domain::store_contents::StoreContents;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
-use sqlx::pool::PoolConnection;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{QueryBuilder, Sqlite, SqliteConnection, SqlitePool};
+use sqlx::{Connection as _, QueryBuilder, Sqlite, SqlitePool};
 
 use crate::store::{AdminError, AtmSet, Revisions, Store, StoredSigningKey, TokenRecord, WaitTimeEstimate};
 
@@ -68,7 +67,7 @@ impl SqliteStore {
             .foreign_keys(true);
         let file = options.get_filename();
         // An in-memory database lives and dies with its one connection, and a connection
-        // whose write failed is closed (see `WriteTransaction`): it would lose everything.
+        // whose transaction did not end cleanly is closed (see below): it would lose everything.
         if file == Path::new(":memory:") || url.contains("mode=memory") {
             return Err(StoreUnavailable::new("an in-memory SQLite database cannot be a store: give a file"));
         }
@@ -76,6 +75,16 @@ impl SqliteStore {
             std::fs::create_dir_all(folder).map_err(StoreUnavailable::new)?;
         }
         let pool = SqlitePoolOptions::new()
+            // A connection whose last transaction did not end in a COMMIT or ROLLBACK that
+            // succeeded is closed, never handed out again. SQLite rolls a transaction back
+            // by itself when a commit fails for lack of space; sqlx's ROLLBACK then fails,
+            // its nesting count stays one too high, and it replayed the count as SAVEPOINTs:
+            // the next "commit" only released a savepoint inside a transaction that was
+            // never committed, which also kept the write lock. Tokens were answered that
+            // were never stored, and every other connection found the database locked
+            // until a restart (the fault issue, finding 1). Queued rollbacks have run by
+            // the time a connection is acquired: releasing it pings its worker first.
+            .before_acquire(|connection, _| Box::pin(async move { Ok(!connection.is_in_transaction()) }))
             .max_connections(POOL_SIZE)
             .idle_timeout(Duration::from_secs(600))
             .max_lifetime(Duration::from_secs(1800))
@@ -84,50 +93,6 @@ impl SqliteStore {
             .await
             .map_err(unavailable)?;
         Ok(Self { pool })
-    }
-}
-
-/// A write transaction on one pooled connection, begun with `BEGIN IMMEDIATE` and ended
-/// with this adapter's own `COMMIT`; a connection whose transaction did not commit is
-/// closed instead of going back to the pool, and closing it rolls back whatever SQLite
-/// still holds open.
-///
-/// Not sqlx's `Transaction`: it counts nesting itself and replays the count as
-/// `SAVEPOINT`s. SQLite rolls a transaction back by itself on some errors (a full disk,
-/// an I/O error), after which that count was one too high: the next "commit" only
-/// released a savepoint inside a transaction that was never committed and held the
-/// write lock. Tokens were answered that were never stored, and every other connection
-/// found the database locked until a restart (the fault issue, finding 1).
-struct WriteTransaction {
-    connection: PoolConnection<Sqlite>,
-    committed: bool,
-}
-
-impl WriteTransaction {
-    async fn begin(pool: &SqlitePool) -> Result<Self, StoreUnavailable> {
-        let mut transaction = Self { connection: pool.acquire().await.map_err(unavailable)?, committed: false };
-        sqlx::query("BEGIN IMMEDIATE").execute(transaction.connection()).await.map_err(unavailable)?;
-        Ok(transaction)
-    }
-
-    fn connection(&mut self) -> &mut SqliteConnection {
-        &mut self.connection
-    }
-
-    async fn commit(mut self) -> Result<(), StoreUnavailable> {
-        sqlx::query("COMMIT").execute(self.connection()).await.map_err(unavailable)?;
-        self.committed = true;
-        Ok(())
-    }
-}
-
-impl Drop for WriteTransaction {
-    fn drop(&mut self) {
-        // Failed, abandoned or cancelled (a caller's deadline): whatever state SQLite
-        // left this connection in, it is not used again.
-        if !self.committed {
-            self.connection.close_on_drop();
-        }
     }
 }
 
@@ -306,7 +271,7 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
-        let mut transaction = WriteTransaction::begin(&self.pool).await?;
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new(
                 "INSERT INTO issued_tokens \
@@ -322,11 +287,11 @@ impl Store for SqliteStore {
                     .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
             })
             .build()
-            .execute(transaction.connection())
+            .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
         }
-        transaction.commit().await
+        transaction.commit().await.map_err(unavailable)
     }
 
     async fn find_token(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
@@ -390,10 +355,10 @@ impl Store for SqliteStore {
     }
 
     async fn disable_client(&self, client_id: &ClientId, now: i64) -> Result<u64, AdminError> {
-        let mut transaction = WriteTransaction::begin(&self.pool).await?;
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
         let found = sqlx::query("UPDATE clients SET status = 'disabled' WHERE client_id = ?")
             .bind(client_id.as_str())
-            .execute(transaction.connection())
+            .execute(&mut *transaction)
             .await
             .map_err(unavailable)?
             .rows_affected();
@@ -407,11 +372,11 @@ impl Store for SqliteStore {
         .bind(now)
         .bind(client_id.as_str())
         .bind(now)
-        .execute(transaction.connection())
+        .execute(&mut *transaction)
         .await
         .map_err(unavailable)?
         .rows_affected();
-        transaction.commit().await?;
+        transaction.commit().await.map_err(unavailable)?;
         Ok(revoked)
     }
 
@@ -431,7 +396,7 @@ impl Store for SqliteStore {
 
     #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
     async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-        let mut transaction = WriteTransaction::begin(&self.pool).await?;
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
         for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
                 .push_values(chunk, |mut row, estimate| {
@@ -444,18 +409,18 @@ impl Store for SqliteStore {
                      minutes = excluded.minutes, estimated_at = excluded.estimated_at",
                 )
                 .build()
-                .execute(transaction.connection())
+                .execute(&mut *transaction)
                 .await
                 .map_err(unavailable)?;
         }
-        transaction.commit().await
+        transaction.commit().await.map_err(unavailable)
     }
 
     async fn rotate_signing_key(&self, key: &StoredSigningKey, now: i64) -> Result<(), StoreUnavailable> {
-        let mut transaction = WriteTransaction::begin(&self.pool).await?;
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
         sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL")
             .bind(now)
-            .execute(transaction.connection())
+            .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
         sqlx::query(
@@ -466,10 +431,10 @@ impl Store for SqliteStore {
         .bind(&key.private_pkcs8)
         .bind(&key.public_key)
         .bind(key.created_at)
-        .execute(transaction.connection())
+        .execute(&mut *transaction)
         .await
         .map_err(unavailable)?;
-        transaction.commit().await
+        transaction.commit().await.map_err(unavailable)
     }
 
     #[tracing::instrument(skip(self))]
@@ -495,24 +460,24 @@ impl Store for SqliteStore {
                 rows.push((brand.name.as_str(), atm.identification.as_str(), record));
             }
         }
-        let mut transaction = WriteTransaction::begin(&self.pool).await?;
-        sqlx::query("DELETE FROM atms").execute(transaction.connection()).await.map_err(unavailable)?;
+        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
+        sqlx::query("DELETE FROM atms").execute(&mut *transaction).await.map_err(unavailable)?;
         for chunk in rows.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new("INSERT INTO atms (brand_name, identification, record) ")
                 .push_values(chunk, |mut row, (brand, identification, record)| {
                     row.push_bind(*brand).push_bind(*identification).push_bind(record.as_str());
                 })
                 .build()
-                .execute(transaction.connection())
+                .execute(&mut *transaction)
                 .await
                 .map_err(unavailable)?;
         }
         sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
             .bind(now)
-            .execute(transaction.connection())
+            .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
-        transaction.commit().await
+        transaction.commit().await.map_err(unavailable)
     }
 
     async fn close(&self) {

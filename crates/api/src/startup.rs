@@ -182,7 +182,7 @@ impl Application {
         let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
         spawn_token_purger(Arc::clone(&store));
-        let readiness = Arc::new(Readiness::new(StoreWatch::spawn(Arc::clone(&store)), Arc::clone(&view)));
+        let readiness = Arc::new(Readiness::new(StoreWatch::new(Arc::clone(&store)), Arc::clone(&view)));
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let state = web::Data::new(AppState {

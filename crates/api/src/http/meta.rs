@@ -48,8 +48,9 @@ pub async fn live() -> HttpResponse {
         .body(r#"{"status":"up"}"#)
 }
 
-/// What readiness is made of. Nothing here waits on the store: a load balancer must be
-/// told at once, also when the store is stuck (the fault issue).
+/// What readiness is made of. Nothing here waits on the store for more than half a
+/// second: a load balancer must be told quickly, also when the store is stuck (the fault
+/// issue).
 pub struct Readiness {
     store: Arc<StoreWatch>,
     view: Arc<StoreView>,
@@ -74,10 +75,10 @@ impl Readiness {
     }
 
     /// The readiness body: why the service should not get traffic now, if it should not.
-    fn status(&self) -> Result<&'static str, &'static str> {
+    async fn status(&self) -> Result<&'static str, &'static str> {
         if self.is_draining() {
             Err(r#"{"status":"draining"}"#)
-        } else if !self.store.answers() || !self.view.is_current() {
+        } else if !self.view.is_current() || !self.store.answers().await {
             Err(r#"{"status":"unavailable"}"#)
         } else {
             Ok(r#"{"status":"ready"}"#)
@@ -86,7 +87,7 @@ impl Readiness {
 }
 
 /// GET /api/health/ready: the store answers and the service is not stopping; 503
-/// otherwise. Answered from memory, at once.
+/// otherwise, within half a second.
 #[utoipa::path(
     get,
     path = "/health/ready",
@@ -99,7 +100,7 @@ impl Readiness {
     ),
 )]
 pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
-    let (mut response, body) = match state.readiness.status() {
+    let (mut response, body) = match state.readiness.status().await {
         Ok(body) => (HttpResponse::Ok(), body),
         Err(body) => (HttpResponse::ServiceUnavailable(), body),
     };

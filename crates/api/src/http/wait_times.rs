@@ -40,8 +40,14 @@ struct BranchItem<'a> {
     /// Five digits: the branch's identifier.
     #[serde(rename = "branchId", borrow)]
     #[schema(value_type = String, required = true, pattern = "^[0-9]{5}$", example = "00042")]
-    branch_id: Option<Cow<'a, str>>,
+    branch_id: Option<Text<'a>>,
 }
+
+/// A string read from the body without a copy when it holds no escapes. (serde borrows
+/// a `Cow` field only when it is not wrapped, as in `Option`; wrapped, it copies.)
+#[derive(Deserialize)]
+#[serde(transparent)]
+struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 
 /// The branch ids of the body, in order, each failure located (`branches[3].branchId`).
 fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
@@ -61,7 +67,11 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
         .enumerate()
         .map(|(index, item)| {
             let location = || format!("branches[{index}].branchId");
-            let raw = item.branch_id.as_deref().ok_or_else(|| Failure::invalid(location(), Message::Missing))?;
+            let raw = item
+                .branch_id
+                .as_ref()
+                .map(|text| text.0.as_ref())
+                .ok_or_else(|| Failure::invalid(location(), Message::Missing))?;
             BranchId::parse(raw).map_err(|shape| Failure::invalid(location(), Message::Malformed(shape)))
         })
         .collect()
