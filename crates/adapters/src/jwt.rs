@@ -236,8 +236,6 @@ impl TokenSigner for JwtTokens {
 
 fn rejection(kind: &ErrorKind) -> TokenRejected {
     TokenRejected(match kind {
-        ErrorKind::ExpiredSignature => "expired",
-        ErrorKind::ImmatureSignature => "not yet valid",
         ErrorKind::InvalidSignature => "bad signature",
         ErrorKind::InvalidIssuer => "wrong issuer",
         ErrorKind::InvalidAudience => "wrong audience",

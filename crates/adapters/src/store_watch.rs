@@ -33,6 +33,9 @@ struct Probe {
 /// Probes the store for readiness checks.
 pub struct StoreWatch {
     store: Arc<dyn Store>,
+    /// Where probes run: the runtime that made the watch, which lives as long as the
+    /// service, not the HTTP worker whose check happened to start a probe.
+    runtime: tokio::runtime::Handle,
     latest: watch::Sender<Option<Probe>>,
     probing: AtomicBool,
     /// Whether the store answered the probe before the latest, for logging changes only.
@@ -41,9 +44,11 @@ pub struct StoreWatch {
 
 impl StoreWatch {
     /// A watch over `store`, which the caller has just used (so it starts out answering).
+    /// Call it within the tokio runtime that probes should run on.
     pub fn new(store: Arc<dyn Store>) -> Arc<Self> {
         Arc::new(Self {
             store,
+            runtime: tokio::runtime::Handle::current(),
             latest: watch::Sender::new(None),
             probing: AtomicBool::new(false),
             answered: AtomicBool::new(true),
@@ -75,15 +80,15 @@ impl StoreWatch {
         if self.probing.swap(true, Ordering::AcqRel) {
             return;
         }
-        let watch = Arc::clone(self);
-        tokio::spawn(async move {
+        let probe = Probing(Arc::clone(self));
+        self.runtime.spawn(async move {
+            let watch = &probe.0;
             let outcome = watch.store.ping().await;
             match &outcome {
                 Ok(()) => watch.note(true, ""),
                 Err(error) => watch.note(false, &error.to_string()),
             }
             watch.latest.send_replace(Some(Probe { at: Instant::now(), answered: outcome.is_ok() }));
-            watch.probing.store(false, Ordering::Release);
         });
     }
 
@@ -93,5 +98,15 @@ impl StoreWatch {
             (true, false) => tracing::warn!(error = why, "the store does not answer"),
             _ => {}
         }
+    }
+}
+
+/// A probe in progress. However it ends (done, panicked, or dropped with its runtime),
+/// the next check may start another: readiness never waits on a probe that is gone.
+struct Probing(Arc<StoreWatch>);
+
+impl Drop for Probing {
+    fn drop(&mut self) {
+        self.0.probing.store(false, Ordering::Release);
     }
 }

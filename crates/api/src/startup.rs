@@ -6,7 +6,7 @@ use std::net::TcpListener;
 use std::sync::Arc;
 use std::time::Duration;
 
-use actix_web::dev::Server;
+use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{JwtTokens, generate_signing_key};
@@ -117,12 +117,13 @@ fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
         .map_err(|e| StartupError::Tls(e.to_string()))
 }
 
-/// Resolves when the server should stop accepting: after SIGTERM or SIGINT, once the
-/// drain period has passed, or at once on a second signal. Until then the service keeps
-/// serving, with readiness failing so load balancers take it out, and every response
-/// closing its connection so no keep-alive client sends a request into a connection
-/// about to close (the fault issue: a restart loses no request).
-async fn drain_on_signal(readiness: Arc<Readiness>, drain: Duration) {
+/// Stops the server on SIGTERM or SIGINT, losing no request (the fault issue). First the
+/// drain: readiness fails so load balancers take the instance out, and every response
+/// closes its connection so no keep-alive client sends a request into a connection about
+/// to close; the service keeps serving meanwhile. After `drain` (or at a second signal)
+/// the server stops accepting and lets the requests in flight finish; a signal during
+/// that wait stops it at once.
+async fn stop_on_signal(server: ServerHandle, readiness: Arc<Readiness>, drain: Duration) {
     stop_requested().await;
     readiness.start_draining();
     tracing::info!(drain_ms = drain.as_millis() as u64, "stopping: draining before connections are refused");
@@ -131,6 +132,13 @@ async fn drain_on_signal(readiness: Arc<Readiness>, drain: Duration) {
         () = stop_requested() => tracing::info!("a second signal: the rest of the drain period is skipped"),
     }
     tracing::info!("no longer accepting connections; finishing the requests in flight");
+    tokio::select! {
+        () = server.stop(true) => {}
+        () = stop_requested() => {
+            tracing::warn!("another signal: stopping without waiting for the requests in flight");
+            server.stop(false).await;
+        }
+    }
 }
 
 /// Resolves at the next SIGTERM or SIGINT.
@@ -158,6 +166,8 @@ pub struct Application {
     port: u16,
     server: Server,
     store: Arc<dyn Store>,
+    readiness: Arc<Readiness>,
+    drain: Duration,
 }
 
 impl Application {
@@ -217,7 +227,7 @@ impl Application {
                 .configure(http::routes)
                 .default_service(web::to(http::not_found))
         })
-        .shutdown_signal(drain_on_signal(readiness, settings.shutdown_drain))
+        .disable_signals()
         .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
         .client_request_timeout(settings.client_request_timeout);
         if let Some(workers) = settings.workers {
@@ -228,7 +238,7 @@ impl Application {
             None => server.listen(listener)?,
         }
         .run();
-        Ok(Self { port, server, store })
+        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain })
     }
 
     /// The store the service runs on, for tools and tests that act behind the API (for
@@ -249,6 +259,9 @@ impl Application {
     /// # Errors
     /// The server's I/O error, if it fails.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
-        self.server.await
+        let stopper = tokio::spawn(stop_on_signal(self.server.handle(), self.readiness, self.drain));
+        let outcome = self.server.await;
+        stopper.abort();
+        outcome
     }
 }

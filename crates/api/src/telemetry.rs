@@ -51,11 +51,12 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) {
 const SUMMARY_INTERVAL: Duration = Duration::from_secs(60);
 
 /// Requests the HTTP parser refused before the service saw them: malformed heads,
-/// bodies cut short, clients too slow to send. actix-http's dispatcher logs each at
-/// ERROR, but any outsider can send them; they are not errors of the service. This
-/// layer keeps them out of the log and counts them instead; a thread writes one INFO
-/// line with the count and the last reason within a second of the first one, then at
-/// most once per interval (the fault issue, finding 8).
+/// bodies cut short, clients too slow to send or gone. actix-http's dispatcher logs each
+/// at ERROR, but any outsider can send them; they are not errors of the service. This
+/// layer keeps them out of the log and counts them instead; a thread writes one WARN
+/// line (seen with `--log-filter warn` too) with the count and the last reason within a
+/// second of the first one, then at most once per interval (the fault issue, finding 8).
+/// Every other dispatcher error stays an ERROR line.
 #[derive(Clone)]
 struct MalformedRequests(Arc<Mutex<Tally>>);
 
@@ -69,9 +70,19 @@ struct Tally {
 /// Where actix-http logs the requests it refused.
 const DISPATCHER_TARGET: &str = "actix_http::h1::dispatcher";
 
-/// A dispatcher error about the service's own response, not the client's request: it
-/// stays an error.
-const OWN_FAILURE: &str = "Response payload stream error";
+/// How the dispatcher words a connection's failure ("stream error: {DispatchError}").
+const STREAM_ERROR: &str = "stream error: ";
+
+/// The `DispatchError`s (actix-http 3) a client causes: a malformed request, its
+/// connection failing, a request or a close too slow, a body the handler did not need.
+/// The others (service, body, upgrade, internal errors) are the service's own.
+const CLIENT_CAUSES: [&str; 5] = [
+    "request parse error",
+    "I/O error",
+    "request did not complete within the specified timeout",
+    "connection shutdown timeout",
+    "handler dropped payload before reading EOF",
+];
 
 impl MalformedRequests {
     fn start(interval: Duration) -> Self {
@@ -83,10 +94,10 @@ impl MalformedRequests {
                 loop {
                     std::thread::sleep(Duration::from_secs(1));
                     if let Some((count, reason)) = summary_due(&tally, interval, Instant::now()) {
-                        tracing::info!(
+                        tracing::warn!(
                             malformed_requests = count,
                             last_reason = %reason,
-                            "requests refused by the HTTP parser (answered 400/408/431 and closed)"
+                            "requests or connections refused by the HTTP parser (malformed, too slow, or cut short)"
                         );
                     }
                 }
@@ -127,7 +138,11 @@ impl<S: Subscriber> Layer<S> for MalformedRequests {
         }
         let mut message = Message::default();
         event.record(&mut message);
-        if message.0.starts_with(OWN_FAILURE) {
+        let from_client = message
+            .0
+            .strip_prefix(STREAM_ERROR)
+            .is_some_and(|cause| CLIENT_CAUSES.iter().any(|client| cause.starts_with(client)));
+        if !from_client {
             return true;
         }
         let mut tally = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);

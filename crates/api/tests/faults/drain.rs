@@ -36,9 +36,14 @@ fn sigterm_under_keep_alive_load_drains_and_loses_no_request() {
             tokio::spawn(async move {
                 loop {
                     let probe = http.get(format!("{address}/api/health/ready")).timeout(Duration::from_secs(1));
-                    if probe.send().await.map_or(true, |response| response.status() != 200) {
+                    let answer = match probe.send().await {
+                        Ok(response) if response.status() == 200 => None,
+                        Ok(response) => Some(response.text().await.unwrap_or_default()),
+                        Err(error) => Some(error.to_string()),
+                    };
+                    if let Some(answer) = answer {
                         taken_out.store(true, Ordering::SeqCst);
-                        return Instant::now();
+                        return (Instant::now(), answer);
                     }
                     tokio::time::sleep(Duration::from_millis(100)).await;
                 }
@@ -97,11 +102,14 @@ fn sigterm_under_keep_alive_load_drains_and_loses_no_request() {
 
         tokio::time::sleep(Duration::from_secs(1)).await;
         terminated.store(true, Ordering::SeqCst);
-        service.terminate();
         let signalled = Instant::now();
+        service.terminate();
         let exit = service.exits_within(DRAIN + Duration::from_secs(15)).await;
         let stopped_after = signalled.elapsed();
-        let taken_out_after = checker.await.unwrap().saturating_duration_since(signalled);
+        let (taken_out_at, readiness_said) = checker.await.unwrap();
+        assert!(taken_out_at >= signalled, "readiness failed before the signal: {readiness_said}");
+        assert_eq!(readiness_said, r#"{"status":"draining"}"#, "readiness says why it fails");
+        let taken_out_after = taken_out_at - signalled;
 
         let mut total = Client::default();
         for client in clients {

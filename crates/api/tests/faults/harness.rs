@@ -39,11 +39,6 @@ pub fn cannot_run(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
-/// Whether this process runs as root (mounting a small disk needs it).
-pub fn is_root() -> bool {
-    nix::unistd::geteuid().is_root()
-}
-
 /// A new, empty store's folder (kept while the value lives) and its database URL.
 pub fn fresh_store() -> (tempfile::TempDir, String) {
     let folder = tempfile::tempdir().unwrap();
@@ -63,11 +58,14 @@ pub struct Service {
 
 impl Service {
     /// Starts `branch-atm --database-url <url> serve` on a free loopback port with JSON
-    /// logs at `info` and `args` after `serve`, and waits until it is ready.
+    /// logs (at `info` unless `args` say otherwise) and `args` after `serve`, and waits
+    /// until it is ready.
     pub async fn start(database_url: &str, args: &[&str]) -> Self {
+        let filter = if args.contains(&"--log-filter") { &[][..] } else { &["--log-filter", "info"][..] };
         let mut child = Command::new(BINARY)
-            .args(["--database-url", database_url, "--log-format", "json", "--log-filter", "info", "serve"])
-            .args(["--listen", "127.0.0.1:0"])
+            .args(["--database-url", database_url, "--log-format", "json"])
+            .args(filter)
+            .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("BRANCH_ATM_LOG_FILTER")
             .stdout(Stdio::piped())
