@@ -13,15 +13,15 @@ use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
-use domain::ports::{Clock, SigningFailed, TokenRejected, TokenSigner, TokenVerifier};
-use domain::token::{AccessClaims, Scope, SessionId, TokenId};
+use domain::ports::{
+    Clock, KeyGenerationFailed, KeyGenerator, SigningFailed, TokenRejected, TokenSigner, TokenVerifier,
+};
+use domain::token::{AccessClaims, Scope, SessionId, SigningKey, TokenId};
 use jsonwebtoken::errors::ErrorKind;
 use jsonwebtoken::{Algorithm, DecodingKey, Header, Validation};
 use quick_cache::sync::Cache;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
-
-use crate::store::StoredSigningKey;
 
 /// Leeway on `exp` and `nbf` (DECISIONS.md: at most one second; jsonwebtoken's default
 /// of 60 s would keep expired tokens alive a minute). It is applied to the current time
@@ -75,27 +75,29 @@ struct ClaimsIn {
     channel_id: String,
 }
 
-/// Why a signing key could not be made or loaded.
+/// Why a stored signing key could not be loaded.
 #[derive(Debug, thiserror::Error)]
 #[error("signing key: {0}")]
 pub struct KeyError(String);
 
-/// Generates a fresh Ed25519 signing key, named by its RFC 7638 thumbprint.
-///
-/// # Errors
-/// [`KeyError`] if the CSPRNG or key encoding fails.
-pub fn generate_signing_key(now: i64) -> Result<StoredSigningKey, KeyError> {
-    let rng = aws_lc_rs::rand::SystemRandom::new();
-    let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).map_err(|e| KeyError(e.to_string()))?;
-    let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|e| KeyError(e.to_string()))?;
-    let public_key = pair.public_key().as_ref().to_vec();
-    Ok(StoredSigningKey {
-        kid: thumbprint(&public_key),
-        private_pkcs8: pkcs8.as_ref().to_vec(),
-        public_key,
-        created_at: now,
-        retired_at: None,
-    })
+/// Makes Ed25519 signing keys, each named by its RFC 7638 thumbprint.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Ed25519Keys;
+
+impl KeyGenerator for Ed25519Keys {
+    fn generate(&self, now: i64) -> Result<SigningKey, KeyGenerationFailed> {
+        let rng = aws_lc_rs::rand::SystemRandom::new();
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).map_err(|e| KeyGenerationFailed(e.to_string()))?;
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).map_err(|e| KeyGenerationFailed(e.to_string()))?;
+        let public_key = pair.public_key().as_ref().to_vec();
+        Ok(SigningKey {
+            kid: thumbprint(&public_key),
+            private_pkcs8: pkcs8.as_ref().to_vec(),
+            public_key,
+            created_at: now,
+            retired_at: None,
+        })
+    }
 }
 
 /// RFC 7638 JWK thumbprint of an Ed25519 public key (members in lexicographic order).
@@ -168,7 +170,7 @@ impl JwtTokens {
     ///
     /// # Errors
     /// [`KeyError`] if a stored key is unusable; the previous keys stay loaded.
-    pub fn install(&self, stored: &[StoredSigningKey]) -> Result<(), KeyError> {
+    pub fn install(&self, stored: &[SigningKey]) -> Result<(), KeyError> {
         let mut set = KeySet::new(String::new());
         let mut published = Vec::with_capacity(stored.len());
         for key in stored {
@@ -316,6 +318,10 @@ mod tests {
         OffsetDateTime::now_utc().unix_timestamp()
     }
 
+    fn key_at(now: i64) -> Result<SigningKey, KeyGenerationFailed> {
+        Ed25519Keys.generate(now)
+    }
+
     /// A clock the test sets.
     struct SetClock(Mutex<OffsetDateTime>);
 
@@ -342,11 +348,11 @@ mod tests {
         domain::testing::claims("demo-app", "sid-123", issued_at, lifetime)
     }
 
-    fn tokens_with(keys: &[StoredSigningKey]) -> JwtTokens {
+    fn tokens_with(keys: &[SigningKey]) -> JwtTokens {
         tokens_on(keys, Arc::new(SystemClock))
     }
 
-    fn tokens_on(keys: &[StoredSigningKey], clock: Arc<dyn Clock>) -> JwtTokens {
+    fn tokens_on(keys: &[SigningKey], clock: Arc<dyn Clock>) -> JwtTokens {
         let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api", clock);
         tokens.install(keys).unwrap();
         tokens
@@ -354,7 +360,7 @@ mod tests {
 
     #[test]
     fn a_signed_token_verifies_back_to_its_claims() {
-        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let tokens = tokens_with(&[key_at(now()).unwrap()]);
         let issued = claims(now(), 60);
         let token = tokens.sign(&issued).unwrap();
         assert_eq!(tokens.verify(&token).unwrap(), issued);
@@ -362,14 +368,14 @@ mod tests {
 
     #[test]
     fn an_expired_token_is_rejected() {
-        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let tokens = tokens_with(&[key_at(now()).unwrap()]);
         let token = tokens.sign(&claims(now() - 120, 60)).unwrap();
         assert_eq!(tokens.verify(&token), Err(TokenRejected("expired")));
     }
 
     #[test]
     fn a_token_from_another_issuer_is_rejected() {
-        let key = generate_signing_key(now()).unwrap();
+        let key = key_at(now()).unwrap();
         let elsewhere = JwtTokens::new("https://evil.example/api", "https://bank.example/api", Arc::new(SystemClock));
         elsewhere.install(std::slice::from_ref(&key)).unwrap();
         let token = elsewhere.sign(&claims(now(), 60)).unwrap();
@@ -378,20 +384,20 @@ mod tests {
 
     #[test]
     fn a_token_signed_by_an_unpublished_key_is_rejected() {
-        let signer = tokens_with(&[generate_signing_key(now()).unwrap()]);
-        let verifier = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let signer = tokens_with(&[key_at(now()).unwrap()]);
+        let verifier = tokens_with(&[key_at(now()).unwrap()]);
         let token = signer.sign(&claims(now(), 60)).unwrap();
         assert_eq!(verifier.verify(&token), Err(TokenRejected("unknown key id")));
     }
 
     #[test]
     fn after_rotation_the_new_key_signs_and_old_tokens_still_verify() {
-        let old = generate_signing_key(now() - 10).unwrap();
+        let old = key_at(now() - 10).unwrap();
         let before = tokens_with(std::slice::from_ref(&old));
         let old_token = before.sign(&claims(now(), 60)).unwrap();
 
-        let new = generate_signing_key(now()).unwrap();
-        let retired = StoredSigningKey { retired_at: Some(now()), ..old.clone() };
+        let new = key_at(now()).unwrap();
+        let retired = SigningKey { retired_at: Some(now()), ..old.clone() };
         let after = tokens_with(&[new.clone(), retired]);
 
         assert_eq!(after.current_kid(), Some(new.kid));
@@ -404,7 +410,7 @@ mod tests {
 
     #[test]
     fn a_token_is_accepted_until_its_exp_plus_one_second_and_refused_from_then_on() {
-        let key = generate_signing_key(EXP - 600).unwrap();
+        let key = key_at(EXP - 600).unwrap();
         let clock = SetClock::at(EXP * 1000 + 999);
         let remembering = tokens_on(std::slice::from_ref(&key), clock.clone());
         let token = remembering.sign(&claims(EXP - 60, 60)).unwrap();
@@ -418,7 +424,7 @@ mod tests {
 
     #[test]
     fn a_token_is_refused_until_one_second_before_its_nbf() {
-        let key = generate_signing_key(EXP).unwrap();
+        let key = key_at(EXP).unwrap();
         let clock = SetClock::at(EXP * 1000 - 1001);
         let tokens = tokens_on(&[key], clock.clone());
         let token = tokens.sign(&claims(EXP, 60)).unwrap();
@@ -429,16 +435,16 @@ mod tests {
 
     #[test]
     fn a_remembered_token_is_refused_once_its_key_is_withdrawn() {
-        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let tokens = tokens_with(&[key_at(now()).unwrap()]);
         let token = tokens.sign(&claims(now(), 60)).unwrap();
         assert!(tokens.verify(&token).is_ok());
-        tokens.install(&[generate_signing_key(now()).unwrap()]).unwrap();
+        tokens.install(&[key_at(now()).unwrap()]).unwrap();
         assert_eq!(tokens.verify(&token), Err(TokenRejected("unknown key id")));
     }
 
     #[test]
     fn a_token_one_byte_off_a_remembered_one_is_refused() {
-        let tokens = tokens_with(&[generate_signing_key(now()).unwrap()]);
+        let tokens = tokens_with(&[key_at(now()).unwrap()]);
         let token = tokens.sign(&claims(now(), 60)).unwrap();
         assert!(tokens.verify(&token).is_ok());
         let (signed, signature) = token.rsplit_once('.').unwrap();

@@ -11,7 +11,9 @@
 //! [`token_writer::TokenWriter`] makes issued-token records durable in group commits.
 //!
 //! # Layout
-//! - [`store`] — the [`store::Store`] trait every database adapter implements, and its records.
+//! - [`store`] — a database seen through each role it plays ([`store::Store`]), and the
+//!   roles only adapters need (the view's source, the lifecycle).
+//! - [`rows`] — rows to and from the domain's values, for every SQL backend.
 //! - [`store_watch`] — whether the store answers, probed in the background for readiness.
 //! - [`sqlite`] — the SQLite store.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
@@ -20,6 +22,7 @@
 //! - [`system`] — the system clock and the CSPRNG id generator.
 
 pub mod jwt;
+pub mod rows;
 pub mod sqlite;
 pub mod store;
 pub mod store_watch;

@@ -6,17 +6,19 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::atm::Brand;
-use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{
-    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+use domain::branch::WaitTimeEstimate;
+use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
+use domain::ports::{
+    AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
+    WaitTimeRecords,
 };
-use domain::ports::StoreUnavailable;
 use domain::store_contents::StoreContents;
-use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
+use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection as _, QueryBuilder, Sqlite, SqlitePool};
 
-use crate::store::{AdminError, AtmSet, Revisions, Store, StoredSigningKey, TokenRecord, WaitTimeEstimate};
+use crate::rows::{self, ClientRow, SigningKeyRow, TokenRow, WaitTimeRow};
+use crate::store::{AtmSet, Revisions, StoreLifecycle, ViewSource};
 
 /// Connections in the pool: measured best of 1/2/4/8 on a 2-core machine
 /// (shared/DEPENDENCIES.md). The hot paths do not use the pool at all.
@@ -37,10 +39,6 @@ static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqli
 
 fn unavailable(error: sqlx::Error) -> StoreUnavailable {
     StoreUnavailable::new(error)
-}
-
-fn corrupt(what: &str, value: &str) -> StoreUnavailable {
-    StoreUnavailable::new(format!("the store holds an invalid {what}: {value:?}"))
 }
 
 /// A SQLite database file.
@@ -96,58 +94,17 @@ impl SqliteStore {
     }
 }
 
-type ClientRow = (String, String, String, String, String, String);
-
-fn scope_from_row(country: &str, business: &str, channel: &str) -> Result<ChannelScope, StoreUnavailable> {
-    Ok(ChannelScope {
-        country: CountryCode::parse(country).map_err(|_| corrupt("country code", country))?,
-        business: BusinessCode::parse(business).map_err(|_| corrupt("business code", business))?,
-        channel: ChannelId::parse(channel).map_err(|_| corrupt("channel id", channel))?,
-    })
-}
-
-fn client_from_row(
-    (client_id, country, business, channel, uris, status): ClientRow,
-) -> Result<ClientRegistration, StoreUnavailable> {
-    let uris: Vec<String> = serde_json::from_str(&uris).map_err(|_| corrupt("redirect URI list", &uris))?;
-    Ok(ClientRegistration {
-        scope: scope_from_row(&country, &business, &channel)?,
-        client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
-        redirect_uris: uris
-            .iter()
-            .map(|uri| RedirectUri::parse(uri).map_err(|_| corrupt("redirect URI", uri)))
-            .collect::<Result<_, _>>()?,
-        status: match status.as_str() {
-            "active" => ClientStatus::Active,
-            "disabled" => ClientStatus::Disabled,
-            _ => return Err(corrupt("client status", &status)),
-        },
-    })
-}
-
-type TokenRow = (String, String, String, String, i64, i64, Option<String>, Option<i64>);
-
-fn token_from_row(
-    (jti, opaque, client_id, session, issued_at, expires_at, challenge, revoked_at): TokenRow,
-) -> Result<TokenRecord, StoreUnavailable> {
-    Ok(TokenRecord {
-        token: IssuedToken {
-            token_id: TokenId::new(jti),
-            opaque_token: OpaqueToken::new(opaque),
-            client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
-            session: SessionId::new(session),
-            issued_at,
-            expires_at,
-            code_challenge: challenge
-                .map(|c| CodeChallenge::parse(&c).map_err(|_| corrupt("code challenge", &c)))
-                .transpose()?,
-        },
-        revoked_at,
-    })
+impl SqliteStore {
+    /// Begins a write transaction: `BEGIN IMMEDIATE` takes the write lock at once (so a
+    /// writer waits for another at its start, within the busy timeout), and sqlx refuses
+    /// it on a connection it counts as already inside a transaction.
+    async fn write(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)
+    }
 }
 
 #[async_trait]
-impl Store for SqliteStore {
+impl StoreLifecycle for SqliteStore {
     #[tracing::instrument(skip(self))]
     async fn migrate(&self) -> Result<(), StoreUnavailable> {
         MIGRATOR.run(&self.pool).await.map_err(StoreUnavailable::new)
@@ -161,6 +118,13 @@ impl Store for SqliteStore {
             .map_err(unavailable)
     }
 
+    async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+#[async_trait]
+impl ViewSource for SqliteStore {
     async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
         let rows: Vec<(String, i64)> = sqlx::query_as("SELECT topic, revision FROM change_log")
             .fetch_all(&self.pool)
@@ -182,6 +146,23 @@ impl Store for SqliteStore {
         Ok(revisions)
     }
 
+    #[tracing::instrument(skip(self))]
+    async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
+        let (last_updated,): (i64,) = sqlx::query_as("SELECT last_updated FROM atm_set WHERE id = 1")
+            .fetch_one(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        let records: Vec<(String, String)> =
+            sqlx::query_as("SELECT brand_name, record FROM atms ORDER BY brand_name, identification")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(unavailable)?;
+        Ok(AtmSet { records, last_updated })
+    }
+}
+
+#[async_trait]
+impl StoreInventory for SqliteStore {
     async fn contents(&self) -> Result<StoreContents, StoreUnavailable> {
         let (clients, supported_channels, wait_times, atms, token_records): (bool, bool, bool, bool, bool) =
             sqlx::query_as(
@@ -194,62 +175,148 @@ impl Store for SqliteStore {
             .map_err(unavailable)?;
         Ok(StoreContents { clients, supported_channels, wait_times, atms, token_records })
     }
+}
 
-    async fn clients(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
-        let rows: Vec<ClientRow> = sqlx::query_as(
+#[async_trait]
+impl ClientRecords for SqliteStore {
+    async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable> {
+        let inserted = sqlx::query(
+            "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, status, created_at) \
+             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client_id) DO NOTHING",
+        )
+        .bind(client.client_id.as_str())
+        .bind(client.scope.country.as_str())
+        .bind(client.scope.business.as_str())
+        .bind(client.scope.channel.as_str())
+        .bind(rows::redirect_uris_text(&client.redirect_uris)?)
+        .bind(rows::status_text(client.status))
+        .bind(now)
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?
+        .rows_affected();
+        Ok(inserted == 1)
+    }
+
+    async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
+        let found: Vec<ClientRow> = sqlx::query_as(
             "SELECT client_id, country_code, business_code, channel_id, redirect_uris, status \
              FROM clients ORDER BY client_id",
         )
         .fetch_all(&self.pool)
         .await
         .map_err(unavailable)?;
-        rows.into_iter().map(client_from_row).collect()
+        found.into_iter().map(rows::client).collect()
     }
 
-    async fn supported_channels(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
-        let rows: Vec<(String, String, String)> =
+    async fn set_status(&self, client_id: &ClientId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
+        let found = sqlx::query("UPDATE clients SET status = ? WHERE client_id = ?")
+            .bind(rows::status_text(status))
+            .bind(client_id.as_str())
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .rows_affected();
+        Ok(found == 1)
+    }
+}
+
+#[async_trait]
+impl ChannelRecords for SqliteStore {
+    async fn allow(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
+        sqlx::query(
+            "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES (?, ?, ?) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(scope.country.as_str())
+        .bind(scope.business.as_str())
+        .bind(scope.channel.as_str())
+        .execute(&self.pool)
+        .await
+        .map(|done| done.rows_affected() == 1)
+        .map_err(unavailable)
+    }
+
+    async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
+        let found: Vec<(String, String, String)> =
             sqlx::query_as("SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3")
                 .fetch_all(&self.pool)
                 .await
                 .map_err(unavailable)?;
-        rows.iter().map(|(country, business, channel)| scope_from_row(country, business, channel)).collect()
+        found.iter().map(|(country, business, channel)| rows::scope(country, business, channel)).collect()
+    }
+}
+
+#[async_trait]
+impl WaitTimeRecords for SqliteStore {
+    #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
+    async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
+                .push_values(chunk, |mut row, estimate| {
+                    row.push_bind(estimate.estimate.branch.to_string())
+                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
+                        .push_bind(estimate.estimated_at);
+                })
+                .push(
+                    " ON CONFLICT (branch_id) DO UPDATE SET \
+                     minutes = excluded.minutes, estimated_at = excluded.estimated_at",
+                )
+                .build()
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        transaction.commit().await.map_err(unavailable)
     }
 
     #[tracing::instrument(skip(self))]
-    async fn wait_times(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
-        let rows: Vec<(String, i64, i64)> =
-            sqlx::query_as("SELECT branch_id, minutes, estimated_at FROM branch_wait_times")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(unavailable)?;
-        rows.into_iter()
-            .map(|(branch, minutes, estimated_at)| {
-                Ok(WaitTimeEstimate {
-                    estimate: BranchWaitTime {
-                        branch: BranchId::parse(&branch).map_err(|_| corrupt("branch id", &branch))?,
-                        wait: u32::try_from(minutes)
-                            .ok()
-                            .and_then(|m| WaitTime::from_minutes(m).ok())
-                            .ok_or_else(|| corrupt("wait time", &minutes.to_string()))?,
-                    },
-                    estimated_at,
+    async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
+        let found: Vec<WaitTimeRow> = sqlx::query_as("SELECT branch_id, minutes, estimated_at FROM branch_wait_times")
+            .fetch_all(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        found.into_iter().map(rows::wait_time).collect()
+    }
+}
+
+#[async_trait]
+impl AtmRecords for SqliteStore {
+    #[tracing::instrument(skip_all, fields(brands = brands.len()))]
+    async fn replace(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable> {
+        let mut records = Vec::new();
+        for brand in brands {
+            for atm in brand.atms.items() {
+                let record = serde_json::to_string(atm).map_err(StoreUnavailable::new)?;
+                records.push((brand.name.as_str(), atm.identification.as_str(), record));
+            }
+        }
+        let mut transaction = self.write().await?;
+        sqlx::query("DELETE FROM atms").execute(&mut *transaction).await.map_err(unavailable)?;
+        for chunk in records.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new("INSERT INTO atms (brand_name, identification, record) ")
+                .push_values(chunk, |mut row, (brand, identification, record)| {
+                    row.push_bind(*brand).push_bind(*identification).push_bind(record.as_str());
                 })
-            })
-            .collect()
-    }
-
-    async fn revoked_tokens(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
-        let rows: Vec<(String,)> =
-            sqlx::query_as("SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= ?")
-                .bind(now)
-                .fetch_all(&self.pool)
+                .build()
+                .execute(&mut *transaction)
                 .await
                 .map_err(unavailable)?;
-        Ok(rows.into_iter().map(|(jti,)| TokenId::new(jti)).collect())
+        }
+        sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
+            .bind(now)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
     }
+}
 
-    async fn signing_keys(&self, retired_after: i64) -> Result<Vec<StoredSigningKey>, StoreUnavailable> {
-        let rows: Vec<(String, Vec<u8>, Vec<u8>, i64, Option<i64>)> = sqlx::query_as(
+#[async_trait]
+impl SigningKeyRecords for SqliteStore {
+    async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable> {
+        let found: Vec<SigningKeyRow> = sqlx::query_as(
             "SELECT kid, private_key, public_key, created_at, retired_at FROM signing_keys \
              WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, kid",
         )
@@ -257,21 +324,36 @@ impl Store for SqliteStore {
         .fetch_all(&self.pool)
         .await
         .map_err(unavailable)?;
-        Ok(rows
-            .into_iter()
-            .map(|(kid, private_pkcs8, public_key, created_at, retired_at)| StoredSigningKey {
-                kid,
-                private_pkcs8,
-                public_key,
-                created_at,
-                retired_at,
-            })
-            .collect())
+        Ok(found.into_iter().map(rows::signing_key).collect())
     }
 
+    async fn make_current(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL")
+            .bind(now)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        sqlx::query(
+            "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at) \
+             VALUES (?, 'EdDSA', ?, ?, ?)",
+        )
+        .bind(&key.kid)
+        .bind(&key.private_pkcs8)
+        .bind(&key.public_key)
+        .bind(key.created_at)
+        .execute(&mut *transaction)
+        .await
+        .map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+}
+
+#[async_trait]
+impl TokenArchive for SqliteStore {
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
-    async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
+    async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new(
                 "INSERT INTO issued_tokens \
@@ -294,8 +376,8 @@ impl Store for SqliteStore {
         transaction.commit().await.map_err(unavailable)
     }
 
-    async fn find_token(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
-        let row: Option<TokenRow> = sqlx::query_as(
+    async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
+        let found: Option<TokenRow> = sqlx::query_as(
             "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, revoked_at \
              FROM issued_tokens WHERE opaque_token = ?",
         )
@@ -303,14 +385,13 @@ impl Store for SqliteStore {
         .fetch_optional(&self.pool)
         .await
         .map_err(unavailable)?;
-        row.map(token_from_row).transpose()
+        found.map(rows::token).transpose()
     }
 
-    async fn revoke_token(&self, opaque: &OpaqueToken, now: i64) -> Result<bool, AdminError> {
-        let record = self.find_token(opaque).await?.ok_or_else(|| AdminError::NotFound("that opaque token".into()))?;
+    async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
         let changed = sqlx::query("UPDATE issued_tokens SET revoked_at = ? WHERE jti = ? AND revoked_at IS NULL")
             .bind(now)
-            .bind(record.token.token_id.as_str())
+            .bind(token_id.as_str())
             .execute(&self.pool)
             .await
             .map_err(unavailable)?
@@ -318,169 +399,36 @@ impl Store for SqliteStore {
         Ok(changed == 1)
     }
 
-    async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable> {
-        sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ?")
-            .bind(before)
-            .execute(&self.pool)
-            .await
-            .map(|done| done.rows_affected())
-            .map_err(unavailable)
-    }
-
-    async fn register_client(&self, client: &ClientRegistration, now: i64) -> Result<(), AdminError> {
-        let uris: Vec<&str> = client.redirect_uris.iter().map(RedirectUri::as_str).collect();
-        let uris = serde_json::to_string(&uris).map_err(StoreUnavailable::new)?;
-        let inserted = sqlx::query(
-            "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, status, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client_id) DO NOTHING",
-        )
-        .bind(client.client_id.as_str())
-        .bind(client.scope.country.as_str())
-        .bind(client.scope.business.as_str())
-        .bind(client.scope.channel.as_str())
-        .bind(uris)
-        .bind(match client.status {
-            ClientStatus::Active => "active",
-            ClientStatus::Disabled => "disabled",
-        })
-        .bind(now)
-        .execute(&self.pool)
-        .await
-        .map_err(unavailable)?
-        .rows_affected();
-        if inserted == 0 {
-            return Err(AdminError::AlreadyExists(format!("client {}", client.client_id)));
-        }
-        Ok(())
-    }
-
-    async fn disable_client(&self, client_id: &ClientId, now: i64) -> Result<u64, AdminError> {
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
-        let found = sqlx::query("UPDATE clients SET status = 'disabled' WHERE client_id = ?")
-            .bind(client_id.as_str())
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable)?
-            .rows_affected();
-        if found == 0 {
-            return Err(AdminError::NotFound(format!("client {client_id}")));
-        }
-        let revoked = sqlx::query(
+    async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
+        sqlx::query(
             "UPDATE issued_tokens SET revoked_at = ? \
              WHERE client_id = ? AND revoked_at IS NULL AND expires_at >= ?",
         )
         .bind(now)
         .bind(client_id.as_str())
         .bind(now)
-        .execute(&mut *transaction)
-        .await
-        .map_err(unavailable)?
-        .rows_affected();
-        transaction.commit().await.map_err(unavailable)?;
-        Ok(revoked)
-    }
-
-    async fn allow_channel(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
-        sqlx::query(
-            "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES (?, ?, ?) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(scope.country.as_str())
-        .bind(scope.business.as_str())
-        .bind(scope.channel.as_str())
         .execute(&self.pool)
         .await
-        .map(|done| done.rows_affected() == 1)
+        .map(|done| done.rows_affected())
         .map_err(unavailable)
     }
 
-    #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
-    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
-        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
-                .push_values(chunk, |mut row, estimate| {
-                    row.push_bind(estimate.estimate.branch.to_string())
-                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
-                        .push_bind(estimate.estimated_at);
-                })
-                .push(
-                    " ON CONFLICT (branch_id) DO UPDATE SET \
-                     minutes = excluded.minutes, estimated_at = excluded.estimated_at",
-                )
-                .build()
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        transaction.commit().await.map_err(unavailable)
-    }
-
-    async fn rotate_signing_key(&self, key: &StoredSigningKey, now: i64) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
-        sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL")
-            .bind(now)
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable)?;
-        sqlx::query(
-            "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at) \
-             VALUES (?, 'EdDSA', ?, ?, ?)",
-        )
-        .bind(&key.kid)
-        .bind(&key.private_pkcs8)
-        .bind(&key.public_key)
-        .bind(key.created_at)
-        .execute(&mut *transaction)
-        .await
-        .map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
-    }
-
-    #[tracing::instrument(skip(self))]
-    async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
-        let (last_updated,): (i64,) = sqlx::query_as("SELECT last_updated FROM atm_set WHERE id = 1")
-            .fetch_one(&self.pool)
-            .await
-            .map_err(unavailable)?;
-        let records: Vec<(String, String)> =
-            sqlx::query_as("SELECT brand_name, record FROM atms ORDER BY brand_name, identification")
+    async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
+        let found: Vec<(String,)> =
+            sqlx::query_as("SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= ?")
+                .bind(now)
                 .fetch_all(&self.pool)
                 .await
                 .map_err(unavailable)?;
-        Ok(AtmSet { records, last_updated })
+        Ok(found.into_iter().map(|(jti,)| TokenId::new(jti)).collect())
     }
 
-    #[tracing::instrument(skip_all, fields(brands = brands.len()))]
-    async fn replace_atms(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable> {
-        let mut rows = Vec::new();
-        for brand in brands {
-            for atm in brand.atms.items() {
-                let record = serde_json::to_string(atm).map_err(StoreUnavailable::new)?;
-                rows.push((brand.name.as_str(), atm.identification.as_str(), record));
-            }
-        }
-        let mut transaction = self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)?;
-        sqlx::query("DELETE FROM atms").execute(&mut *transaction).await.map_err(unavailable)?;
-        for chunk in rows.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<Sqlite>::new("INSERT INTO atms (brand_name, identification, record) ")
-                .push_values(chunk, |mut row, (brand, identification, record)| {
-                    row.push_bind(*brand).push_bind(*identification).push_bind(record.as_str());
-                })
-                .build()
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
-            .bind(now)
-            .execute(&mut *transaction)
+    async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ?")
+            .bind(before)
+            .execute(&self.pool)
             .await
-            .map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
-    }
-
-    async fn close(&self) {
-        self.pool.close().await;
+            .map(|done| done.rows_affected())
+            .map_err(unavailable)
     }
 }

@@ -1,19 +1,23 @@
-//! What a database adapter provides: the durable side of every port, the loads that
-//! feed the in-memory view, and the operators' admin commands.
+//! A database the service runs on, seen through each role it plays.
 //!
-//! The SQLite store implements it today; a PostgreSQL store implements the same trait,
-//! and the contract tests in `tests/store_contract.rs` run against each.
+//! A backend (the SQLite store today; PostgreSQL next) implements the domain's record
+//! ports (`domain::ports::records`), [`ViewSource`] (what the in-memory view polls and
+//! loads) and [`StoreLifecycle`] (migrate, ping, close). [`Store`] holds one backend
+//! as all of them, and [`Store::open`] picks the backend from the database URL. The
+//! contract tests in `tests/store_contract.rs` run against each backend.
+
+use std::sync::Arc;
 
 use async_trait::async_trait;
-use domain::atm::Brand;
-use domain::branch::BranchWaitTime;
-use domain::client::{ChannelScope, ClientId, ClientRegistration};
-use domain::ports::StoreUnavailable;
-use domain::store_contents::StoreContents;
-use domain::token::{IssuedToken, OpaqueToken, TokenId};
+use domain::ports::{
+    AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
+    WaitTimeRecords,
+};
 
-/// Change counters, one per topic, bumped by the database itself (triggers) on every
-/// write, whoever makes it: this server, the CLI, or the bank's branch systems.
+use crate::sqlite::SqliteStore;
+
+/// Change counters, one per topic, bumped by the database itself on every write,
+/// whoever makes it: this server, the CLI, or the bank's branch systems.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.
@@ -40,112 +44,120 @@ pub struct AtmSet {
     pub last_updated: i64,
 }
 
-/// One branch's estimate as stored, with when it was estimated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WaitTimeEstimate {
-    /// The branch and its wait.
-    pub estimate: BranchWaitTime,
-    /// When it was estimated, seconds since the Unix epoch.
-    pub estimated_at: i64,
-}
-
-/// An Ed25519 signing key as stored.
-#[derive(Clone, PartialEq, Eq)]
-pub struct StoredSigningKey {
-    /// Key id: the RFC 7638 thumbprint of the public key.
-    pub kid: String,
-    /// PKCS#8 v2 document holding the private key.
-    pub private_pkcs8: Vec<u8>,
-    /// The raw 32-byte public key.
-    pub public_key: Vec<u8>,
-    /// When it was created, seconds since the Unix epoch.
-    pub created_at: i64,
-    /// When it stopped signing, if it has.
-    pub retired_at: Option<i64>,
-}
-
-impl std::fmt::Debug for StoredSigningKey {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("StoredSigningKey")
-            .field("kid", &self.kid)
-            .field("created_at", &self.created_at)
-            .field("retired_at", &self.retired_at)
-            .finish_non_exhaustive()
-    }
-}
-
-/// A token record with its revocation state, for operators' look-ups.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct TokenRecord {
-    /// The record as issued.
-    pub token: IssuedToken,
-    /// When it was revoked, if it was.
-    pub revoked_at: Option<i64>,
-}
-
-/// Why an admin command did not change the store.
-#[derive(Debug, thiserror::Error)]
-pub enum AdminError {
-    /// The thing to create already exists.
-    #[error("{0} already exists")]
-    AlreadyExists(String),
-    /// The thing to change does not exist.
-    #[error("{0} does not exist")]
-    NotFound(String),
-    /// The store could not be reached or failed.
-    #[error(transparent)]
-    Unavailable(#[from] StoreUnavailable),
-}
-
-/// A database the service runs on.
+/// What the in-memory view reads beyond the record ports: the change counters it polls,
+/// and the ATM set as stored text.
 #[async_trait]
-pub trait Store: Send + Sync {
-    /// Applies pending migrations.
-    async fn migrate(&self) -> Result<(), StoreUnavailable>;
-    /// Answers if the database is reachable and usable.
-    async fn ping(&self) -> Result<(), StoreUnavailable>;
+pub trait ViewSource: Send + Sync {
     /// The current change counters.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
     async fn revisions(&self) -> Result<Revisions, StoreUnavailable>;
-    /// Which kinds of operator data the store holds.
-    async fn contents(&self) -> Result<StoreContents, StoreUnavailable>;
-
-    /// Every client registration, ordered by client id.
-    async fn clients(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable>;
-    /// Every supported channel combination, ordered.
-    async fn supported_channels(&self) -> Result<Vec<ChannelScope>, StoreUnavailable>;
-    /// Every branch's current estimate.
-    async fn wait_times(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable>;
-    /// The ids of revoked tokens that have not yet expired at `now`.
-    async fn revoked_tokens(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable>;
-    /// The current signing key and the retired ones retired after `retired_after`,
-    /// newest first.
-    async fn signing_keys(&self, retired_after: i64) -> Result<Vec<StoredSigningKey>, StoreUnavailable>;
-
-    /// Durably records issued tokens, all or none.
-    async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable>;
-    /// The record behind an opaque token.
-    async fn find_token(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable>;
-    /// Revokes the token behind an opaque token; `false` if it was already revoked.
-    async fn revoke_token(&self, opaque: &OpaqueToken, now: i64) -> Result<bool, AdminError>;
-    /// Deletes token records that expired before `before`; returns how many.
-    async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable>;
-
-    /// Registers a client.
-    async fn register_client(&self, client: &ClientRegistration, now: i64) -> Result<(), AdminError>;
-    /// Disables a client and revokes its live tokens; returns how many were revoked.
-    async fn disable_client(&self, client_id: &ClientId, now: i64) -> Result<u64, AdminError>;
-    /// Adds a supported channel combination; `false` if it was already supported.
-    async fn allow_channel(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable>;
-    /// Inserts or replaces estimates, all or none.
-    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable>;
-    /// Makes `key` the current signing key and retires the previous one at `now`.
-    async fn rotate_signing_key(&self, key: &StoredSigningKey, now: i64) -> Result<(), StoreUnavailable>;
 
     /// The ATM set.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
     async fn atms(&self) -> Result<AtmSet, StoreUnavailable>;
-    /// Replaces the whole ATM set with `brands` in one transaction, `last_updated` = `now`.
-    /// The caller has checked that (brand, identification) pairs are unique.
-    async fn replace_atms(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable>;
-    /// Closes the store's connections; later calls fail as an unreachable store would.
+}
+
+/// The database itself: its schema, whether it answers, and closing it.
+#[async_trait]
+pub trait StoreLifecycle: Send + Sync {
+    /// Applies pending migrations.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they could not be applied.
+    async fn migrate(&self) -> Result<(), StoreUnavailable>;
+
+    /// Answers if the database is reachable and can be read.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot.
+    async fn ping(&self) -> Result<(), StoreUnavailable>;
+
+    /// Closes its connections; later calls fail as an unreachable store's would.
     async fn close(&self);
+}
+
+/// Everything a backend is.
+pub trait Backend:
+    StoreLifecycle
+    + ViewSource
+    + ClientRecords
+    + ChannelRecords
+    + WaitTimeRecords
+    + AtmRecords
+    + SigningKeyRecords
+    + TokenArchive
+    + StoreInventory
+    + 'static
+{
+}
+
+impl<T> Backend for T where
+    T: StoreLifecycle
+        + ViewSource
+        + ClientRecords
+        + ChannelRecords
+        + WaitTimeRecords
+        + AtmRecords
+        + SigningKeyRecords
+        + TokenArchive
+        + StoreInventory
+        + 'static
+{
+}
+
+/// One database, as each of its users sees it.
+#[derive(Clone)]
+pub struct Store {
+    /// Migrations, readiness probes, closing.
+    pub lifecycle: Arc<dyn StoreLifecycle>,
+    /// Change counters and the stored ATM set, for the in-memory view.
+    pub view: Arc<dyn ViewSource>,
+    /// Client registrations.
+    pub clients: Arc<dyn ClientRecords>,
+    /// Supported channel combinations.
+    pub channels: Arc<dyn ChannelRecords>,
+    /// Wait-time estimates.
+    pub wait_times: Arc<dyn WaitTimeRecords>,
+    /// The ATM set.
+    pub atms: Arc<dyn AtmRecords>,
+    /// Signing keys.
+    pub keys: Arc<dyn SigningKeyRecords>,
+    /// Issued-token records.
+    pub tokens: Arc<dyn TokenArchive>,
+    /// What the store holds.
+    pub inventory: Arc<dyn StoreInventory>,
+}
+
+impl Store {
+    /// `backend` in every role.
+    pub fn of(backend: impl Backend) -> Self {
+        let backend = Arc::new(backend);
+        Self {
+            lifecycle: backend.clone(),
+            view: backend.clone(),
+            clients: backend.clone(),
+            channels: backend.clone(),
+            wait_times: backend.clone(),
+            atms: backend.clone(),
+            keys: backend.clone(),
+            tokens: backend.clone(),
+            inventory: backend,
+        }
+    }
+
+    /// Opens the database named by `url`: `sqlite://path/to/file.db`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] for an unsupported URL or a database that cannot be opened.
+    pub async fn open(url: &str) -> Result<Self, StoreUnavailable> {
+        if url.starts_with("sqlite:") {
+            Ok(Self::of(SqliteStore::connect(url).await?))
+        } else {
+            Err(StoreUnavailable::new("unsupported database URL: expected sqlite://…"))
+        }
+    }
 }

@@ -13,7 +13,7 @@ use std::time::{Duration, Instant};
 
 use tokio::sync::watch;
 
-use crate::store::Store;
+use crate::store::StoreLifecycle;
 
 /// How long a probe's outcome is reused: load balancers probe every second or so, and
 /// several of them (or several instances' worth of checks) need not each reach the store.
@@ -32,7 +32,7 @@ struct Probe {
 
 /// Probes the store for readiness checks.
 pub struct StoreWatch {
-    store: Arc<dyn Store>,
+    store: Arc<dyn StoreLifecycle>,
     /// Where probes run: the runtime that made the watch, which lives as long as the
     /// service, not the HTTP worker whose check happened to start a probe.
     runtime: tokio::runtime::Handle,
@@ -45,7 +45,7 @@ pub struct StoreWatch {
 impl StoreWatch {
     /// A watch over `store`, which the caller has just used (so it starts out answering).
     /// Call it within the tokio runtime that probes should run on.
-    pub fn new(store: Arc<dyn Store>) -> Arc<Self> {
+    pub fn new(store: Arc<dyn StoreLifecycle>) -> Arc<Self> {
         Arc::new(Self {
             store,
             runtime: tokio::runtime::Handle::current(),

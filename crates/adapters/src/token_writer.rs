@@ -8,11 +8,9 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use domain::ports::StoreUnavailable;
+use domain::ports::{StoreUnavailable, TokenArchive};
 use domain::token::IssuedToken;
 use tokio::sync::{mpsc, oneshot};
-
-use crate::store::Store;
 
 /// The most records written in one transaction.
 const MAX_BATCH: usize = 512;
@@ -36,9 +34,9 @@ pub struct TokenWriter {
 impl TokenWriter {
     /// Starts the group-commit task on the current tokio runtime. It stops when the last
     /// `TokenWriter` clone is dropped.
-    pub fn spawn(store: Arc<dyn Store>) -> Self {
+    pub fn spawn(archive: Arc<dyn TokenArchive>) -> Self {
         let (queue, pending) = mpsc::channel(QUEUE_CAPACITY);
-        tokio::spawn(write_batches(store, pending));
+        tokio::spawn(write_batches(archive, pending));
         Self { queue }
     }
 
@@ -62,7 +60,7 @@ impl TokenWriter {
     }
 }
 
-async fn write_batches(store: Arc<dyn Store>, mut pending: mpsc::Receiver<(IssuedToken, Reply)>) {
+async fn write_batches(archive: Arc<dyn TokenArchive>, mut pending: mpsc::Receiver<(IssuedToken, Reply)>) {
     let mut batch = Vec::with_capacity(MAX_BATCH);
     let mut tokens = Vec::with_capacity(MAX_BATCH);
     while pending.recv_many(&mut batch, MAX_BATCH).await > 0 {
@@ -73,7 +71,7 @@ async fn write_batches(store: Arc<dyn Store>, mut pending: mpsc::Receiver<(Issue
             continue;
         }
         tokens.extend(batch.iter().map(|(token, _)| token.clone()));
-        let outcome = store.record_tokens(&tokens).await.map_err(|error| {
+        let outcome = archive.record(&tokens).await.map_err(|error| {
             tracing::error!(error = %error, tokens = tokens.len(), "token records were not stored");
             error.to_string()
         });

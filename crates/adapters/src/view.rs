@@ -20,9 +20,8 @@ use async_trait::async_trait;
 use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::client::{ChannelScope, ClientId, ClientRegistration};
-use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, StoreUnavailable, TokenLedger, WaitTimeStore};
+use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore};
 use domain::token::{IssuedToken, TokenId};
-use time::OffsetDateTime;
 use tokio::sync::Mutex;
 
 use crate::jwt::JwtTokens;
@@ -46,29 +45,6 @@ fn key_publication_window(token_lifetime: Duration, refresh_interval: Duration) 
     (token_lifetime + refresh_interval * 2 + Duration::from_secs(60)).as_secs() as i64
 }
 
-/// How often expired token records are purged.
-const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
-
-/// How long an expired token's record is kept for operators' look-ups (`tokens show`).
-const EXPIRED_TOKEN_RETENTION_SECONDS: i64 = 24 * 3600;
-
-/// Deletes token records that expired more than a day ago, every hour, so the table
-/// holds about one day of issuance whatever the load.
-pub fn spawn_token_purger(store: Arc<dyn Store>) -> tokio::task::JoinHandle<()> {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(PURGE_INTERVAL);
-        loop {
-            ticks.tick().await;
-            let before = OffsetDateTime::now_utc().unix_timestamp() - EXPIRED_TOKEN_RETENTION_SECONDS;
-            match store.purge_expired_tokens(before).await {
-                Ok(0) => {}
-                Ok(purged) => tracing::info!(purged, "purged expired token records"),
-                Err(error) => tracing::warn!(error = %error, "expired token records could not be purged"),
-            }
-        }
-    })
-}
-
 /// How the view keeps itself current.
 #[derive(Debug, Clone, Copy)]
 pub struct ViewSettings {
@@ -83,8 +59,9 @@ pub struct ViewSettings {
 
 /// The in-memory view; implements the read ports and the token ledger.
 pub struct StoreView {
-    store: Arc<dyn Store>,
+    store: Store,
     tokens: Arc<JwtTokens>,
+    clock: Arc<dyn Clock>,
     writer: TokenWriter,
     key_window_seconds: i64,
     max_staleness: Duration,
@@ -106,14 +83,16 @@ impl StoreView {
     /// # Errors
     /// [`StoreUnavailable`] if the first load fails.
     pub async fn load(
-        store: Arc<dyn Store>,
+        store: Store,
         tokens: Arc<JwtTokens>,
+        clock: Arc<dyn Clock>,
         settings: ViewSettings,
     ) -> Result<Arc<Self>, StoreUnavailable> {
         let view = Arc::new(Self {
-            writer: TokenWriter::spawn(Arc::clone(&store)),
+            writer: TokenWriter::spawn(Arc::clone(&store.tokens)),
             store,
             tokens,
+            clock,
             key_window_seconds: key_publication_window(settings.token_lifetime, settings.refresh_interval),
             max_staleness: settings.max_staleness,
             started: Instant::now(),
@@ -136,7 +115,7 @@ impl StoreView {
     /// the topics that failed and they are retried next time.
     pub async fn refresh(&self) -> Result<(), StoreUnavailable> {
         let mut seen = self.seen.lock().await;
-        let now = self.store.revisions().await?;
+        let now = self.store.view.revisions().await?;
         let before = *seen;
         let moved = |pick: fn(&Revisions) -> i64| before.is_none_or(|old| pick(&old) != pick(&now));
         // What is recorded as seen only moves when every moved topic reloaded; a failed
@@ -144,36 +123,36 @@ impl StoreView {
         let mut done = before.unwrap_or_default();
 
         if moved(|r| r.clients) {
-            let clients = self.store.clients().await?;
+            let clients = self.store.clients.all().await?;
             self.clients.store(Arc::new(clients.into_iter().map(|c| (c.client_id.clone(), c)).collect()));
             done.clients = now.clients;
         }
         if moved(|r| r.access) {
-            let channels = self.store.supported_channels().await?;
+            let channels = self.store.channels.all().await?;
             self.channels.store(Arc::new(channels.into_iter().collect()));
             done.access = now.access;
         }
         if moved(|r| r.wait_times) {
             let mut table = WaitTable::empty();
-            for row in self.store.wait_times().await? {
+            for row in self.store.wait_times.all().await? {
                 table.0[row.estimate.branch.index()] = Some(row.estimate.wait);
             }
             self.wait_times.store(Arc::new(table));
             done.wait_times = now.wait_times;
         }
-        let unix_now = OffsetDateTime::now_utc().unix_timestamp();
+        let unix_now = self.clock.unix_now();
         if moved(|r| r.revocations) {
-            let revoked = self.store.revoked_tokens(unix_now).await?;
+            let revoked = self.store.tokens.revoked_live(unix_now).await?;
             self.revoked.store(Arc::new(revoked.into_iter().collect()));
             done.revocations = now.revocations;
         }
         if moved(|r| r.signing_keys) {
-            let keys = self.store.signing_keys(unix_now - self.key_window_seconds).await?;
+            let keys = self.store.keys.published(unix_now - self.key_window_seconds).await?;
             self.tokens.install(&keys).map_err(StoreUnavailable::new)?;
             done.signing_keys = now.signing_keys;
         }
         if moved(|r| r.atms) {
-            let set = self.store.atms().await?;
+            let set = self.store.view.atms().await?;
             let catalog = AtmCatalog::from_records(set.records, set.last_updated).map_err(StoreUnavailable::new)?;
             self.atms.store(Arc::new(catalog));
             done.atms = now.atms;

@@ -6,7 +6,6 @@
 
 use std::path::Path;
 
-use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
 use domain::token::{OpaqueToken, TokenId};
 use sqlx::migrate::Migrator;
@@ -49,18 +48,18 @@ async fn tokens_issued_before_the_jti_keyed_table_survive_the_upgrade() {
     let folder = tempfile::tempdir().unwrap();
     let url = store_as_of(folder.path(), "20261121000002").await;
 
-    let store = SqliteStore::connect(&url).await.unwrap();
-    store.migrate().await.unwrap();
+    let store = Store::open(&url).await.unwrap();
+    store.lifecycle.migrate().await.unwrap();
 
-    let live = store.find_token(&OpaqueToken::new("live-opaque".into())).await.unwrap().unwrap();
+    let live = store.tokens.find(&OpaqueToken::new("live-opaque".into())).await.unwrap().unwrap();
     assert_eq!(live.token.token_id, TokenId::new("9b2e4a0c-6c0e-4d1e-9a57-8a1f0c3b7d21".into()));
     assert_eq!(live.token.expires_at, NOW + 1800);
     assert_eq!(live.revoked_at, None);
-    let revoked = store.revoked_tokens(NOW).await.unwrap();
+    let revoked = store.tokens.revoked_live(NOW).await.unwrap();
     assert_eq!(revoked, vec![TokenId::new("0f6d1c3e-2b4a-4e8f-b1d2-3c4e5f607182".into())]);
 
     // Revoking still moves the revocations topic, so running services hear of it.
-    let before = store.revisions().await.unwrap().revocations;
-    assert!(store.revoke_token(&OpaqueToken::new("live-opaque".into()), NOW + 1).await.unwrap());
-    assert!(store.revisions().await.unwrap().revocations > before);
+    let before = store.view.revisions().await.unwrap().revocations;
+    assert!(store.tokens.revoke(&live.token.token_id, NOW + 1).await.unwrap());
+    assert!(store.view.revisions().await.unwrap().revocations > before);
 }

@@ -9,13 +9,13 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use adapters::jwt::{JwtTokens, generate_signing_key};
-use adapters::store::{AdminError, Store, WaitTimeEstimate};
+use adapters::jwt::{Ed25519Keys, JwtTokens};
+use adapters::store::Store;
 use adapters::system::SystemClock;
 use adapters::view::{StoreView, ViewSettings};
-use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
-use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, TokenLedger, WaitTimeStore};
+use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, KeyGenerator as _, TokenLedger, WaitTimeStore};
 use domain::store_contents::StoreContents;
 use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
@@ -55,103 +55,111 @@ fn token(n: u32, client_id: &str, expires_at: i64) -> IssuedToken {
     }
 }
 
-async fn a_store_tells_which_kinds_of_data_it_holds(store: &dyn Store) {
-    assert_eq!(store.contents().await.unwrap(), StoreContents::default(), "a new store holds nothing");
-    store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
-    assert_eq!(store.contents().await.unwrap(), StoreContents { wait_times: true, ..StoreContents::default() });
-    store.register_client(&client("bank-app"), NOW).await.unwrap();
-    store.allow_channel(&scope("MOBILE")).await.unwrap();
-    store.record_tokens(&[token(1, "bank-app", NOW + 60)]).await.unwrap();
-    store.replace_atms(&[brand("Alfa", &["A1"])], NOW).await.unwrap();
+async fn a_store_tells_which_kinds_of_data_it_holds(store: &Store) {
+    assert_eq!(store.inventory.contents().await.unwrap(), StoreContents::default(), "a new store holds nothing");
+    store.wait_times.upsert(&[estimate("00001", 3)]).await.unwrap();
+    assert_eq!(
+        store.inventory.contents().await.unwrap(),
+        StoreContents { wait_times: true, ..StoreContents::default() }
+    );
+    assert!(store.clients.insert(&client("bank-app"), NOW).await.unwrap());
+    store.channels.allow(&scope("MOBILE")).await.unwrap();
+    store.tokens.record(&[token(1, "bank-app", NOW + 60)]).await.unwrap();
+    store.atms.replace(&[brand("Alfa", &["A1"])], NOW).await.unwrap();
     let every_kind =
         StoreContents { clients: true, supported_channels: true, wait_times: true, atms: true, token_records: true };
-    assert_eq!(store.contents().await.unwrap(), every_kind);
+    assert_eq!(store.inventory.contents().await.unwrap(), every_kind);
 }
 
-async fn clients_round_trip_and_cannot_be_registered_twice(store: &dyn Store) {
-    store.register_client(&client("b-app"), NOW).await.unwrap();
-    store.register_client(&client("a-app"), NOW).await.unwrap();
-    let again = store.register_client(&client("a-app"), NOW).await;
-    assert!(matches!(again, Err(AdminError::AlreadyExists(_))));
-    let listed = store.clients().await.unwrap();
+async fn clients_round_trip_and_cannot_be_registered_twice(store: &Store) {
+    assert!(store.clients.insert(&client("b-app"), NOW).await.unwrap());
+    assert!(store.clients.insert(&client("a-app"), NOW).await.unwrap());
+    assert!(!store.clients.insert(&client("a-app"), NOW).await.unwrap(), "a client id is inserted once");
+    let listed = store.clients.all().await.unwrap();
     assert_eq!(listed, vec![client("a-app"), client("b-app")]);
 }
 
-async fn disabling_a_client_revokes_only_its_live_tokens(store: &dyn Store) {
-    store.register_client(&client("a-app"), NOW).await.unwrap();
+async fn a_clients_status_is_set_and_its_live_tokens_revoked(store: &Store) {
+    assert!(store.clients.insert(&client("a-app"), NOW).await.unwrap());
+    assert!(store.clients.set_status(&ClientId::parse("a-app").unwrap(), ClientStatus::Disabled).await.unwrap());
+    assert_eq!(store.clients.all().await.unwrap()[0].status, ClientStatus::Disabled);
+    assert!(!store.clients.set_status(&ClientId::parse("nobody").unwrap(), ClientStatus::Disabled).await.unwrap());
+
     store
-        .record_tokens(&[token(1, "a-app", NOW + 600), token(2, "a-app", NOW - 1), token(3, "b-app", NOW + 600)])
+        .tokens
+        .record(&[token(1, "a-app", NOW + 600), token(2, "a-app", NOW - 1), token(3, "b-app", NOW + 600)])
         .await
         .unwrap();
-    let revoked = store.disable_client(&ClientId::parse("a-app").unwrap(), NOW).await.unwrap();
-    assert_eq!(revoked, 1);
-    assert_eq!(store.clients().await.unwrap()[0].status, ClientStatus::Disabled);
-    assert_eq!(store.revoked_tokens(NOW).await.unwrap(), vec![TokenId::new("jti-1".into())]);
-    let missing = store.disable_client(&ClientId::parse("nobody").unwrap(), NOW).await;
-    assert!(matches!(missing, Err(AdminError::NotFound(_))));
+    let revoked = store.tokens.revoke_live_of(&ClientId::parse("a-app").unwrap(), NOW).await.unwrap();
+    assert_eq!(revoked, 1, "only its tokens that have not expired");
+    assert_eq!(store.tokens.revoked_live(NOW).await.unwrap(), vec![TokenId::new("jti-1".into())]);
 }
 
-async fn supported_channels_are_a_set(store: &dyn Store) {
-    assert!(store.allow_channel(&scope("WEB")).await.unwrap());
-    assert!(!store.allow_channel(&scope("WEB")).await.unwrap());
-    assert!(store.allow_channel(&scope("MOBILE")).await.unwrap());
-    assert_eq!(store.supported_channels().await.unwrap(), vec![scope("MOBILE"), scope("WEB")]);
+async fn supported_channels_are_a_set(store: &Store) {
+    assert!(store.channels.allow(&scope("WEB")).await.unwrap());
+    assert!(!store.channels.allow(&scope("WEB")).await.unwrap());
+    assert!(store.channels.allow(&scope("MOBILE")).await.unwrap());
+    assert_eq!(store.channels.all().await.unwrap(), vec![scope("MOBILE"), scope("WEB")]);
 }
 
-async fn wait_times_are_upserted_and_keep_leading_zeros(store: &dyn Store) {
-    store.upsert_wait_times(&[estimate("00001", 3), estimate("12345", 40)]).await.unwrap();
-    store.upsert_wait_times(&[estimate("00001", 7)]).await.unwrap();
-    let mut stored = store.wait_times().await.unwrap();
+async fn wait_times_are_upserted_and_keep_leading_zeros(store: &Store) {
+    store.wait_times.upsert(&[estimate("00001", 3), estimate("12345", 40)]).await.unwrap();
+    store.wait_times.upsert(&[estimate("00001", 7)]).await.unwrap();
+    let mut stored = store.wait_times.all().await.unwrap();
     stored.sort_by_key(|row| row.estimate.branch);
     assert_eq!(stored, vec![estimate("00001", 7), estimate("12345", 40)]);
 }
 
-async fn tokens_are_found_by_opaque_token_and_revoked_once(store: &dyn Store) {
+async fn tokens_are_found_by_opaque_token_and_revoked_once(store: &Store) {
     let tokens: Vec<_> = (0..1200).map(|n| token(n, "a-app", NOW + 600)).collect();
-    store.record_tokens(&tokens).await.unwrap();
-    let found = store.find_token(&OpaqueToken::new("opaque-1100".into())).await.unwrap().unwrap();
+    store.tokens.record(&tokens).await.unwrap();
+    let found = store.tokens.find(&OpaqueToken::new("opaque-1100".into())).await.unwrap().unwrap();
     assert_eq!(found.token, tokens[1100]);
     assert_eq!(found.revoked_at, None);
-    assert!(store.revoke_token(&OpaqueToken::new("opaque-1100".into()), NOW).await.unwrap());
-    assert!(!store.revoke_token(&OpaqueToken::new("opaque-1100".into()), NOW).await.unwrap());
-    assert!(store.find_token(&OpaqueToken::new("nope".into())).await.unwrap().is_none());
+    assert!(store.tokens.revoke(&found.token.token_id, NOW).await.unwrap());
+    assert!(!store.tokens.revoke(&found.token.token_id, NOW).await.unwrap(), "revoked once");
+    assert_eq!(
+        store.tokens.find(&OpaqueToken::new("opaque-1100".into())).await.unwrap().unwrap().revoked_at,
+        Some(NOW)
+    );
+    assert!(store.tokens.find(&OpaqueToken::new("nope".into())).await.unwrap().is_none());
 }
 
-async fn a_token_id_cannot_be_recorded_twice(store: &dyn Store) {
-    store.record_tokens(&[token(1, "a-app", NOW)]).await.unwrap();
-    assert!(store.record_tokens(&[token(5, "a-app", NOW), token(1, "a-app", NOW)]).await.is_err());
+async fn a_token_id_cannot_be_recorded_twice(store: &Store) {
+    store.tokens.record(&[token(1, "a-app", NOW)]).await.unwrap();
+    assert!(store.tokens.record(&[token(5, "a-app", NOW), token(1, "a-app", NOW)]).await.is_err());
     // All or none: the batch with the duplicate left nothing behind.
-    assert!(store.find_token(&OpaqueToken::new("opaque-5".into())).await.unwrap().is_none());
+    assert!(store.tokens.find(&OpaqueToken::new("opaque-5".into())).await.unwrap().is_none());
 }
 
-async fn expired_tokens_are_purged(store: &dyn Store) {
-    store.record_tokens(&[token(1, "a-app", NOW - 10), token(2, "a-app", NOW + 10)]).await.unwrap();
-    assert_eq!(store.purge_expired_tokens(NOW).await.unwrap(), 1);
-    assert!(store.find_token(&OpaqueToken::new("opaque-2".into())).await.unwrap().is_some());
+async fn expired_tokens_are_purged(store: &Store) {
+    store.tokens.record(&[token(1, "a-app", NOW - 10), token(2, "a-app", NOW + 10)]).await.unwrap();
+    assert_eq!(store.tokens.purge_expired(NOW).await.unwrap(), 1);
+    assert!(store.tokens.find(&OpaqueToken::new("opaque-2".into())).await.unwrap().is_some());
 }
 
-async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones(store: &dyn Store) {
-    let first = generate_signing_key(NOW - 100).unwrap();
-    let second = generate_signing_key(NOW).unwrap();
-    store.rotate_signing_key(&first, NOW - 100).await.unwrap();
-    store.rotate_signing_key(&second, NOW).await.unwrap();
-    let keys = store.signing_keys(NOW - 1).await.unwrap();
+async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones(store: &Store) {
+    let first = Ed25519Keys.generate(NOW - 100).unwrap();
+    let second = Ed25519Keys.generate(NOW).unwrap();
+    store.keys.make_current(&first, NOW - 100).await.unwrap();
+    store.keys.make_current(&second, NOW).await.unwrap();
+    let keys = store.keys.published(NOW - 1).await.unwrap();
     assert_eq!(keys.len(), 2);
     assert_eq!(keys[0].kid, second.kid);
     assert_eq!(keys[0].retired_at, None);
     assert_eq!(keys[1].retired_at, Some(NOW));
-    assert_eq!(store.signing_keys(NOW).await.unwrap().len(), 1, "a key retired before the window is dropped");
+    assert_eq!(store.keys.published(NOW).await.unwrap().len(), 1, "a key retired before the window is dropped");
 }
 
-async fn every_write_moves_its_change_counter(store: &dyn Store) {
-    let before = store.revisions().await.unwrap();
-    store.register_client(&client("a-app"), NOW).await.unwrap();
-    store.allow_channel(&scope("WEB")).await.unwrap();
-    store.upsert_wait_times(&[estimate("00001", 1)]).await.unwrap();
-    store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
-    store.record_tokens(&[token(1, "a-app", NOW + 60)]).await.unwrap();
-    store.revoke_token(&OpaqueToken::new("opaque-1".into()), NOW).await.unwrap();
-    let after = store.revisions().await.unwrap();
+async fn every_write_moves_its_change_counter(store: &Store) {
+    let before = store.view.revisions().await.unwrap();
+    assert!(store.clients.insert(&client("a-app"), NOW).await.unwrap());
+    store.channels.allow(&scope("WEB")).await.unwrap();
+    store.wait_times.upsert(&[estimate("00001", 1)]).await.unwrap();
+    store.keys.make_current(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
+    store.tokens.record(&[token(1, "a-app", NOW + 60)]).await.unwrap();
+    store.tokens.revoke(&TokenId::new("jti-1".into()), NOW).await.unwrap();
+    let after = store.view.revisions().await.unwrap();
     assert!(after.clients > before.clients);
     assert!(after.access > before.access);
     assert!(after.wait_times > before.wait_times);
@@ -159,23 +167,23 @@ async fn every_write_moves_its_change_counter(store: &dyn Store) {
     assert!(after.revocations > before.revocations);
 }
 
-async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc<dyn Store>) {
-    store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
-    store.register_client(&client("a-app"), NOW).await.unwrap();
-    store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
+async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Store) {
+    store.keys.make_current(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
+    assert!(store.clients.insert(&client("a-app"), NOW).await.unwrap());
+    store.wait_times.upsert(&[estimate("00001", 3)]).await.unwrap();
     let tokens = Arc::new(JwtTokens::new("iss", "aud", Arc::new(SystemClock)));
     let settings = ViewSettings {
         token_lifetime: Duration::from_secs(1800),
         refresh_interval: Duration::from_secs(1),
         max_staleness: Duration::from_secs(60),
     };
-    let view = StoreView::load(Arc::clone(&store), Arc::clone(&tokens), settings).await.unwrap();
+    let view = StoreView::load(store.clone(), Arc::clone(&tokens), Arc::new(SystemClock), settings).await.unwrap();
     assert!(tokens.current_kid().is_some());
     assert!(view.find(&ClientId::parse("a-app").unwrap()).await.unwrap().is_some());
     assert!(!view.is_supported(&scope("WEB")).await.unwrap());
 
-    store.allow_channel(&scope("WEB")).await.unwrap();
-    store.upsert_wait_times(&[estimate("00001", 9), estimate("00002", 4)]).await.unwrap();
+    store.channels.allow(&scope("WEB")).await.unwrap();
+    store.wait_times.upsert(&[estimate("00001", 9), estimate("00002", 4)]).await.unwrap();
     let ids = [BranchId::parse("00002").unwrap(), BranchId::parse("00003").unwrap(), BranchId::parse("00001").unwrap()];
     assert_eq!(view.wait_times(&ids).await.unwrap().len(), 1, "unchanged until refreshed");
     view.refresh().await.unwrap();
@@ -184,33 +192,37 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Arc
     assert_eq!(minutes, vec![4, 9]);
 
     view.record(token(7, "a-app", NOW + 3_600_000_000)).await.unwrap();
-    assert!(store.find_token(&OpaqueToken::new("opaque-7".into())).await.unwrap().is_some(), "durable once recorded");
-    store.revoke_token(&OpaqueToken::new("opaque-7".into()), NOW).await.unwrap();
+    assert!(store.tokens.find(&OpaqueToken::new("opaque-7".into())).await.unwrap().is_some(), "durable once recorded");
+    store.tokens.revoke(&TokenId::new("jti-7".into()), NOW).await.unwrap();
     view.refresh().await.unwrap();
     assert!(view.is_revoked(&TokenId::new("jti-7".into())).await.unwrap());
 
-    store.replace_atms(&[brand("Alfa", &["A1", "A2"])], NOW).await.unwrap();
+    store.atms.replace(&[brand("Alfa", &["A1", "A2"])], NOW).await.unwrap();
     view.refresh().await.unwrap();
     let catalog = view.catalog().await.unwrap();
     assert_eq!((catalog.len(), catalog.last_updated()), (2, NOW));
 }
 
-async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: Arc<dyn Store>) {
-    store.rotate_signing_key(&generate_signing_key(NOW).unwrap(), NOW).await.unwrap();
-    store.upsert_wait_times(&[estimate("00001", 3)]).await.unwrap();
+async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: Store) {
+    store.keys.make_current(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
+    store.wait_times.upsert(&[estimate("00001", 3)]).await.unwrap();
     let settings = ViewSettings {
         token_lifetime: Duration::from_secs(1800),
         refresh_interval: Duration::from_millis(10),
         max_staleness: Duration::from_millis(50),
     };
-    let view =
-        StoreView::load(Arc::clone(&store), Arc::new(JwtTokens::new("iss", "aud", Arc::new(SystemClock))), settings)
-            .await
-            .unwrap();
+    let view = StoreView::load(
+        store.clone(),
+        Arc::new(JwtTokens::new("iss", "aud", Arc::new(SystemClock))),
+        Arc::new(SystemClock),
+        settings,
+    )
+    .await
+    .unwrap();
     let branch = [BranchId::parse("00001").unwrap()];
     assert_eq!(view.wait_times(&branch).await.unwrap().len(), 1);
 
-    store.close().await;
+    store.lifecycle.close().await;
     assert!(view.refresh().await.is_err());
     tokio::time::sleep(Duration::from_millis(80)).await;
     assert!(view.wait_times(&branch).await.is_err(), "stale past max_staleness");
@@ -243,27 +255,27 @@ fn ids_of(set: &adapters::store::AtmSet) -> Vec<String> {
         .collect()
 }
 
-async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(store: &dyn Store) {
-    let empty = store.atms().await.unwrap();
+async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(store: &Store) {
+    let empty = store.view.atms().await.unwrap();
     assert!(empty.records.is_empty());
-    let before = store.revisions().await.unwrap().atms;
+    let before = store.view.revisions().await.unwrap().atms;
 
-    store.replace_atms(&[brand("Zeta", &["Z2", "Z1"]), brand("Alfa", &["A1"])], NOW).await.unwrap();
-    let set = store.atms().await.unwrap();
+    store.atms.replace(&[brand("Zeta", &["Z2", "Z1"]), brand("Alfa", &["A1"])], NOW).await.unwrap();
+    let set = store.view.atms().await.unwrap();
     assert_eq!(set.last_updated, NOW);
     assert_eq!(ids_of(&set), ["Alfa/A1", "Zeta/Z1", "Zeta/Z2"]);
-    assert!(store.revisions().await.unwrap().atms > before);
+    assert!(store.view.revisions().await.unwrap().atms > before);
 
-    store.replace_atms(&[brand("Beta", &["B1"])], NOW + 1).await.unwrap();
-    let replaced = store.atms().await.unwrap();
+    store.atms.replace(&[brand("Beta", &["B1"])], NOW + 1).await.unwrap();
+    let replaced = store.view.atms().await.unwrap();
     assert_eq!(ids_of(&replaced), ["Beta/B1"], "nothing of the old set remains");
     assert_eq!(replaced.last_updated, NOW + 1);
 }
 
-async fn a_closed_store_answers_unavailable(store: &dyn Store) {
-    store.close().await;
-    assert!(store.ping().await.is_err());
-    assert!(store.revisions().await.is_err());
+async fn a_closed_store_answers_unavailable(store: &Store) {
+    store.lifecycle.close().await;
+    assert!(store.lifecycle.ping().await.is_err());
+    assert!(store.view.revisions().await.is_err());
 }
 
 /// Runs every contract check, each on a fresh store made by `fresh`.
@@ -271,51 +283,51 @@ macro_rules! contract_suite {
     ($fresh:expr) => {
         #[tokio::test]
         async fn a_store_tells_which_kinds_of_data_it_holds() {
-            super::a_store_tells_which_kinds_of_data_it_holds(&*$fresh.await).await;
+            super::a_store_tells_which_kinds_of_data_it_holds(&$fresh.await).await;
         }
         #[tokio::test]
         async fn clients_round_trip_and_cannot_be_registered_twice() {
-            super::clients_round_trip_and_cannot_be_registered_twice(&*$fresh.await).await;
+            super::clients_round_trip_and_cannot_be_registered_twice(&$fresh.await).await;
         }
         #[tokio::test]
-        async fn disabling_a_client_revokes_only_its_live_tokens() {
-            super::disabling_a_client_revokes_only_its_live_tokens(&*$fresh.await).await;
+        async fn a_clients_status_is_set_and_its_live_tokens_revoked() {
+            super::a_clients_status_is_set_and_its_live_tokens_revoked(&$fresh.await).await;
         }
         #[tokio::test]
         async fn supported_channels_are_a_set() {
-            super::supported_channels_are_a_set(&*$fresh.await).await;
+            super::supported_channels_are_a_set(&$fresh.await).await;
         }
         #[tokio::test]
         async fn wait_times_are_upserted_and_keep_leading_zeros() {
-            super::wait_times_are_upserted_and_keep_leading_zeros(&*$fresh.await).await;
+            super::wait_times_are_upserted_and_keep_leading_zeros(&$fresh.await).await;
         }
         #[tokio::test]
         async fn tokens_are_found_by_opaque_token_and_revoked_once() {
-            super::tokens_are_found_by_opaque_token_and_revoked_once(&*$fresh.await).await;
+            super::tokens_are_found_by_opaque_token_and_revoked_once(&$fresh.await).await;
         }
         #[tokio::test]
         async fn a_token_id_cannot_be_recorded_twice() {
-            super::a_token_id_cannot_be_recorded_twice(&*$fresh.await).await;
+            super::a_token_id_cannot_be_recorded_twice(&$fresh.await).await;
         }
         #[tokio::test]
         async fn expired_tokens_are_purged() {
-            super::expired_tokens_are_purged(&*$fresh.await).await;
+            super::expired_tokens_are_purged(&$fresh.await).await;
         }
         #[tokio::test]
         async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones() {
-            super::rotation_keeps_one_current_key_and_publishes_recently_retired_ones(&*$fresh.await).await;
+            super::rotation_keeps_one_current_key_and_publishes_recently_retired_ones(&$fresh.await).await;
         }
         #[tokio::test]
         async fn every_write_moves_its_change_counter() {
-            super::every_write_moves_its_change_counter(&*$fresh.await).await;
+            super::every_write_moves_its_change_counter(&$fresh.await).await;
         }
         #[tokio::test]
         async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order() {
-            super::the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(&*$fresh.await).await;
+            super::the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(&$fresh.await).await;
         }
         #[tokio::test]
         async fn a_closed_store_answers_unavailable() {
-            super::a_closed_store_answers_unavailable(&*$fresh.await).await;
+            super::a_closed_store_answers_unavailable(&$fresh.await).await;
         }
         #[tokio::test]
         async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data() {
@@ -334,12 +346,12 @@ mod sqlite {
 
     /// A migrated store in a file of its own (a file, not `:memory:`, so WAL and
     /// several pooled connections are exercised as in production).
-    async fn fresh() -> Arc<dyn Store> {
+    async fn fresh() -> Store {
         let folder = tempfile::tempdir().unwrap().keep();
         let url = format!("sqlite://{}/nested/store.db", folder.display());
-        let store = SqliteStore::connect(&url).await.unwrap();
-        store.migrate().await.unwrap();
-        Arc::new(store)
+        let store = Store::of(SqliteStore::connect(&url).await.unwrap());
+        store.lifecycle.migrate().await.unwrap();
+        store
     }
 
     contract_suite!(fresh());

@@ -1,38 +1,52 @@
-//! The operators' commands: each prints what it did on stdout and fails with a
-//! one-line reason.
+//! The operators' commands: each parses its arguments into domain values, calls a
+//! domain service, prints what it did on stdout, and fails with a one-line reason.
 
-use std::collections::HashMap;
 use std::io::Read;
 use std::path::Path;
+use std::sync::Arc;
 
-use adapters::jwt::generate_signing_key;
-use adapters::store::{AdminError, Store, WaitTimeEstimate};
-use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
 };
 use domain::input::Expected;
+use domain::ports::Clock;
+use domain::services::access::{AccessChange, ChannelAccess};
+use domain::services::clients::ClientAdmin;
+use domain::services::imports::{DataImport, ImportWaitTimesError};
+use domain::services::keys::KeyManagement;
+use domain::services::token_records::{Revocation, TokenRecords};
 use domain::token::OpaqueToken;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::settings::{AccessAction, AtmsAction, ClientsAction, KeysAction, TokensAction, WaitTimesAction};
-use crate::startup::unix_now;
+
+/// The domain's services for operators, wired to one store (`startup::operators`).
+pub struct Operators {
+    /// The service's one clock (a CSV row without `estimatedAt` is estimated now).
+    pub clock: Arc<dyn Clock>,
+    /// Client applications.
+    pub clients: ClientAdmin,
+    /// Supported channel combinations.
+    pub access: ChannelAccess,
+    /// Wait-time and ATM imports.
+    pub imports: DataImport,
+    /// Signing keys.
+    pub keys: KeyManagement,
+    /// Issued tokens.
+    pub tokens: TokenRecords,
+}
 
 /// A command failed; the text is its one-line reason.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct CommandError(pub String);
 
-impl From<AdminError> for CommandError {
-    fn from(error: AdminError) -> Self {
-        Self(error.to_string())
-    }
-}
-
-impl From<domain::ports::StoreUnavailable> for CommandError {
-    fn from(error: domain::ports::StoreUnavailable) -> Self {
-        Self(one_line(&error))
+impl CommandError {
+    /// The reason of `error` and its causes, on one line.
+    pub fn of(error: &dyn std::error::Error) -> Self {
+        Self(one_line(error))
     }
 }
 
@@ -67,7 +81,7 @@ fn channel_scope(country: &str, business: &str, channel: &str) -> Result<Channel
 ///
 /// # Errors
 /// [`CommandError`] with the reason.
-pub async fn clients(store: &dyn Store, action: ClientsAction) -> Result<(), CommandError> {
+pub async fn clients(admin: &ClientAdmin, action: ClientsAction) -> Result<(), CommandError> {
     match action {
         ClientsAction::Add { client_id, business_code, country_code, channel_id, redirect_uris } => {
             let client = ClientRegistration {
@@ -79,12 +93,12 @@ pub async fn clients(store: &dyn Store, action: ClientsAction) -> Result<(), Com
                     .collect::<Result<_, _>>()?,
                 status: ClientStatus::Active,
             };
-            store.register_client(&client, unix_now()).await?;
+            admin.register(&client).await.map_err(|e| CommandError::of(&e))?;
             println!("registered client {client_id}");
         }
         ClientsAction::List => {
             println!("client_id\tstatus\tcountryCode\tbusinessCode\tchannelId\tredirect_uris");
-            for client in store.clients().await? {
+            for client in admin.list().await.map_err(|e| CommandError::of(&e))? {
                 let uris: Vec<&str> = client.redirect_uris.iter().map(RedirectUri::as_str).collect();
                 println!(
                     "{}\t{}\t{}\t{}\t{}\t{}",
@@ -102,7 +116,7 @@ pub async fn clients(store: &dyn Store, action: ClientsAction) -> Result<(), Com
         }
         ClientsAction::Disable { client_id } => {
             let id = parse("client id", &client_id, ClientId::parse)?;
-            let revoked = store.disable_client(&id, unix_now()).await?;
+            let revoked = admin.disable(&id).await.map_err(|e| CommandError::of(&e))?;
             println!("disabled client {client_id}; revoked {revoked} live token(s)");
         }
     }
@@ -113,13 +127,24 @@ pub async fn clients(store: &dyn Store, action: ClientsAction) -> Result<(), Com
 ///
 /// # Errors
 /// [`CommandError`] with the reason.
-pub async fn access(store: &dyn Store, action: AccessAction) -> Result<(), CommandError> {
+pub async fn access(access: &ChannelAccess, action: AccessAction) -> Result<(), CommandError> {
     let AccessAction::Allow { country_code, business_code, channel_id } = action;
     let scope = channel_scope(&country_code, &business_code, &channel_id)?;
-    let added = store.allow_channel(&scope).await?;
-    let how = if added { "now supported" } else { "already supported" };
+    let how = match access.allow(&scope).await.map_err(|e| CommandError::of(&e))? {
+        AccessChange::Allowed => "now supported",
+        AccessChange::AlreadyAllowed => "already supported",
+    };
     println!("{country_code}/{business_code}/{channel_id} {how}");
     Ok(())
+}
+
+/// A wait-time CSV read into estimates, with the line each came from.
+#[derive(Debug)]
+pub struct WaitTimeFile {
+    /// The estimates, in file order.
+    pub estimates: Vec<WaitTimeEstimate>,
+    /// The line of each estimate (the header is line 1).
+    pub lines: Vec<u64>,
 }
 
 /// Parses a wait-time CSV: header `branchId,timeTaken` and optionally `estimatedAt`
@@ -128,10 +153,10 @@ pub async fn access(store: &dyn Store, action: AccessAction) -> Result<(), Comma
 ///
 /// # Errors
 /// [`CommandError`] naming the line and the field.
-pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstimate>, CommandError> {
+pub fn parse_wait_times(input: impl Read, now: i64) -> Result<WaitTimeFile, CommandError> {
     let mut reader = csv::ReaderBuilder::new().trim(csv::Trim::All).from_reader(input);
     let headers = reader.headers().map_err(|e| CommandError(format!("line 1: {e}")))?.clone();
-    let mut columns = HashMap::new();
+    let mut columns = std::collections::HashMap::new();
     for (index, name) in headers.iter().enumerate() {
         let name = name.trim_start_matches('\u{feff}');
         if !["branchId", "timeTaken", "estimatedAt"].contains(&name) {
@@ -149,8 +174,7 @@ pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstima
     let (branch_column, time_column) = (column("branchId")?, column("timeTaken")?);
     let estimated_column = columns.get("estimatedAt").copied();
 
-    let mut seen: HashMap<BranchId, u64> = HashMap::new();
-    let mut estimates = Vec::new();
+    let mut file = WaitTimeFile { estimates: Vec::new(), lines: Vec::new() };
     for record in reader.records() {
         let record = record.map_err(|e| {
             let line = e.position().map_or(0, |p| p.line());
@@ -169,24 +193,34 @@ pub fn parse_wait_times(input: impl Read, now: i64) -> Result<Vec<WaitTimeEstima
                 .map_err(|_| CommandError(format!("line {line}: estimatedAt {raw:?} is not an RFC 3339 date-time")))?
                 .unix_timestamp(),
         };
-        if let Some(first) = seen.insert(branch, line) {
-            return Err(CommandError(format!("line {line}: branch {branch} was already given on line {first}")));
-        }
-        estimates.push(WaitTimeEstimate { estimate: BranchWaitTime { branch, wait }, estimated_at });
+        file.estimates.push(WaitTimeEstimate { estimate: BranchWaitTime { branch, wait }, estimated_at });
+        file.lines.push(line);
     }
-    Ok(estimates)
+    Ok(file)
+}
+
+/// An import's refusal, with positions in the file told as its lines.
+fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
+    match error {
+        ImportWaitTimesError::DuplicateBranch { branch, first, again } => {
+            let line = |at: &usize| lines.get(*at).copied().unwrap_or_default();
+            CommandError(format!("line {}: branch {branch} was already given on line {}", line(again), line(first)))
+        }
+        ImportWaitTimesError::Unavailable(cause) => CommandError::of(cause),
+    }
 }
 
 /// `waittimes …`
 ///
 /// # Errors
 /// [`CommandError`] with the reason; nothing is written then.
-pub async fn wait_times(store: &dyn Store, action: WaitTimesAction) -> Result<(), CommandError> {
+pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
     let WaitTimesAction::Import { file } = action;
-    let estimates =
-        parse_wait_times(open(&file)?, unix_now()).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
-    store.upsert_wait_times(&estimates).await?;
-    println!("imported {} wait time(s) from {}", estimates.len(), file.display());
+    let in_file = |e: CommandError| CommandError(format!("{}: {e}", file.display()));
+    let read = parse_wait_times(open(&file)?, operators.clock.unix_now()).map_err(in_file)?;
+    let count =
+        operators.imports.wait_times(&read.estimates).await.map_err(|e| in_file(refused_import(&e, &read.lines)))?;
+    println!("imported {count} wait time(s) from {}", file.display());
     Ok(())
 }
 
@@ -194,11 +228,10 @@ pub async fn wait_times(store: &dyn Store, action: WaitTimesAction) -> Result<()
 ///
 /// # Errors
 /// [`CommandError`] with the reason; the ATM set is unchanged then.
-pub async fn atms(store: &dyn Store, action: AtmsAction) -> Result<(), CommandError> {
+pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), CommandError> {
     let AtmsAction::Import { file } = action;
     let brands = crate::atm_file::parse(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
-    store.replace_atms(&brands, unix_now()).await?;
-    let count: usize = brands.iter().map(|brand| brand.atms.items().len()).sum();
+    let count = imports.atms(&brands).await.map_err(|e| CommandError::of(&e))?;
     println!("imported {count} ATM(s) in {} brand(s) from {}", brands.len(), file.display());
     Ok(())
 }
@@ -211,11 +244,10 @@ fn open(path: &Path) -> Result<std::fs::File, CommandError> {
 ///
 /// # Errors
 /// [`CommandError`] with the reason.
-pub async fn keys(store: &dyn Store, action: KeysAction) -> Result<(), CommandError> {
+pub async fn keys(keys: &KeyManagement, action: KeysAction) -> Result<(), CommandError> {
     let KeysAction::Rotate = action;
-    let key = generate_signing_key(unix_now()).map_err(|e| CommandError(e.to_string()))?;
-    store.rotate_signing_key(&key, unix_now()).await?;
-    println!("signing key {} is now current; the previous one stays published until its tokens expire", key.kid);
+    let kid = keys.rotate().await.map_err(|e| CommandError::of(&e))?;
+    println!("signing key {kid} is now current; the previous one stays published until its tokens expire");
     Ok(())
 }
 
@@ -223,13 +255,10 @@ pub async fn keys(store: &dyn Store, action: KeysAction) -> Result<(), CommandEr
 ///
 /// # Errors
 /// [`CommandError`] with the reason.
-pub async fn tokens(store: &dyn Store, action: TokensAction) -> Result<(), CommandError> {
+pub async fn tokens(tokens: &TokenRecords, action: TokensAction) -> Result<(), CommandError> {
     match action {
         TokensAction::Show { opaque_token } => {
-            let record = store
-                .find_token(&OpaqueToken::new(opaque_token))
-                .await?
-                .ok_or_else(|| CommandError("no token has that opaque token".into()))?;
+            let record = tokens.show(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
             let time = |unix: i64| {
                 OffsetDateTime::from_unix_timestamp(unix)
                     .ok()
@@ -244,8 +273,14 @@ pub async fn tokens(store: &dyn Store, action: TokensAction) -> Result<(), Comma
             println!("revoked_at\t{}", record.revoked_at.map_or_else(|| "-".to_owned(), time));
         }
         TokensAction::Revoke { opaque_token } => {
-            let revoked = store.revoke_token(&OpaqueToken::new(opaque_token), unix_now()).await?;
-            println!("{}", if revoked { "revoked" } else { "already revoked" });
+            let revocation = tokens.revoke(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
+            println!(
+                "{}",
+                match revocation {
+                    Revocation::Revoked => "revoked",
+                    Revocation::AlreadyRevoked => "already revoked",
+                }
+            );
         }
     }
     Ok(())
@@ -258,7 +293,7 @@ mod tests {
     #[test]
     fn a_csv_with_an_estimated_at_column_keeps_its_times() {
         let csv = "branchId,timeTaken,estimatedAt\n00001,5,2026-11-21T10:00:00Z\n00002,0,\n";
-        let rows = parse_wait_times(csv.as_bytes(), 42).unwrap();
+        let rows = parse_wait_times(csv.as_bytes(), 42).unwrap().estimates;
         assert_eq!(rows.len(), 2);
         assert_eq!(rows[0].estimate.wait.minutes(), 5);
         assert_eq!(rows[0].estimated_at, 1_795_255_200);
@@ -283,10 +318,13 @@ mod tests {
     }
 
     #[test]
-    fn a_branch_given_twice_is_refused() {
-        let csv = "branchId,timeTaken\n00001,5\n00001,6\n";
-        let error = parse_wait_times(csv.as_bytes(), 0).unwrap_err().to_string();
-        assert!(error.contains("line 3") && error.contains("line 2"), "{error}");
+    fn a_branch_given_twice_is_told_by_its_lines() {
+        let csv = "branchId,timeTaken\n00001,5\n00002,5\n00001,6\n";
+        let file = parse_wait_times(csv.as_bytes(), 0).unwrap();
+        let twice =
+            ImportWaitTimesError::DuplicateBranch { branch: file.estimates[0].estimate.branch, first: 0, again: 2 };
+        let error = refused_import(&twice, &file.lines).to_string();
+        assert_eq!(error, "line 4: branch 00001 was already given on line 2");
     }
 
     #[test]

@@ -4,7 +4,7 @@ use std::process::ExitCode;
 
 use api::admin::{self, CommandError, one_line};
 use api::settings::{Cli, Command, ServeArgs, Settings, resolve};
-use api::startup::{Application, open_store};
+use api::startup::{Application, open_operators};
 use api::telemetry::{self, Sink};
 use clap::Parser as _;
 use secrecy::ExposeSecret as _;
@@ -38,23 +38,18 @@ async fn run(cli: &mut Cli) -> Result<(), CommandError> {
     if let Some(filter) = &common.log_filter {
         telemetry::init(filter, common.log_format, Sink::Stderr);
     }
-    let store = open_store(common.database_url.expose_secret()).await?;
-    if !matches!(command, Command::Migrate) {
-        // Every command works on a current schema, also on a fresh database file.
-        store.migrate().await?;
-    }
+    let operators = open_operators(common.database_url.expose_secret()).await.map_err(|e| CommandError::of(&e))?;
     match command {
         Command::Migrate => {
-            store.migrate().await?;
             println!("migrations applied");
             Ok(())
         }
-        Command::Clients { action } => admin::clients(&*store, action).await,
-        Command::Access { action } => admin::access(&*store, action).await,
-        Command::Waittimes { action } => admin::wait_times(&*store, action).await,
-        Command::Atms { action } => admin::atms(&*store, action).await,
-        Command::Keys { action } => admin::keys(&*store, action).await,
-        Command::Tokens { action } => admin::tokens(&*store, action).await,
+        Command::Clients { action } => admin::clients(&operators.clients, action).await,
+        Command::Access { action } => admin::access(&operators.access, action).await,
+        Command::Waittimes { action } => admin::wait_times(&operators, action).await,
+        Command::Atms { action } => admin::atms(&operators.imports, action).await,
+        Command::Keys { action } => admin::keys(&operators.keys, action).await,
+        Command::Tokens { action } => admin::tokens(&operators.tokens, action).await,
         Command::Serve(ServeArgs { .. }) => Ok(()),
     }
 }

@@ -9,23 +9,27 @@ use std::time::Duration;
 use actix_web::dev::{Server, ServerHandle};
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
-use adapters::jwt::{JwtTokens, generate_signing_key};
-use adapters::sqlite::SqliteStore;
+use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::store::Store;
 use adapters::store_watch::StoreWatch;
 use adapters::system::{RandomIds, SystemClock};
-use adapters::view::{StoreView, ViewSettings, spawn_token_purger};
+use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{Clock, StoreUnavailable, TokenLedger};
+use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
+use domain::services::clients::ClientAdmin;
+use domain::services::demo::{DemoData, DemoLoadError, DemoOutcome, DemoTargets};
+use domain::services::imports::DataImport;
+use domain::services::keys::{KeyManagement, KeyManagementError};
+use domain::services::token_records::TokenRecords;
 use domain::services::wait_times::WaitTimeService;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::ExposeSecret as _;
-use time::OffsetDateTime;
 
-use crate::demo;
+use crate::admin::Operators;
 use crate::http::meta::Readiness;
 use crate::http::rate_limit::ClientRateLimit;
 use crate::http::{self, AppState};
@@ -47,47 +51,79 @@ pub enum StartupError {
     /// The TLS certificate or key could not be used.
     #[error("TLS: {0}")]
     Tls(String),
-    /// The signing key could not be created.
-    #[error("{0}")]
-    Keys(String),
+    /// No signing key could be made current.
+    #[error(transparent)]
+    Keys(#[from] KeyManagementError),
+    /// The demo data set could not be loaded.
+    #[error(transparent)]
+    Demo(#[from] DemoLoadError),
 }
 
-/// Opens the store named by `database_url`.
+/// The operators' services over the store at `database_url`, migrated first: every
+/// command works on a current schema, also on a fresh database file.
 ///
 /// # Errors
-/// [`StoreUnavailable`] for an unsupported URL or an unreachable database.
-pub async fn open_store(database_url: &str) -> Result<Arc<dyn Store>, StoreUnavailable> {
-    if database_url.starts_with("sqlite:") {
-        Ok(Arc::new(SqliteStore::connect(database_url).await?))
-    } else {
-        Err(StoreUnavailable::new("unsupported database URL: expected sqlite://…"))
+/// [`StartupError::Store`] when the store cannot be opened or migrated.
+pub async fn open_operators(database_url: &str) -> Result<Operators, StartupError> {
+    let store = Store::open(database_url).await?;
+    store.lifecycle.migrate().await?;
+    Ok(operators(&store, &(Arc::new(SystemClock) as Arc<dyn Clock>)))
+}
+
+/// The operators' services over `store`, dated by `clock`.
+fn operators(store: &Store, clock: &Arc<dyn Clock>) -> Operators {
+    Operators {
+        clock: Arc::clone(clock),
+        clients: ClientAdmin::new(Arc::clone(&store.clients), Arc::clone(&store.tokens), Arc::clone(clock)),
+        access: ChannelAccess::new(Arc::clone(&store.channels)),
+        imports: DataImport::new(Arc::clone(&store.wait_times), Arc::clone(&store.atms), Arc::clone(clock)),
+        keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock)),
+        tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(clock)),
     }
 }
 
-/// Unix time now.
-pub fn unix_now() -> i64 {
-    OffsetDateTime::now_utc().unix_timestamp()
-}
-
-/// Migrates, creates a signing key if the store has none, and loads the demo data set
-/// when asked to, into a store that holds no operator data.
-async fn prepare(store: &dyn Store, demo_data: bool) -> Result<(), StartupError> {
-    store.migrate().await?;
-    if store.signing_keys(i64::MAX).await?.is_empty() {
-        let key = generate_signing_key(unix_now()).map_err(|e| StartupError::Keys(e.to_string()))?;
-        store.rotate_signing_key(&key, unix_now()).await?;
-        tracing::info!(kid = %key.kid, "created a signing key");
+/// Migrates, makes sure a key signs tokens, and loads the demo data set when asked to
+/// (the domain decides whether the store takes it).
+async fn prepare(store: &Store, clock: &Arc<dyn Clock>, demo_data: bool) -> Result<(), StartupError> {
+    store.lifecycle.migrate().await?;
+    if let Some(kid) = operators(store, clock).keys.ensure_current().await? {
+        tracing::info!(%kid, "created a signing key");
     }
     if demo_data {
-        let contents = store.contents().await?;
-        if contents.takes_demo_data() {
-            demo::load(store).await?;
-            tracing::info!("loaded the demo data set");
-        } else {
-            tracing::info!(?contents, "the store holds operator data: the demo data set is not loaded");
+        let targets = DemoTargets {
+            inventory: Arc::clone(&store.inventory),
+            clients: Arc::clone(&store.clients),
+            channels: Arc::clone(&store.channels),
+            wait_times: Arc::clone(&store.wait_times),
+            atms: Arc::clone(&store.atms),
+        };
+        match DemoData::new(targets, Arc::clone(clock)).load_into_new_store().await? {
+            DemoOutcome::Loaded => tracing::info!("loaded the demo data set"),
+            DemoOutcome::Kept(contents) => {
+                tracing::info!(?contents, "the store holds operator data: the demo data set is not loaded");
+            }
         }
     }
     Ok(())
+}
+
+/// How often expired token records are purged.
+const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Purges expired token records every hour (the domain keeps them a day after expiry),
+/// so the table holds about one day of issuance whatever the load.
+fn spawn_token_purger(records: TokenRecords) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(PURGE_INTERVAL);
+        loop {
+            ticks.tick().await;
+            match records.purge_expired().await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "purged expired token records"),
+                Err(error) => tracing::warn!(error = %error, "expired token records could not be purged"),
+            }
+        }
+    });
 }
 
 /// How often idle clients are dropped from the rate limiter's table.
@@ -165,7 +201,7 @@ async fn stop_requested() {
 pub struct Application {
     port: u16,
     server: Server,
-    store: Arc<dyn Store>,
+    store: Store,
     readiness: Arc<Readiness>,
     drain: Duration,
 }
@@ -176,23 +212,23 @@ impl Application {
     /// # Errors
     /// [`StartupError`] says what stopped it.
     pub async fn build(settings: Settings) -> Result<Self, StartupError> {
-        let store = open_store(settings.database_url.expose_secret()).await?;
-        prepare(&*store, settings.demo_data).await?;
+        // One clock for the whole service: issuer and verifier, view, retention.
+        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+        let store = Store::open(settings.database_url.expose_secret()).await?;
+        prepare(&store, &clock, settings.demo_data).await?;
 
         let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
         let issuer = format!("{}/api", settings.public_base_url);
-        // One clock for the issuer and the verifier.
-        let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let jwt = Arc::new(JwtTokens::new(&issuer, &issuer, Arc::clone(&clock)));
         let view_settings = ViewSettings {
             token_lifetime: lifetime,
             refresh_interval: settings.refresh_interval,
             max_staleness: settings.max_staleness,
         };
-        let view = StoreView::load(Arc::clone(&store), Arc::clone(&jwt), view_settings).await?;
+        let view = StoreView::load(store.clone(), Arc::clone(&jwt), Arc::clone(&clock), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
-        spawn_token_purger(Arc::clone(&store));
-        let readiness = Arc::new(Readiness::new(StoreWatch::new(Arc::clone(&store)), Arc::clone(&view)));
+        spawn_token_purger(TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)));
+        let readiness = Arc::new(Readiness::new(StoreWatch::new(Arc::clone(&store.lifecycle)), Arc::clone(&view)));
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let state = web::Data::new(AppState {
@@ -243,8 +279,8 @@ impl Application {
 
     /// The store the service runs on, for tools and tests that act behind the API (for
     /// example closing it to see how the service answers an unreachable store).
-    pub fn store(&self) -> Arc<dyn Store> {
-        Arc::clone(&self.store)
+    pub fn store(&self) -> Store {
+        self.store.clone()
     }
 
     /// The port it listens on (the real one when built with port 0).

@@ -112,6 +112,15 @@ pub struct BranchWaitTime {
     pub wait: WaitTime,
 }
 
+/// A branch's estimate as stored, with when it was made.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitTimeEstimate {
+    /// The branch and its wait.
+    pub estimate: BranchWaitTime,
+    /// When it was estimated, seconds since the Unix epoch.
+    pub estimated_at: i64,
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -16,6 +16,7 @@
 //! - [`atm_catalog`] — the ATM set ready to serve: pages, filters, near-me search.
 //! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
+//! - [`demo`] — the demo data set.
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
@@ -27,6 +28,7 @@ pub mod atm;
 pub mod atm_catalog;
 pub mod branch;
 pub mod client;
+pub mod demo;
 pub mod input;
 pub mod ports;
 pub mod services;

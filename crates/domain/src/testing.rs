@@ -1,6 +1,11 @@
 //! Sample values for other crates' tests (with the `mock` feature) and this one's.
 
-use crate::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
+use time::OffsetDateTime;
+
+use crate::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
+use crate::ports::MockClock;
 use crate::token::{AccessClaims, Scope, SessionId, TokenId};
 
 /// The bank's MX/GCB scope on `channel`.
@@ -33,4 +38,31 @@ pub fn claims(client_id: &str, session: &str, issued_at: i64, lifetime: i64) -> 
         not_before: issued_at,
         expires_at: issued_at + lifetime,
     }
+}
+
+/// An active registration of `client_id` on MX/GCB/MOBILE with one redirect URI.
+///
+/// # Panics
+/// If `client_id` is not a valid client id (a test's own mistake).
+#[allow(clippy::expect_used)]
+pub fn registration(client_id: &str) -> ClientRegistration {
+    ClientRegistration {
+        client_id: ClientId::parse(client_id).expect("valid client id"),
+        scope: scope("MOBILE"),
+        redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").expect("valid URI")],
+        status: ClientStatus::Active,
+    }
+}
+
+/// A clock that always says `unix` seconds since the epoch.
+///
+/// # Panics
+/// If `unix` is out of `OffsetDateTime`'s range (a test's own mistake).
+#[allow(clippy::expect_used)]
+pub fn clock_at(unix: i64) -> MockClock {
+    let now = OffsetDateTime::from_unix_timestamp(unix).expect("a representable time");
+    let mut clock = MockClock::new();
+    clock.expect_now().returning(move || now);
+    clock.expect_unix_now().returning(move || unix);
+    clock
 }

@@ -157,6 +157,48 @@ pub struct IssuedToken {
     pub code_challenge: Option<CodeChallenge>,
 }
 
+/// An issued token's record with its revocation state, as operators look it up.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TokenRecord {
+    /// The record as issued.
+    pub token: IssuedToken,
+    /// When it was revoked, if it was.
+    pub revoked_at: Option<i64>,
+}
+
+/// A key that signs access tokens, as kept in the store. The domain holds its bytes
+/// without reading them: the signing adapter parses and uses them.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SigningKey {
+    /// Key id, published as `kid` (the signing adapter derives it from the public key).
+    pub kid: String,
+    /// The private key, PKCS#8 v2. Never in `Debug` output or logs.
+    pub private_pkcs8: Vec<u8>,
+    /// The raw public key, as published in the JWKS.
+    pub public_key: Vec<u8>,
+    /// When it was made, seconds since the Unix epoch.
+    pub created_at: i64,
+    /// When it stopped signing, if it has.
+    pub retired_at: Option<i64>,
+}
+
+impl SigningKey {
+    /// Whether it signs new tokens (it has not been retired).
+    pub fn is_current(&self) -> bool {
+        self.retired_at.is_none()
+    }
+}
+
+impl fmt::Debug for SigningKey {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("SigningKey")
+            .field("kid", &self.kid)
+            .field("created_at", &self.created_at)
+            .field("retired_at", &self.retired_at)
+            .finish_non_exhaustive()
+    }
+}
+
 /// What a successful authorize call hands back.
 #[derive(Debug, Clone)]
 pub struct TokenGrant {
@@ -191,6 +233,19 @@ mod tests {
         assert!(CodeChallenge::parse(valid).is_ok());
         assert!(CodeChallenge::parse(&valid[1..]).is_err());
         assert!(CodeChallenge::parse(&valid.replace('-', "+")).is_err());
+    }
+
+    #[test]
+    fn a_signing_keys_private_part_never_shows_in_debug_output() {
+        let key = SigningKey {
+            kid: "kid-1".into(),
+            private_pkcs8: b"very-private".to_vec(),
+            public_key: vec![1, 2, 3],
+            created_at: 0,
+            retired_at: None,
+        };
+        let shown = format!("{key:?}");
+        assert!(shown.contains("kid-1") && !shown.contains("private") && !shown.contains("118"), "{shown}");
     }
 
     #[test]

@@ -365,7 +365,7 @@ async fn an_unreachable_store_gives_503_once_the_data_cannot_be_vouched_for() {
     let session = app.session().await;
     assert_eq!(app.get_atms(&session, "/api/v1/atms", &[]).await.status(), 200);
 
-    app.app_store.close().await;
+    app.app_store.lifecycle.close().await;
     let response = eventually(|| async {
         let response = app.get_atms(&session, "/api/v1/atms", &[]).await;
         (response.status() == 503).then_some(response)

@@ -240,8 +240,8 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
     let store = application.store();
     drop(application);
 
-    let held = store.atms().await.unwrap();
+    let held = store.view.atms().await.unwrap();
     assert_eq!(held.records.len(), 1, "the operator's one ATM is kept, and nothing added");
     assert_eq!(held.records[0].0, "Banco del Operador");
-    assert!(store.clients().await.unwrap().is_empty(), "no demo client was registered");
+    assert!(store.clients.all().await.unwrap().is_empty(), "no demo client was registered");
 }

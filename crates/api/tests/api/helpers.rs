@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use adapters::jwt::JwtTokens;
-use adapters::sqlite::SqliteStore;
 use adapters::store::Store;
 use adapters::system::SystemClock;
 use api::settings::Settings;
@@ -33,7 +32,7 @@ pub struct TestApp {
     /// Keeps the database folder alive.
     pub folder: tempfile::TempDir,
     /// The store the running app uses (closing it makes the store unreachable).
-    pub app_store: Arc<dyn Store>,
+    pub app_store: Store,
 }
 
 /// A token and the session it opened.
@@ -139,14 +138,14 @@ impl TestApp {
     }
 
     /// The store behind the app, opened separately (as the CLI or another process would).
-    pub async fn store(&self) -> Arc<dyn Store> {
-        Arc::new(SqliteStore::connect(&self.database_url).await.unwrap())
+    pub async fn store(&self) -> Store {
+        Store::open(&self.database_url).await.unwrap()
     }
 
     /// A token signed with the app's real current key, with claims of our choosing:
     /// for tokens the app would never issue (expired, not yet valid, other issuer).
     pub async fn forge(&self, issuer: &str, claims: &AccessClaims) -> String {
-        let keys = self.store().await.signing_keys(0).await.unwrap();
+        let keys = self.store().await.keys.published(0).await.unwrap();
         let signer = JwtTokens::new(issuer, &format!("{}/api", self.settings.public_base_url), Arc::new(SystemClock));
         signer.install(&keys).unwrap();
         signer.sign(claims).unwrap()

@@ -184,7 +184,7 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
     let app = spawn_app_fast_refresh().await;
     let session = app.session().await;
     let store = app.store().await;
-    let estimate = adapters::store::WaitTimeEstimate {
+    let estimate = domain::branch::WaitTimeEstimate {
         estimate: domain::branch::BranchWaitTime {
             branch: domain::branch::BranchId::parse("77777").unwrap(),
             wait: domain::branch::WaitTime::from_minutes(33).unwrap(),
@@ -192,7 +192,7 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
         estimated_at: crate::helpers::now(),
     };
     assert_eq!(app.wait_times(&session, &["77777"]).await.status(), 404);
-    store.upsert_wait_times(&[estimate]).await.unwrap();
+    store.wait_times.upsert(&[estimate]).await.unwrap();
 
     let body = crate::helpers::eventually(|| async {
         let response = app.wait_times(&session, &["77777"]).await;

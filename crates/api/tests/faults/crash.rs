@@ -6,8 +6,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use adapters::sqlite::SqliteStore;
-use adapters::store::Store as _;
+use adapters::store::Store;
 use domain::token::OpaqueToken;
 
 use crate::harness::{BINARY, Service, cli, flood, fresh_store, run, said, signal, store_knows};
@@ -28,10 +27,10 @@ fn every_token_answered_before_a_kill_9_is_in_the_store_after_the_restart() {
         assert!(during.issued.len() > 100, "the flood got tokens before the kill: {during:?}");
 
         let restarted = Service::start(&url, &[]).await;
-        let store = SqliteStore::connect(&url).await.unwrap();
+        let store = Store::open(&url).await.unwrap();
         let mut missing = 0;
         for opaque in &during.issued {
-            if store.find_token(&OpaqueToken::new(opaque.clone())).await.unwrap().is_none() {
+            if store.tokens.find(&OpaqueToken::new(opaque.clone())).await.unwrap().is_none() {
                 missing += 1;
             }
         }
@@ -97,7 +96,7 @@ fn import_killed_after(url: &str, what: &str, file: &Path, after: Duration) -> b
 /// `holds` reads the store and names the file whose whole content it holds, or `None`
 /// for a mix, which fails the test. Returns the whole import's time and, per kill,
 /// whether the store held the old file or the new one.
-async fn kill_imports<Held>(what: &str, files: [PathBuf; 2], holds: impl Fn(SqliteStore) -> Held) -> String
+async fn kill_imports<Held>(what: &str, files: [PathBuf; 2], holds: impl Fn(Store) -> Held) -> String
 where
     Held: std::future::Future<Output = Option<usize>>,
 {
@@ -115,7 +114,7 @@ where
     for percent in (40..100).step_by(3) {
         let next = 1 - held;
         let finished = import_killed_after(&url, what, &files[next], whole * percent / 100);
-        let now_held = holds(SqliteStore::connect(&url).await.unwrap()).await;
+        let now_held = holds(Store::open(&url).await.unwrap()).await;
         assert!(now_held.is_some(), "{what} import killed at {percent} % of its time left a mix");
         assert!(!finished || now_held == Some(next), "an import that finished left its file's content");
         outcomes.push(if now_held == Some(next) { "new" } else { "old" });
@@ -136,6 +135,7 @@ fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_m
         });
         let figure = kill_imports("atms", files, |store| async move {
             let ids: BTreeSet<String> = store
+                .view
                 .atms()
                 .await
                 .unwrap()
@@ -145,7 +145,7 @@ fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_m
                     serde_json::from_str::<serde_json::Value>(record).unwrap()["Identification"].to_string()
                 })
                 .collect();
-            store.close().await;
+            store.lifecycle.close().await;
             sets.iter().position(|(prefix, count)| {
                 ids.len() == *count && ids.iter().all(|id| id.starts_with(&format!("\"{prefix}-")))
             })
@@ -166,8 +166,8 @@ fn a_wait_time_import_killed_at_any_point_leaves_the_old_times_or_the_new_ones_n
             path
         });
         let figure = kill_imports("waittimes", files, |store| async move {
-            let rows = store.wait_times().await.unwrap();
-            store.close().await;
+            let rows = store.wait_times.all().await.unwrap();
+            store.lifecycle.close().await;
             let held: BTreeSet<u16> = rows.iter().map(|row| row.estimate.wait.minutes()).collect();
             let whole = rows.len() == 100_000 && held.len() == 1;
             minutes.iter().position(|m| whole && held.contains(m))

@@ -1,12 +1,27 @@
 //! The operations, written against the ports only.
 //!
+//! Serving the API:
 //! - [`atms`]: ATM information (GET /v1/atms).
 //! - [`authorize`]: issue a pre-login visitor token (GET /v1/authorize).
 //! - [`bearer`]: check a bearer token and the `client_id` it is presented with; shared
 //!   by every protected operation.
 //! - [`wait_times`]: estimated wait per branch (POST …/branch/waittime/retrieve).
+//!
+//! Operating it (the `branch-atm` commands and the service's own upkeep):
+//! - [`clients`]: registering, listing and disabling client applications.
+//! - [`access`]: the supported channel combinations.
+//! - [`imports`]: wait-time and ATM imports.
+//! - [`keys`]: signing keys; there is always a current one.
+//! - [`token_records`]: looking up and revoking issued tokens; their retention.
+//! - [`demo`]: the demo data set, only into a new store.
 
+pub mod access;
 pub mod atms;
 pub mod authorize;
 pub mod bearer;
+pub mod clients;
+pub mod demo;
+pub mod imports;
+pub mod keys;
+pub mod token_records;
 pub mod wait_times;

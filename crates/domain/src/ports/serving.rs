@@ -1,30 +1,14 @@
-//! What the domain needs from the world. Adapters implement these; services use them.
-//!
-//! Each port's `# Errors` section is the contract every adapter keeps (the SQLite and
-//! PostgreSQL stores alike): the shared contract tests in the `adapters` crate check it.
-
-use async_trait::async_trait;
-use time::OffsetDateTime;
+//! The ports the operations use on their request paths.
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
+use super::StoreUnavailable;
 use crate::atm_catalog::AtmCatalog;
 use crate::branch::{BranchId, BranchWaitTime};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
-use crate::token::{AccessClaims, IssuedToken, OpaqueToken, SessionId, TokenId};
-
-/// A store could not answer: unreachable, timed out, or failed. The cause is for the
-/// log, never for the caller.
-#[derive(Debug, thiserror::Error)]
-#[error("the store is unavailable: {0}")]
-pub struct StoreUnavailable(#[source] pub Box<dyn std::error::Error + Send + Sync>);
-
-impl StoreUnavailable {
-    /// Wraps a driver or I/O error.
-    pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Self(cause.into())
-    }
-}
+use crate::token::{AccessClaims, IssuedToken, TokenId};
 
 /// The registry of client applications.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -128,22 +112,4 @@ pub trait TokenVerifier: Send + Sync {
 
     /// The public keys that verify live tokens, as a JWK Set document (RFC 7517 §5).
     fn key_set_document(&self) -> String;
-}
-
-/// The time, shared by issuer and verifier.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-pub trait Clock: Send + Sync {
-    /// Now.
-    fn now(&self) -> OffsetDateTime;
-}
-
-/// Makes unguessable ids from a CSPRNG.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-pub trait IdGenerator: Send + Sync {
-    /// A fresh token id (`jti`).
-    fn token_id(&self) -> TokenId;
-    /// A fresh session id (`sid`).
-    fn session_id(&self) -> SessionId;
-    /// A fresh opaque token: at least 128 bits of CSPRNG output, base64url.
-    fn opaque_token(&self) -> OpaqueToken;
 }

@@ -1,0 +1,124 @@
+//! Rows as every SQL backend reads and writes them, to and from the domain's values:
+//! the mapping lives here once, so a backend module holds only its connect options,
+//! migrations and SQL. Times are Unix seconds, statuses and lists are text.
+
+use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
+use domain::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
+use domain::ports::StoreUnavailable;
+use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
+
+/// A value in the store that the domain refuses: written around the service, or a bug.
+pub fn corrupt(what: &str, value: &str) -> StoreUnavailable {
+    StoreUnavailable::new(format!("the store holds an invalid {what}: {value:?}"))
+}
+
+/// `clients`: client id, country, business, channel, redirect URIs (a JSON list), status.
+pub type ClientRow = (String, String, String, String, String, String);
+
+/// A client's status as stored.
+pub fn status_text(status: ClientStatus) -> &'static str {
+    match status {
+        ClientStatus::Active => "active",
+        ClientStatus::Disabled => "disabled",
+    }
+}
+
+/// Redirect URIs as stored: a JSON list of strings.
+///
+/// # Errors
+/// [`StoreUnavailable`] if they cannot be encoded (they always can).
+pub fn redirect_uris_text(uris: &[RedirectUri]) -> Result<String, StoreUnavailable> {
+    serde_json::to_string(&uris.iter().map(RedirectUri::as_str).collect::<Vec<_>>()).map_err(StoreUnavailable::new)
+}
+
+/// (country, business, channel) as stored.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses.
+pub fn scope(country: &str, business: &str, channel: &str) -> Result<ChannelScope, StoreUnavailable> {
+    Ok(ChannelScope {
+        country: CountryCode::parse(country).map_err(|_| corrupt("country code", country))?,
+        business: BusinessCode::parse(business).map_err(|_| corrupt("business code", business))?,
+        channel: ChannelId::parse(channel).map_err(|_| corrupt("channel id", channel))?,
+    })
+}
+
+/// A client registration.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses.
+pub fn client(
+    (client_id, country, business, channel, uris, status): ClientRow,
+) -> Result<ClientRegistration, StoreUnavailable> {
+    let uris: Vec<String> = serde_json::from_str(&uris).map_err(|_| corrupt("redirect URI list", &uris))?;
+    Ok(ClientRegistration {
+        scope: scope(&country, &business, &channel)?,
+        client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
+        redirect_uris: uris
+            .iter()
+            .map(|uri| RedirectUri::parse(uri).map_err(|_| corrupt("redirect URI", uri)))
+            .collect::<Result<_, _>>()?,
+        status: match status.as_str() {
+            "active" => ClientStatus::Active,
+            "disabled" => ClientStatus::Disabled,
+            _ => return Err(corrupt("client status", &status)),
+        },
+    })
+}
+
+/// `branch_wait_times`: branch id, minutes, estimated at.
+pub type WaitTimeRow = (String, i64, i64);
+
+/// A branch's estimate.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses.
+pub fn wait_time((branch, minutes, estimated_at): WaitTimeRow) -> Result<WaitTimeEstimate, StoreUnavailable> {
+    Ok(WaitTimeEstimate {
+        estimate: BranchWaitTime {
+            branch: BranchId::parse(&branch).map_err(|_| corrupt("branch id", &branch))?,
+            wait: u32::try_from(minutes)
+                .ok()
+                .and_then(|m| WaitTime::from_minutes(m).ok())
+                .ok_or_else(|| corrupt("wait time", &minutes.to_string()))?,
+        },
+        estimated_at,
+    })
+}
+
+/// `issued_tokens`: jti, opaque token, client id, session, issued at, expires at, PKCE
+/// challenge, revoked at.
+pub type TokenRow = (String, String, String, String, i64, i64, Option<String>, Option<i64>);
+
+/// An issued token's record.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses.
+pub fn token(
+    (jti, opaque, client_id, session, issued_at, expires_at, challenge, revoked_at): TokenRow,
+) -> Result<TokenRecord, StoreUnavailable> {
+    Ok(TokenRecord {
+        token: IssuedToken {
+            token_id: TokenId::new(jti),
+            opaque_token: OpaqueToken::new(opaque),
+            client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
+            session: SessionId::new(session),
+            issued_at,
+            expires_at,
+            code_challenge: challenge
+                .map(|c| CodeChallenge::parse(&c).map_err(|_| corrupt("code challenge", &c)))
+                .transpose()?,
+        },
+        revoked_at,
+    })
+}
+
+/// `signing_keys`: kid, private key, public key, created at, retired at.
+pub type SigningKeyRow = (String, Vec<u8>, Vec<u8>, i64, Option<i64>);
+
+/// A signing key.
+pub fn signing_key((kid, private_pkcs8, public_key, created_at, retired_at): SigningKeyRow) -> SigningKey {
+    SigningKey { kid, private_pkcs8, public_key, created_at, retired_at }
+}

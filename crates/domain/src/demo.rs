@@ -1,0 +1,219 @@
+//! The demo data set a first start loads into a store that holds no operator data
+//! (`crate::services::demo`): a client per channel, the supported channels, a few
+//! hundred branches with wait times, and 1,200 ATMs in two brands across sixteen
+//! Mexican cities. It is deterministic, so the README's examples always answer the same.
+
+use crate::atm::Brand;
+use crate::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
+use crate::client::{
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+};
+
+/// The demo data set does not validate: a bug in this module's tables.
+#[derive(Debug, thiserror::Error)]
+#[error("the demo data set is invalid: {0}")]
+pub struct DemoDataInvalid(pub String);
+
+/// The demo mobile client's id (README examples use it).
+pub const DEMO_CLIENT_ID: &str = "demo-mobile-app";
+/// Its channel.
+pub const DEMO_CHANNEL_ID: &str = "MOBILE";
+/// The bank's country (DECISIONS.md).
+pub const DEMO_COUNTRY_CODE: &str = "MX";
+/// The bank's business code (DECISIONS.md).
+pub const DEMO_BUSINESS_CODE: &str = "GCB";
+/// How many demo branches: ids 00001 to 00300.
+pub const DEMO_BRANCHES: usize = 300;
+
+fn scope(channel: &str) -> Result<ChannelScope, DemoDataInvalid> {
+    let invalid = |what: &str| DemoDataInvalid(format!("the demo {what}"));
+    Ok(ChannelScope {
+        country: CountryCode::parse(DEMO_COUNTRY_CODE).map_err(|_| invalid("country"))?,
+        business: BusinessCode::parse(DEMO_BUSINESS_CODE).map_err(|_| invalid("business"))?,
+        channel: ChannelId::parse(channel).map_err(|_| invalid("channel"))?,
+    })
+}
+
+/// The demo clients, one per channel (both supported).
+///
+/// # Errors
+/// [`DemoDataInvalid`] if an entry does not parse (a bug in this table).
+pub fn clients() -> Result<Vec<ClientRegistration>, DemoDataInvalid> {
+    [
+        (DEMO_CLIENT_ID, DEMO_CHANNEL_ID, "https://demo.bank.example.mx/mobile/callback"),
+        ("demo-web-app", "WEB", "https://demo.bank.example.mx/web/callback"),
+    ]
+    .into_iter()
+    .map(|(client_id, channel, redirect)| {
+        Ok(ClientRegistration {
+            client_id: ClientId::parse(client_id).map_err(|_| DemoDataInvalid("demo client id".into()))?,
+            scope: scope(channel)?,
+            redirect_uris: vec![RedirectUri::parse(redirect).map_err(|_| DemoDataInvalid("demo redirect URI".into()))?],
+            status: ClientStatus::Active,
+        })
+    })
+    .collect()
+}
+
+/// A wait between 0 and 45 minutes that looks random but is the same every time.
+fn demo_minutes(index: usize) -> u32 {
+    ((index * 7919 + 13) % 46) as u32
+}
+
+/// Branches `00001` to `00300` with waits of 0 to 45 minutes, estimated at `now`.
+pub fn wait_times(now: i64) -> Vec<WaitTimeEstimate> {
+    (1..=DEMO_BRANCHES)
+        .filter_map(|index| {
+            Some(WaitTimeEstimate {
+                estimate: BranchWaitTime {
+                    branch: BranchId::from_index(index)?,
+                    wait: WaitTime::from_minutes(demo_minutes(index)).ok()?,
+                },
+                estimated_at: now,
+            })
+        })
+        .collect()
+}
+
+/// Demo cities: name, state, latitude, longitude, first two digits of their post codes.
+const CITIES: [(&str, &str, f64, f64, u32); 16] = [
+    ("Ciudad de México", "CDMX", 19.4326, -99.1332, 6),
+    ("Guadalajara", "JAL", 20.6597, -103.3496, 44),
+    ("Monterrey", "NL", 25.6866, -100.3161, 64),
+    ("Puebla", "PUE", 19.0414, -98.2063, 72),
+    ("Tijuana", "BC", 32.5149, -117.0382, 22),
+    ("León", "GTO", 21.1250, -101.6860, 37),
+    ("Querétaro", "QRO", 20.5888, -100.3899, 76),
+    ("Mérida", "YUC", 20.9674, -89.5926, 97),
+    ("Cancún", "QROO", 21.1619, -86.8515, 77),
+    ("Toluca", "MEX", 19.2826, -99.6557, 50),
+    ("San Luis Potosí", "SLP", 22.1565, -100.9855, 78),
+    ("Aguascalientes", "AGS", 21.8853, -102.2916, 20),
+    ("Chihuahua", "CHIH", 28.6330, -106.0691, 31),
+    ("Oaxaca", "OAX", 17.0732, -96.7266, 68),
+    ("Veracruz", "VER", 19.1738, -96.1342, 91),
+    ("Hermosillo", "SON", 29.0729, -110.9559, 83),
+];
+
+const STREETS: [&str; 8] = [
+    "Avenida Juárez",
+    "Calle Hidalgo",
+    "Avenida Reforma",
+    "Calle Morelos",
+    "Avenida Insurgentes",
+    "Calle Madero",
+    "Boulevard Independencia",
+    "Avenida Revolución",
+];
+
+/// The demo brands and how many ATMs each has.
+pub const DEMO_ATM_BRANDS: [(&str, usize); 2] = [("Banco GCB", 900), ("GCB Express", 300)];
+
+/// A deterministic stream of pseudo-random numbers (PCG's LCG step): the demo set is
+/// the same on every machine.
+struct Sequence(u64);
+
+impl Sequence {
+    fn next(&mut self, below: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6_364_136_223_846_793_005).wrapping_add(1_442_695_040_888_963_407);
+        (self.0 >> 33) % below
+    }
+
+    fn chance(&mut self, percent: u64) -> bool {
+        self.next(100) < percent
+    }
+}
+
+/// The demo ATM set: 1,200 ATMs in two brands across sixteen Mexican cities.
+///
+/// # Errors
+/// [`DemoDataInvalid`] if a generated record does not validate (a bug in this table).
+pub fn atms() -> Result<Vec<Brand>, DemoDataInvalid> {
+    let mut random = Sequence(2026);
+    let mut brands = Vec::new();
+    for (brand_index, (brand, count)) in DEMO_ATM_BRANDS.into_iter().enumerate() {
+        let express = brand_index == 1;
+        let mut atms = Vec::with_capacity(count);
+        for n in 0..count {
+            let (town, state, latitude, longitude, post_prefix) = CITIES[n % CITIES.len()];
+            let mut services = vec!["CashWithdrawal", "Balance", "PINChange", "MiniStatement"];
+            for (service, percent) in [
+                ("CashDeposits", if express { 10 } else { 60 }),
+                ("MobilePhoneTopUp", 50),
+                ("BillPayments", 40),
+                ("ChequeDeposits", if express { 0 } else { 20 }),
+                ("FastCash", 30),
+                ("MobileBankingRegistration", 25),
+            ] {
+                if random.chance(percent) {
+                    services.push(service);
+                }
+            }
+            let accessibility: Vec<&str> = [("WheelchairAccess", 55), ("AudioCashMachine", 25), ("LevelAccess", 40)]
+                .into_iter()
+                .filter(|(_, percent)| random.chance(*percent))
+                .map(|(feature, _)| feature)
+                .collect();
+            let offset = |random: &mut Sequence| (random.next(16_000) as f64 - 8_000.0) / 100_000.0;
+            let code: String = state.chars().take(3).collect();
+            let mut record = serde_json::json!({
+                "Identification": format!("{}-{code}-{n:04}", if express { "GCBX" } else { "GCB" }),
+                "SupportedLanguages": ["es", "en"],
+                "ATMServices": services,
+                "Accessibility": accessibility,
+                "Access24HoursIndicator": n % 3 != 0,
+                "SupportedCurrencies": ["MXN"],
+                "MinimumPossibleAmount": if express { "50.00" } else { "100.00" },
+                "Location": {
+                    "LocationCategory": [if express {
+                        if n % 2 == 0 { "RetailerOutlet" } else { "RemoteUnit" }
+                    } else if n % 4 == 0 {
+                        "BranchLobby"
+                    } else {
+                        "BranchExternal"
+                    }],
+                    "PostalAddress": {
+                        "BuildingNumber": (1 + random.next(2_000)).to_string(),
+                        "StreetName": STREETS[random.next(STREETS.len() as u64) as usize],
+                        "TownName": town,
+                        "CountrySubDivision": [state],
+                        "Country": "MX",
+                        "PostCode": format!("{post_prefix:02}{:03}", random.next(1_000)),
+                        "GeoLocation": {"GeographicCoordinates": {
+                            "Latitude": format!("{:.6}", latitude + offset(&mut random)),
+                            "Longitude": format!("{:.6}", longitude + offset(&mut random)),
+                        }}
+                    }
+                }
+            });
+            if !express {
+                record["Branch"] = serde_json::json!({"Identification": format!("{:05}", 1 + n % DEMO_BRANCHES)});
+            }
+            let atm = serde_json::from_value(record).map_err(|e| DemoDataInvalid(format!("demo ATM: {e}")))?;
+            atms.push(atm);
+        }
+        brands.push(Brand {
+            name: brand.to_owned().try_into().map_err(|_| DemoDataInvalid("demo brand name".into()))?,
+            atms: atms.try_into().map_err(|_| DemoDataInvalid("demo brand without ATMs".into()))?,
+        });
+    }
+    Ok(brands)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_demo_set_has_1200_valid_atms_in_two_brands_and_is_the_same_every_time() {
+        let brands = atms().unwrap();
+        assert_eq!(brands.len(), 2);
+        let total: usize = brands.iter().map(|b| b.atms.items().len()).sum();
+        assert_eq!(total, 1200);
+        assert_eq!(brands, atms().unwrap());
+        let all_mxn = brands.iter().flat_map(|b| b.atms.items()).all(|atm| {
+            atm.supported_currencies.items().iter().all(|c| c.as_str() == "MXN") && atm.coordinates().is_some()
+        });
+        assert!(all_mxn);
+    }
+}

@@ -1,0 +1,170 @@
+//! The store as operators change it. Each port is one role a store plays; a database
+//! adapter implements them all, and the operators' services (`crate::services`) hold the
+//! rules that span them.
+
+use async_trait::async_trait;
+
+use super::StoreUnavailable;
+use crate::atm::Brand;
+use crate::branch::WaitTimeEstimate;
+use crate::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
+use crate::store_contents::StoreContents;
+use crate::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
+
+/// Registered client applications.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ClientRecords: Send + Sync {
+    /// Adds `client`, registered at `now`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. A client id already
+    /// registered is `Ok(false)`, and nothing changes.
+    async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable>;
+
+    /// Every registration, ordered by client id.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable>;
+
+    /// Sets the status of `client_id`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. An unknown client id is
+    /// `Ok(false)`.
+    async fn set_status(&self, client_id: &ClientId, status: ClientStatus) -> Result<bool, StoreUnavailable>;
+}
+
+/// The (country, business, channel) combinations the wait-time operation supports.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ChannelRecords: Send + Sync {
+    /// Adds `scope`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. An already supported
+    /// combination is `Ok(false)`.
+    async fn allow(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable>;
+
+    /// Every supported combination, ordered.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable>;
+}
+
+/// Branches' estimated wait times.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WaitTimeRecords: Send + Sync {
+    /// Inserts or replaces `estimates`, all or none.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they could not be written; then none was.
+    async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable>;
+
+    /// Every branch's current estimate, in no particular order.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable>;
+}
+
+/// The ATM set.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmRecords: Send + Sync {
+    /// Replaces the whole set with `brands`, last updated at `now`, all or none. The
+    /// caller has checked that (brand, identification) pairs are unique.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then the old set stays.
+    async fn replace(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable>;
+}
+
+/// The keys that sign access tokens.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SigningKeyRecords: Send + Sync {
+    /// The current key and the keys retired after `retired_after`, newest first.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable>;
+
+    /// Makes `key` the current key, retiring the current one at `now`, in one step.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then the old key stays current.
+    async fn make_current(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable>;
+}
+
+/// Makes new signing keys (the signing adapter knows the algorithm).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait KeyGenerator: Send + Sync {
+    /// A fresh key, created at `now`, not yet retired.
+    ///
+    /// # Errors
+    /// [`KeyGenerationFailed`] when the CSPRNG or the encoding fails.
+    fn generate(&self, now: i64) -> Result<SigningKey, KeyGenerationFailed>;
+}
+
+/// A signing key could not be made.
+#[derive(Debug, thiserror::Error)]
+#[error("a signing key could not be made: {0}")]
+pub struct KeyGenerationFailed(pub String);
+
+/// The records of issued tokens, kept for look-up and revocation.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait TokenArchive: Send + Sync {
+    /// Makes `tokens` durable, all or none.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they could not be committed; then none was, and none of
+    /// the tokens may be handed out. A token id already recorded fails the whole batch.
+    async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable>;
+
+    /// The record behind `opaque`, if there is one.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
+    async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable>;
+
+    /// Revokes the token `token_id` at `now` unless it already is.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. A token already revoked (or
+    /// unknown) is `Ok(false)`.
+    async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable>;
+
+    /// Revokes, at `now`, every token of `client_id` that is neither expired nor revoked.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then none was revoked.
+    async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable>;
+
+    /// The ids of revoked tokens that have not expired at `now`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable>;
+
+    /// Deletes the records of tokens that expired before `before`; how many.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable>;
+}
+
+/// What a store holds, by kind.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait StoreInventory: Send + Sync {
+    /// Which kinds of operator data the store holds.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
+    async fn contents(&self) -> Result<StoreContents, StoreUnavailable>;
+}
