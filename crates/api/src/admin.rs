@@ -20,7 +20,7 @@ use domain::token::OpaqueToken;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
-use crate::settings::{AccessAction, AtmsAction, ClientsAction, KeysAction, TokensAction, WaitTimesAction};
+use crate::cli::{AccessAction, AtmsAction, ClientsAction, KeysAction, TokensAction, WaitTimesAction};
 
 /// The domain's services for operators, wired to one store (`startup::operators`).
 pub struct Operators {

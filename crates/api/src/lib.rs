@@ -8,7 +8,8 @@
 //! # Layout
 //! - [`http`] — routes, middleware, handlers (one module per operation), wire errors.
 //! - [`startup`] — `Application::build(settings)` → `.port()` → `.run_until_stopped()`.
-//! - [`settings`] — the command line, environment and config file, resolved.
+//! - [`cli`] — the command line's grammar.
+//! - [`settings`] — each setting declared once; flags, environment and config file, layered and checked.
 //! - [`atm_file`] — reading OBIE ATM 2.3 files for `atms import`.
 //! - [`admin`] — the operators' commands (clients, access, wait times, keys, tokens).
 //! - [`demo`] — the demo data set of a first start.
@@ -16,6 +17,7 @@
 
 pub mod admin;
 pub mod atm_file;
+pub mod cli;
 pub mod demo;
 pub mod http;
 pub mod settings;

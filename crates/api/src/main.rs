@@ -3,7 +3,8 @@
 use std::process::ExitCode;
 
 use api::admin::{self, CommandError, one_line};
-use api::settings::{Cli, Command, ServeArgs, Settings, resolve};
+use api::cli::{Cli, Command};
+use api::settings::{Settings, resolve};
 use api::startup::{Application, open_operators};
 use api::telemetry::{self, Sink};
 use clap::Parser as _;
@@ -11,8 +12,7 @@ use secrecy::ExposeSecret as _;
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    let mut cli = Cli::parse();
-    match run(&mut cli).await {
+    match run(Cli::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             eprintln!("branch-atm: {error}");
@@ -21,14 +21,9 @@ async fn main() -> ExitCode {
     }
 }
 
-async fn run(cli: &mut Cli) -> Result<(), CommandError> {
-    let command = cli.command.take();
-    let serve_args = match &command {
-        Some(Command::Serve(args)) => args.clone(),
-        _ => cli.serve.clone(),
-    };
-    let (common, settings) = resolve(cli, &serve_args).map_err(|e| CommandError(e.to_string()))?;
-    let command = match command {
+async fn run(cli: Cli) -> Result<(), CommandError> {
+    let (common, settings) = resolve(&cli).map_err(|e| CommandError(e.to_string()))?;
+    let command = match cli.command {
         None | Some(Command::Serve(_)) => {
             telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
             return serve(settings).await;
@@ -50,7 +45,7 @@ async fn run(cli: &mut Cli) -> Result<(), CommandError> {
         Command::Atms { action } => admin::atms(&operators.imports, action).await,
         Command::Keys { action } => admin::keys(&operators.keys, action).await,
         Command::Tokens { action } => admin::tokens(&operators.tokens, action).await,
-        Command::Serve(ServeArgs { .. }) => Ok(()),
+        Command::Serve(_) => Ok(()),
     }
 }
 

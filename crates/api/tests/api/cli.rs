@@ -245,3 +245,39 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
     assert_eq!(held.records[0].0, "Banco del Operador");
     assert!(store.clients.all().await.unwrap().is_empty(), "no demo client was registered");
 }
+
+#[test]
+fn the_environment_wins_over_the_config_file_and_flags_win_over_the_environment() {
+    let (folder, url) = fresh_database();
+    let config = folder.path().join("branch-atm.toml");
+    std::fs::write(&config, "token-ttl-seconds = 0\n").unwrap();
+    let run = |env: Option<&str>, args: &[&str]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_branch-atm"));
+        command.arg("--config").arg(&config).arg("--database-url").arg(&url).args(args);
+        command.env_remove("BRANCH_ATM_LOG_FILTER").env_remove("BRANCH_ATM_TOKEN_TTL_SECONDS");
+        if let Some(ttl) = env {
+            command.env("BRANCH_ATM_TOKEN_TTL_SECONDS", ttl);
+        }
+        command.output().unwrap()
+    };
+    let file_only = run(None, &["clients", "list"]);
+    assert!(stderr(&file_only).contains("token-ttl-seconds must be from 1"), "the file's 0: {}", stderr(&file_only));
+    let env_over_file = run(Some("60"), &["clients", "list"]);
+    assert!(env_over_file.status.success(), "the environment's 60 wins: {}", stderr(&env_over_file));
+    let flag_over_env = run(Some("60"), &["serve", "--token-ttl-seconds", "0", "--listen", "127.0.0.1:0"]);
+    assert!(stderr(&flag_over_env).contains("token-ttl-seconds must be from 1"), "the flag's 0 wins");
+}
+
+#[test]
+fn an_unknown_environment_setting_is_refused_by_name() {
+    let (_folder, url) = fresh_database();
+    let output = Command::new(env!("CARGO_BIN_EXE_branch-atm"))
+        .args(["--database-url", &url, "clients", "list"])
+        .env_remove("BRANCH_ATM_LOG_FILTER")
+        .env("BRANCH_ATM_TOKEN_TTL", "900")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("token-ttl"), "{}", stderr(&output));
+    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
+}

@@ -1,0 +1,162 @@
+//! The `branch-atm` command line: its grammar only. What the options mean, their
+//! defaults and the other places they can come from (a config file, the environment)
+//! are in [`crate::settings`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::settings::{CommonOptions, ServeOptions};
+
+/// The `branch-atm` command line.
+#[derive(Debug, Parser)]
+#[command(name = "branch-atm", version, about = "Branch and ATM open-banking service")]
+pub struct Cli {
+    /// TOML file of settings, keys named like the flags (`token-ttl-seconds = 900`)
+    /// [env: BRANCH_ATM_CONFIG].
+    #[arg(long, env = "BRANCH_ATM_CONFIG", global = true, value_name = "FILE", hide_env = true)]
+    pub config: Option<PathBuf>,
+    /// Options of every command.
+    #[command(flatten)]
+    pub common: CommonOptions,
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of `serve`, also accepted before the word `serve` (or without it).
+    #[command(flatten)]
+    pub serve: ServeOptions,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service (the default).
+    Serve(ServeOptions),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage registered client applications.
+    Clients {
+        /// What to do with clients.
+        #[command(subcommand)]
+        action: ClientsAction,
+    },
+    /// Manage the channel combinations supported by the wait-time operation.
+    Access {
+        /// What to do with access.
+        #[command(subcommand)]
+        action: AccessAction,
+    },
+    /// Load branch wait times.
+    Waittimes {
+        /// What to do with wait times.
+        #[command(subcommand)]
+        action: WaitTimesAction,
+    },
+    /// Load the ATM set.
+    Atms {
+        /// What to do with ATMs.
+        #[command(subcommand)]
+        action: AtmsAction,
+    },
+    /// Manage token signing keys.
+    Keys {
+        /// What to do with keys.
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+    /// Look up and revoke issued tokens by their opaque token.
+    Tokens {
+        /// What to do with tokens.
+        #[command(subcommand)]
+        action: TokensAction,
+    },
+}
+
+/// `clients …`
+#[derive(Debug, Subcommand)]
+pub enum ClientsAction {
+    /// Register a client application.
+    Add {
+        /// Client id, 1 to 64 of [A-Za-z0-9._-].
+        #[arg(long)]
+        client_id: String,
+        /// Business code, e.g. GCB.
+        #[arg(long)]
+        business_code: String,
+        /// ISO 3166-1 alpha-2 country code, e.g. MX.
+        #[arg(long)]
+        country_code: String,
+        /// Channel id, e.g. MOBILE.
+        #[arg(long)]
+        channel_id: String,
+        /// A redirect URI the client may send; repeat for several.
+        #[arg(long = "redirect-uri", value_name = "URI")]
+        redirect_uris: Vec<String>,
+    },
+    /// List registered clients, tab-separated.
+    List,
+    /// Disable a client and revoke its live tokens.
+    Disable {
+        /// The client id.
+        client_id: String,
+    },
+}
+
+/// `access …`
+#[derive(Debug, Subcommand)]
+pub enum AccessAction {
+    /// Support a (country, business, channel) combination.
+    Allow {
+        /// ISO country code.
+        #[arg(long)]
+        country_code: String,
+        /// Business code.
+        #[arg(long)]
+        business_code: String,
+        /// Channel id.
+        #[arg(long)]
+        channel_id: String,
+    },
+}
+
+/// `waittimes …`
+#[derive(Debug, Subcommand)]
+pub enum WaitTimesAction {
+    /// Upsert wait times from a CSV file: header `branchId,timeTaken[,estimatedAt]`.
+    Import {
+        /// The CSV file.
+        file: PathBuf,
+    },
+}
+
+/// `atms …`
+#[derive(Debug, Subcommand)]
+pub enum AtmsAction {
+    /// Replace the ATM set with an OBIE ATM 2.3 file; nothing changes if any record is invalid.
+    Import {
+        /// The JSON file.
+        file: PathBuf,
+    },
+}
+
+/// `keys …`
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Make a new signing key current; the old one stays published until its tokens expire.
+    Rotate,
+}
+
+/// `tokens …`
+#[derive(Debug, Subcommand)]
+pub enum TokensAction {
+    /// Show the record behind an opaque token.
+    Show {
+        /// The opaque token.
+        opaque_token: String,
+    },
+    /// Revoke the token behind an opaque token.
+    Revoke {
+        /// The opaque token.
+        opaque_token: String,
+    },
+}
