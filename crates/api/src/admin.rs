@@ -65,8 +65,14 @@ pub fn one_line(error: &dyn std::error::Error) -> String {
     line.replace('\n', " ")
 }
 
+/// `raw` parsed, or why not, in the words of the text table.
 fn parse<T>(what: &str, raw: &str, parse: impl FnOnce(&str) -> Result<T, Expected>) -> Result<T, CommandError> {
-    parse(raw).map_err(|expected| CommandError(format!("{what} {raw:?} is not valid: expected {expected}")))
+    parse(raw).map_err(|shape| CommandError(format!("{what} {raw:?} is not valid: expected {}", english(shape))))
+}
+
+/// What a value should look like, as the API tells it in English.
+fn english(shape: Expected) -> &'static str {
+    crate::texts::expected(shape, crate::texts::Language::En)
 }
 
 fn channel_scope(country: &str, business: &str, channel: &str) -> Result<ChannelScope, CommandError> {
@@ -183,7 +189,7 @@ pub fn parse_wait_times(input: impl Read, now: i64) -> Result<WaitTimeFile, Comm
         let line = record.position().map_or(0, |p| p.line());
         let field = |index: usize| record.get(index).unwrap_or_default();
         let at_line = |what: &str, raw: &str, expected: Expected| {
-            CommandError(format!("line {line}: {what} {raw:?} is not valid: expected {expected}"))
+            CommandError(format!("line {line}: {what} {raw:?} is not valid: expected {}", english(expected)))
         };
         let branch = BranchId::parse(field(branch_column)).map_err(|e| at_line("branchId", field(branch_column), e))?;
         let wait = WaitTime::parse(field(time_column)).map_err(|e| at_line("timeTaken", field(time_column), e))?;

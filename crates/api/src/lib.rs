@@ -14,6 +14,7 @@
 //! - [`admin`] — the operators' commands (clients, access, wait times, keys, tokens).
 //! - [`demo`] — the demo data set of a first start.
 //! - [`telemetry`] — logging.
+//! - [`texts`] — everything the service says to people, in English and Spanish.
 
 pub mod admin;
 pub mod atm_file;
@@ -23,3 +24,4 @@ pub mod http;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;
+pub mod texts;

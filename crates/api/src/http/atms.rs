@@ -4,20 +4,19 @@
 use std::hash::{Hash as _, Hasher as _};
 use std::time::{Duration, SystemTime};
 
-use actix_web::http::StatusCode;
 use actix_web::http::header::{self, EntityTag, Header as _, HeaderValue, HttpDate, IfModifiedSince, IfNoneMatch};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::atm::{Accessibility, AtmService};
 use domain::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, GeoPoint, MAX_RADIUS_KM};
 use domain::input::Expected;
-use domain::services::atms::ListAtmsError;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::errors::{ApiError, Failure, Message, ObieErrorBody as AtmError, Shape, code, mime_json};
-use super::request::{Query, UUID_HEADER, Unauthenticated, authenticate, error_context, valid_uuid};
+use super::errors::bodies::ObieErrorBody as AtmError;
+use super::errors::{ApiError, Failure, Message, Shape, mime_json};
+use super::request::{Query, UUID_HEADER, authenticate, error_context, valid_uuid};
 
 /// The query parameters read; others are ignored.
 const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
@@ -157,7 +156,7 @@ fn listing_of(raw: &str) -> Result<Listing, Failure> {
         .map(|raw| {
             let service = AtmService::parse(raw).ok_or_else(|| invalid("service"))?;
             filters.push(format!("service={raw}"));
-            Ok(service)
+            Ok::<_, Failure>(service)
         })
         .transpose()?;
     let accessibility = query
@@ -165,7 +164,7 @@ fn listing_of(raw: &str) -> Result<Listing, Failure> {
         .map(|raw| {
             let feature = Accessibility::parse(raw).ok_or_else(|| invalid("accessibility"))?;
             filters.push(format!("accessibility={raw}"));
-            Ok(feature)
+            Ok::<_, Failure>(feature)
         })
         .transpose()?;
     Ok(Listing { query: AtmQuery { page, near, radius_km, service, accessibility }, filters: filters.join("&") })
@@ -311,32 +310,18 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
         tracing::info!(status = failure.status.as_u16(), location = failure.location.as_deref(), "ATM request refused");
         ApiError::new(failure, Shape::Obie, &error_context(&request))
     };
-    let unavailable = |cause: &dyn std::fmt::Display| {
-        tracing::error!(error = %cause, "the ATM set is unavailable");
-        let failure =
-            Failure::other(StatusCode::SERVICE_UNAVAILABLE, code::SERVER_UNAVAILABLE, Message::ServerUnavailable);
-        ApiError::new(failure, Shape::Obie, &error_context(&request)).with_retry_after(5)
-    };
-    let refuse = || fail(Failure::unauthorized(Message::BearerUnauthorized)).with_bearer_challenge();
 
     // 1. Extract: optional uuid, credentials, the client's rate, the query.
     let headers = request.headers();
     if headers.contains_key(UUID_HEADER) && valid_uuid(headers).is_none() {
         return Err(fail(Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid))));
     }
-    let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| match refusal {
-        Unauthenticated::Refused => refuse(),
-        Unauthenticated::Invalid(failure) => fail(failure),
-        Unauthenticated::Unavailable(cause) => unavailable(&cause),
-    })?;
-    state.atm_rate.check(claims.client_id.as_str()).map_err(|seconds| {
-        fail(Failure::other(StatusCode::TOO_MANY_REQUESTS, code::TOO_MANY_REQUESTS, Message::TooManyRequests))
-            .with_retry_after(seconds)
-    })?;
+    let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;
+    state.atm_rate.check(claims.client_id.as_str()).map_err(|seconds| fail(Failure::too_many_requests(seconds)))?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(fail)?;
     // 3. Call the service: the current set first, to answer a conditional request cheaply.
-    let catalog = state.atms.current().await.map_err(|error| unavailable(&error))?;
+    let catalog = state.atms.current().await.map_err(|error| fail(error.into()))?;
     let base = state.public_base_url.as_str();
     let tag = entity_tag(&catalog, &listing, base, state.atms.page_size());
     let last_updated = SystemTime::UNIX_EPOCH + Duration::from_secs(catalog.last_updated().max(0) as u64);
@@ -349,13 +334,7 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
     if unchanged {
         return Ok(response.finish());
     }
-    let page = state.atms.page(&catalog, &listing.query).map_err(|error| match error {
-        ListAtmsError::PageOutOfRange(past) => {
-            tracing::info!(%past, "page out of range");
-            fail(invalid("page"))
-        }
-        ListAtmsError::Unavailable(cause) => unavailable(&cause),
-    })?;
+    let page = state.atms.page(&catalog, &listing.query).map_err(|error| fail(error.into()))?;
     // 4. Map to the wire.
     let body = render(&catalog, &page, &listing, base).map_err(fail)?;
     Ok(response.content_type(mime_json()).body(body))

@@ -3,13 +3,14 @@
 use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
-use domain::services::authorize::{AuthorizeError, AuthorizeRequest};
+use domain::services::authorize::AuthorizeRequest;
 use domain::token::{CodeChallenge, Scope};
 use serde::Serialize;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::errors::{ApiError, Failure, Message, Shape, TokenErrorBody as TokenError, mime_json};
+use super::errors::bodies::TokenErrorBody as TokenError;
+use super::errors::{ApiError, Failure, Message, Shape, mime_json};
 use super::request::{Query, error_context, require_uuid};
 
 /// The only `response_type` served: a visitor token in the JSON body (DECISIONS.md).
@@ -109,24 +110,6 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, Failure> {
     })
 }
 
-fn failure_of(error: AuthorizeError) -> Failure {
-    match error {
-        AuthorizeError::Unauthorized(reason) => {
-            tracing::info!(?reason, "client refused");
-            Failure::unauthorized(Message::Unauthorized)
-        }
-        AuthorizeError::RedirectUriNotRegistered => Failure::invalid("redirect_uri", Message::RedirectUri),
-        AuthorizeError::Unavailable(cause) => {
-            tracing::error!(error = %cause, "token issuance failed");
-            Failure::unavailable()
-        }
-        AuthorizeError::SigningFailed(cause) => {
-            tracing::error!(error = %cause, "token issuance failed");
-            Failure::unavailable()
-        }
-    }
-}
-
 /// Issues a visitor token.
 #[utoipa::path(
     get,
@@ -171,7 +154,7 @@ pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Resu
     let fail = |failure| ApiError::new(failure, Shape::Token, &error_context(&request));
 
     let call = token_call(&request).map_err(fail)?;
-    let grant = state.tokens.authorize(call.request).await.map_err(|e| fail(failure_of(e)))?;
+    let grant = state.tokens.authorize(call.request).await.map_err(|e| fail(e.into()))?;
 
     let body = serde_json::to_vec(&TokenResponse {
         access_token: &grant.access_token,

@@ -1,17 +1,9 @@
-//! Language of human-readable error texts, chosen by `Accept-Language`.
+//! The language of a request's error texts, chosen by its `Accept-Language`.
 
 use actix_web::HttpRequest;
 use actix_web::http::header::{self, HeaderValue};
 
-/// The languages error texts are written in (DECISIONS.md: Spanish and English).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Language {
-    /// English, the default.
-    #[default]
-    En,
-    /// Spanish.
-    Es,
-}
+pub use crate::texts::Language;
 
 impl Language {
     /// The best of `en`/`es` for the request's `Accept-Language` (RFC 9110 §12.5.4):
@@ -46,10 +38,7 @@ impl Language {
 
     /// The `Content-Language` value.
     pub fn header_value(self) -> HeaderValue {
-        HeaderValue::from_static(match self {
-            Self::En => "en",
-            Self::Es => "es",
-        })
+        HeaderValue::from_static(self.tag())
     }
 }
 

@@ -2,7 +2,8 @@
 //!
 //! Handlers read top to bottom in four steps: extract, turn into domain values, call a
 //! service, map the outcome to the wire. Every status and wire code is chosen in
-//! [`errors`].
+//! [`errors`]: domain errors convert there, one `From` per operation; handlers never
+//! choose a status. Texts come from [`crate::texts`].
 
 pub mod atms;
 pub mod authorize;
@@ -17,7 +18,7 @@ pub mod wait_times;
 
 use std::sync::Arc;
 
-use actix_web::http::{StatusCode, header};
+use actix_web::http::header;
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::ports::TokenVerifier;
 use domain::services::atms::AtmLocator;
@@ -25,7 +26,7 @@ use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
 use domain::services::wait_times::WaitTimeService;
 
-use errors::{ApiError, Failure, Message, Shape, code};
+use errors::{ApiError, Failure, Shape};
 use request::error_context;
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
@@ -90,18 +91,13 @@ where
 }
 
 fn method_not_allowed(request: &HttpRequest, allow: &'static str, shape: Shape) -> Result<HttpResponse, ApiError> {
-    let failure = Failure::other(StatusCode::METHOD_NOT_ALLOWED, code::METHOD_NOT_ALLOWED, Message::MethodNotAllowed);
-    let mut response =
-        actix_web::ResponseError::error_response(&ApiError::new(failure, shape, &error_context(request)));
+    let error = ApiError::new(Failure::method_not_allowed(), shape, &error_context(request));
+    let mut response = actix_web::ResponseError::error_response(&error);
     response.headers_mut().insert(header::ALLOW, header::HeaderValue::from_static(allow));
     Ok(response)
 }
 
 /// Unknown paths: 404 with the JSON ErrorResponse body, never an HTML page.
 pub async fn not_found(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    Err(ApiError::new(
-        Failure::other(StatusCode::NOT_FOUND, code::RESOURCE_NOT_FOUND, Message::NoSuchPath),
-        Shape::ErrorResponse,
-        &error_context(&request),
-    ))
+    Err(ApiError::new(Failure::no_such_path(), Shape::ErrorResponse, &error_context(&request)))
 }

@@ -6,16 +6,17 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::branch::{BranchId, BranchWaitTime};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, CountryCode};
-use domain::services::wait_times::{MAX_BRANCHES_PER_REQUEST, RetrieveWaitTimesError, WaitTimeQuery};
+use domain::services::wait_times::{MAX_BRANCHES_PER_REQUEST, WaitTimeQuery};
 use domain::token::SessionId;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
 use super::AppState;
-use super::errors::{ApiError, ErrorResponseBody as ErrorResponse, Failure, Message, Shape, code, mime_json};
+use super::errors::bodies::ErrorResponseBody as ErrorResponse;
+use super::errors::{ApiError, Failure, Message, Shape, mime_json};
 use super::request::{
-    Unauthenticated, accepts_json, authenticate, error_context, is_json_content_type, parsed_header, read_body,
-    require_uuid, required_header,
+    accepts_json, authenticate, error_context, is_json_content_type, parsed_header, read_body, require_uuid,
+    required_header,
 };
 
 // Required fields are `Option`s so that a missing one is located here, at its own path,
@@ -141,42 +142,6 @@ fn response_body(known: &[BranchWaitTime]) -> Vec<u8> {
     body
 }
 
-/// The answer to each wait-time error: one variant, one status and code.
-fn answer_to(error: RetrieveWaitTimesError, request: &HttpRequest) -> ApiError {
-    use actix_web::http::StatusCode;
-    let failure = match error {
-        RetrieveWaitTimesError::SessionMismatch => {
-            tracing::info!("sid is not the token's session");
-            return bearer_refusal(request);
-        }
-        RetrieveWaitTimesError::AccessNotConfigured => {
-            Failure::other(StatusCode::FORBIDDEN, code::ACCESS_NOT_CONFIGURED, Message::AccessNotConfigured)
-        }
-        RetrieveWaitTimesError::DuplicateBranch { index, branch } => Failure {
-            location: Some(format!("branches[{index}].branchId")),
-            ..Failure::other(
-                StatusCode::UNPROCESSABLE_ENTITY,
-                code::BUSINESS_VALIDATION_FAILED,
-                Message::DuplicateBranch(branch.to_string()),
-            )
-        },
-        RetrieveWaitTimesError::NoneKnown => {
-            Failure::other(StatusCode::NOT_FOUND, code::RESOURCE_NOT_FOUND, Message::NoBranchKnown)
-        }
-        RetrieveWaitTimesError::Unavailable(cause) => {
-            tracing::error!(error = %cause, "wait times could not be read");
-            Failure::unavailable()
-        }
-    };
-    ApiError::new(failure, Shape::ErrorResponse, &error_context(request))
-}
-
-/// 401 with `WWW-Authenticate: Bearer` (RFC 6750 §3): bearer credentials or `sid` refused.
-fn bearer_refusal(request: &HttpRequest) -> ApiError {
-    ApiError::new(Failure::unauthorized(Message::BearerUnauthorized), Shape::ErrorResponse, &error_context(request))
-        .with_bearer_challenge()
-}
-
 /// The checks before the body: headers the spec requires, in the order a caller fixes
 /// them (correlation id, credentials, then the rest).
 fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failure> {
@@ -240,25 +205,18 @@ pub async fn retrieve(
     state: web::Data<AppState>,
 ) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
-    let fail = |failure| ApiError::new(failure, Shape::ErrorResponse, &error_context(&request));
+    let fail = |failure: Failure| ApiError::new(failure, Shape::ErrorResponse, &error_context(&request));
 
     // 1. Extract: correlation id and credentials first, then the other headers and body.
     let headers = request.headers();
     require_uuid(headers).map_err(fail)?;
-    let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| match refusal {
-        Unauthenticated::Refused => bearer_refusal(&request),
-        Unauthenticated::Invalid(failure) => fail(failure),
-        Unauthenticated::Unavailable(cause) => {
-            tracing::error!(error = %cause, "revocations could not be read");
-            fail(Failure::unavailable())
-        }
-    })?;
+    let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;
     let (scope, session) = headers_of(&request).map_err(fail)?;
     // 2. Domain values.
     let body = read_body(headers, payload, state.body_timeout).await.map_err(fail)?;
     let query = WaitTimeQuery { scope, session, branches: branches_of(&body).map_err(fail)? };
     // 3. Call the service.
-    let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| answer_to(error, &request))?;
+    let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| fail(error.into()))?;
     // 4. Map to the wire.
     Ok(HttpResponse::Ok()
         .content_type(mime_json())

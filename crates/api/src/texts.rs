@@ -1,38 +1,30 @@
-//! Every error the HTTP layer answers, in one place: which status and wire `code` each
-//! failure gets, its text in English and Spanish, and the body shape of each operation
-//! family (the spec gives the wait-time and token operations different bodies).
+//! Everything the service says to people, in English and Spanish, in one table: error
+//! texts of the API (rendered per `Accept-Language`), OBIE's texts for the ATM
+//! operation, and what a malformed value should look like (also used, in English, by
+//! the operators' commands). Wire codes never change with the language.
 
 use std::borrow::Cow;
 
-use actix_web::http::StatusCode;
-use actix_web::http::header::{self, HeaderValue};
-use actix_web::{HttpResponse, ResponseError};
 use domain::input::Expected;
-use serde::Serialize;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
-use utoipa::ToSchema;
 
-use super::language::Language;
+/// The languages texts are written in (DECISIONS.md: Spanish and English).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Language {
+    /// English, the default.
+    #[default]
+    En,
+    /// Spanish.
+    Es,
+}
 
-/// The wire `code` values (spec: Errors; DECISIONS.md for the token endpoint).
-pub mod code {
-    /// 400: missing or invalid parameters.
-    pub const INVALID_REQUEST: &str = "invalidRequest";
-    /// 401: credentials missing or invalid.
-    pub const UNAUTHORIZED: &str = "unAuthorized";
-    /// 403: channel, country or business not supported.
-    pub const ACCESS_NOT_CONFIGURED: &str = "accessNotConfigured";
-    /// 404: resource not found.
-    pub const RESOURCE_NOT_FOUND: &str = "resourceNotFound";
-    /// 405: method not allowed on an existing path (not in the spec; DECISIONS.md).
-    pub const METHOD_NOT_ALLOWED: &str = "methodNotAllowed";
-    /// 422: business validation failed.
-    pub const BUSINESS_VALIDATION_FAILED: &str = "businessValidationFailed";
-    /// 429: too many requests (logged only: the ATM body has no code).
-    pub const TOO_MANY_REQUESTS: &str = "tooManyRequests";
-    /// 500: internal error or server unavailable.
-    pub const SERVER_UNAVAILABLE: &str = "serverUnavailable";
+impl Language {
+    /// The language's tag, as `Content-Language` gives it.
+    pub fn tag(self) -> &'static str {
+        match self {
+            Self::En => "en",
+            Self::Es => "es",
+        }
+    }
 }
 
 /// What went wrong, in words the caller can act on; rendered per language.
@@ -90,7 +82,8 @@ pub enum Message {
     ServerUnavailable,
 }
 
-fn expected(expected: Expected, language: Language) -> &'static str {
+/// What a malformed value was expected to look like, in `language`.
+pub fn expected(expected: Expected, language: Language) -> &'static str {
     match (language, expected) {
         (Language::En, Expected::FiveDigits) => "exactly 5 digits",
         (Language::Es, Expected::FiveDigits) => "exactamente 5 dígitos",
@@ -184,64 +177,12 @@ impl Message {
     }
 }
 
-/// A failure before it is given a body shape: status, wire code, message, location.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Failure {
-    /// HTTP status.
-    pub status: StatusCode,
-    /// Wire `code`.
-    pub code: &'static str,
-    /// What to tell the caller.
-    pub message: Message,
-    /// The header, parameter or body field at fault.
-    pub location: Option<String>,
-}
-
-impl Failure {
-    /// 400 `invalidRequest` at `location`.
-    pub fn invalid(location: impl Into<String>, message: Message) -> Self {
-        Self { status: StatusCode::BAD_REQUEST, code: code::INVALID_REQUEST, message, location: Some(location.into()) }
-    }
-
-    /// 401 `unAuthorized`.
-    pub fn unauthorized(message: Message) -> Self {
-        Self { status: StatusCode::UNAUTHORIZED, code: code::UNAUTHORIZED, message, location: None }
-    }
-
-    /// 500 `serverUnavailable`; log the cause before calling this.
-    pub fn unavailable() -> Self {
-        Self {
-            status: StatusCode::INTERNAL_SERVER_ERROR,
-            code: code::SERVER_UNAVAILABLE,
-            message: Message::ServerUnavailable,
-            location: None,
-        }
-    }
-
-    /// Any other status and code.
-    pub fn other(status: StatusCode, code: &'static str, message: Message) -> Self {
-        Self { status, code, message, location: None }
-    }
-}
-
-/// Which body shape an error takes.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Shape {
-    /// ErrorResponse: `type`, `code`, `details`, `location`, `uuid`, `timestamp`.
-    ErrorResponse,
-    /// The token endpoint's body: `code`, `details`, `location`, `timestamp`.
-    Token,
-    /// The ATM endpoint's body (OBIE): `status`, `title`, `description`, texts fixed per
-    /// status.
-    Obie,
-}
-
 /// OBIE's title and description for `status` (reference swagger, error objects), and
 /// their Spanish; statuses OBIE does not define use texts in the same style. The spec's
 /// 500 title "Too many requests" is a copy error (DECISIONS.md).
-fn obie_texts(status: StatusCode, language: Language) -> (&'static str, &'static str) {
+pub fn obie_texts(status: u16, language: Language) -> (&'static str, &'static str) {
     let es = language == Language::Es;
-    match status.as_u16() {
+    match status {
         400 if es => ("Solicitud incorrecta", "Ha enviado una solicitud que no se pudo entender."),
         400 => ("Bad request", "You have sent a request which could not be understood."),
         401 if es => ("No autorizado", "El token de acceso falta, no es válido o ha expirado."),
@@ -267,180 +208,6 @@ fn obie_texts(status: StatusCode, language: Language) -> (&'static str, &'static
     }
 }
 
-/// What an error needs from its request: language and correlation id.
-#[derive(Debug, Clone, Default)]
-pub struct ErrorContext {
-    /// The language of `details`.
-    pub language: Language,
-    /// The request's `uuid` header, if it was a valid UUID.
-    pub uuid: Option<String>,
-}
-
-/// A failure ready to be written: shape and context attached. Boxed, so the `Result`s
-/// of handlers stay small on the success path.
-#[derive(Debug)]
-pub struct ApiError(Box<ErrorParts>);
-
-#[derive(Debug)]
-struct ErrorParts {
-    failure: Failure,
-    shape: Shape,
-    context: ErrorContext,
-    bearer_challenge: bool,
-    retry_after: Option<u64>,
-}
-
-impl ApiError {
-    /// `failure` written as `shape` for the request described by `context`.
-    pub fn new(failure: Failure, shape: Shape, context: &ErrorContext) -> Self {
-        Self(Box::new(ErrorParts {
-            failure,
-            shape,
-            context: context.clone(),
-            bearer_challenge: false,
-            retry_after: None,
-        }))
-    }
-
-    /// Adds `Retry-After: seconds` (RFC 9110 §10.2.3) to a 429 or 503.
-    pub fn with_retry_after(mut self, seconds: u64) -> Self {
-        self.0.retry_after = Some(seconds);
-        self
-    }
-
-    /// Adds `WWW-Authenticate: Bearer` (RFC 6750 §3) to a 401.
-    pub fn with_bearer_challenge(mut self) -> Self {
-        self.0.bearer_challenge = true;
-        self
-    }
-}
-
-impl std::fmt::Display for ApiError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} {}", self.0.failure.status.as_u16(), self.0.failure.code)
-    }
-}
-
-/// ErrorResponse: the wait-time operation's error body (and that of unknown paths).
-#[derive(Serialize, ToSchema)]
-#[schema(as = ErrorResponse)]
-pub(crate) struct ErrorResponseBody<'a> {
-    /// `error` for 4xx, `fatal` for 5xx (spec: one of error, warn, invalid, fatal).
-    #[serde(rename = "type")]
-    #[schema(value_type = String, pattern = "^(error|warn|invalid|fatal)$", example = "error")]
-    kind: &'static str,
-    /// The error code: invalidRequest, unAuthorized, accessNotConfigured,
-    /// resourceNotFound, methodNotAllowed, businessValidationFailed, serverUnavailable.
-    #[schema(value_type = String, example = "invalidRequest")]
-    code: &'static str,
-    /// What went wrong, in English or Spanish per Accept-Language.
-    #[schema(value_type = String)]
-    details: &'a str,
-    /// The header, parameter or body field at fault, such as `branches[3].branchId`.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, example = "branches[3].branchId")]
-    location: Option<&'a str>,
-    /// The request's `uuid` header, when it was a valid UUID.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, format = "uuid")]
-    uuid: Option<&'a str>,
-    /// When the error happened (RFC 3339, UTC).
-    #[schema(value_type = String, format = DateTime)]
-    timestamp: &'a str,
-}
-
-/// The ATM endpoint's error body (OBIE): the status and OBIE's fixed texts.
-#[derive(Serialize, ToSchema)]
-#[schema(as = AtmError)]
-pub(crate) struct ObieErrorBody<'a> {
-    /// The HTTP status code, as a string.
-    #[schema(value_type = String, pattern = "^[0-9]{3}$", example = "400")]
-    status: &'a str,
-    /// OBIE's title for the status (Spanish with Accept-Language: es).
-    #[schema(value_type = String, example = "Bad request")]
-    title: &'static str,
-    /// OBIE's description for the status (Spanish with Accept-Language: es).
-    #[schema(value_type = String, example = "You have sent a request which could not be understood.")]
-    description: &'static str,
-}
-
-/// The token endpoint's error body.
-#[derive(Serialize, ToSchema)]
-#[schema(as = TokenError)]
-pub(crate) struct TokenErrorBody<'a> {
-    /// invalidRequest (400), unAuthorized (401), methodNotAllowed (405) or
-    /// serverUnavailable (500).
-    #[schema(value_type = String, example = "invalidRequest")]
-    code: &'static str,
-    /// What went wrong, in English or Spanish per Accept-Language.
-    #[schema(value_type = String)]
-    details: &'a str,
-    /// The parameter or header at fault.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    #[schema(value_type = Option<String>, example = "countryCode")]
-    location: Option<&'a str>,
-    /// When the error happened (RFC 3339, UTC).
-    #[schema(value_type = String, format = DateTime)]
-    timestamp: &'a str,
-}
-
-/// Now, RFC 3339 in UTC, for error `timestamp` fields.
-pub fn timestamp() -> String {
-    OffsetDateTime::now_utc().format(&Rfc3339).unwrap_or_default()
-}
-
-impl ResponseError for ApiError {
-    fn status_code(&self) -> StatusCode {
-        self.0.failure.status
-    }
-
-    fn error_response(&self) -> HttpResponse {
-        let parts = &*self.0;
-        let failure = &parts.failure;
-        let location = failure.location.as_deref();
-        let details = failure.message.render(location, parts.context.language);
-        let timestamp = timestamp();
-        let body = match parts.shape {
-            Shape::ErrorResponse => serde_json::to_vec(&ErrorResponseBody {
-                kind: if failure.status.is_server_error() { "fatal" } else { "error" },
-                code: failure.code,
-                details: &details,
-                location,
-                uuid: parts.context.uuid.as_deref(),
-                timestamp: &timestamp,
-            }),
-            Shape::Token => serde_json::to_vec(&TokenErrorBody {
-                code: failure.code,
-                details: &details,
-                location,
-                timestamp: &timestamp,
-            }),
-            Shape::Obie => {
-                let (title, description) = obie_texts(failure.status, parts.context.language);
-                serde_json::to_vec(&ObieErrorBody { status: failure.status.as_str(), title, description })
-            }
-        }
-        .unwrap_or_default();
-        let mut response = HttpResponse::build(failure.status);
-        response
-            .content_type(mime_json())
-            .insert_header((header::CONTENT_LANGUAGE, parts.context.language.header_value()))
-            .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
-        if parts.bearer_challenge {
-            response.insert_header((header::WWW_AUTHENTICATE, HeaderValue::from_static("Bearer")));
-        }
-        if let Some(seconds) = parts.retry_after {
-            response.insert_header((header::RETRY_AFTER, seconds));
-        }
-        response.body(body)
-    }
-}
-
-/// `application/json`.
-pub fn mime_json() -> HeaderValue {
-    HeaderValue::from_static("application/json")
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -464,16 +231,33 @@ mod tests {
     }
 
     #[test]
+    fn every_expected_shape_has_english_and_spanish_text() {
+        let shapes = [
+            Expected::FiveDigits,
+            Expected::Minutes,
+            Expected::CountryCode,
+            Expected::BusinessCode,
+            Expected::ChannelId,
+            Expected::ClientId,
+            Expected::RedirectUri,
+            Expected::SessionId,
+            Expected::Scope,
+            Expected::Uuid,
+            Expected::CodeChallenge,
+        ];
+        for shape in shapes {
+            assert_ne!(expected(shape, Language::En), expected(shape, Language::Es), "{shape:?}");
+        }
+    }
+
+    #[test]
     fn obie_texts_are_the_reference_files_in_english() {
         assert_eq!(
-            obie_texts(StatusCode::TOO_MANY_REQUESTS, Language::En),
+            obie_texts(429, Language::En),
             ("Too many requests", "You have requested this resource too often. Slow down.")
         );
-        assert_eq!(obie_texts(StatusCode::INTERNAL_SERVER_ERROR, Language::En).0, "Internal server error");
-        assert_ne!(
-            obie_texts(StatusCode::BAD_REQUEST, Language::Es),
-            obie_texts(StatusCode::BAD_REQUEST, Language::En)
-        );
+        assert_eq!(obie_texts(500, Language::En).0, "Internal server error");
+        assert_ne!(obie_texts(400, Language::Es), obie_texts(400, Language::En));
     }
 
     #[test]
