@@ -20,6 +20,8 @@
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
 //! - [`system`] — the system clock and the CSPRNG id generator.
+//! - `testing` — an outage switch for a store and forged tokens, for other crates' tests
+//!   (with the `testing` feature).
 
 pub mod jwt;
 pub mod rows;
@@ -27,5 +29,7 @@ pub mod sqlite;
 pub mod store;
 pub mod store_watch;
 pub mod system;
+#[cfg(feature = "testing")]
+pub mod testing;
 pub mod token_writer;
 pub mod view;

@@ -212,9 +212,18 @@ impl Application {
     /// # Errors
     /// [`StartupError`] says what stopped it.
     pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        let store = Store::open(settings.database_url.expose_secret()).await?;
+        Self::build_on(settings, store).await
+    }
+
+    /// As [`Application::build`], on a store the caller opened (tests put an outage
+    /// switch in front of it); `settings.database_url` is not used.
+    ///
+    /// # Errors
+    /// [`StartupError`] says what stopped it.
+    pub async fn build_on(settings: Settings, store: Store) -> Result<Self, StartupError> {
         // One clock for the whole service: issuer and verifier, view, retention.
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        let store = Store::open(settings.database_url.expose_secret()).await?;
         prepare(&store, &clock, settings.demo_data).await?;
 
         let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));

@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use crate::helpers::{Session, TestApp, assert_security_headers, eventually, spawn_app, spawn_app_with};
+use crate::helpers::{Session, TestApp, assert_security_headers, eventually};
 
 /// SHA-256 of the OBIE ATM 2.3.0 swagger file (shared/reference/README.md).
 const REFERENCE_SHA256: &str = "33f102f74998c18859d797090f94baf660683c114f5ed85b76782f593a30954d";
@@ -51,7 +51,7 @@ async fn json(response: reqwest::Response) -> Value {
 
 #[tokio::test]
 async fn the_first_page_has_the_envelope_links_and_validators() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response = app.get_atms(&session, "/api/v1/atms", &[]).await;
     assert_eq!(response.status(), 200);
@@ -83,7 +83,7 @@ async fn the_first_page_has_the_envelope_links_and_validators() {
 
 #[tokio::test]
 async fn every_atm_on_every_page_validates_against_the_obie_schema_in_stable_order() {
-    let app = spawn_app_with(|settings| settings.atm_page_size = 100).await;
+    let app = TestApp::with_demo_and(|settings| settings.atm_page_size = 100).await;
     let session = app.session().await;
     let (atm_schema, brand_schema) = obie_schemas();
     // Control: the validator does reject what the schema forbids.
@@ -123,7 +123,7 @@ async fn every_atm_on_every_page_validates_against_the_obie_schema_in_stable_ord
 
 #[tokio::test]
 async fn a_matching_if_none_match_is_a_304_without_a_body() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let first = app.get_atms(&session, "/api/v1/atms?page=2", &[]).await;
     let etag = first.headers()["etag"].to_str().unwrap().to_owned();
@@ -142,7 +142,7 @@ async fn a_matching_if_none_match_is_a_304_without_a_body() {
 
 #[tokio::test]
 async fn if_modified_since_is_used_only_without_if_none_match() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let first = app.get_atms(&session, "/api/v1/atms", &[]).await;
     let modified = first.headers()["last-modified"].to_str().unwrap().to_owned();
@@ -183,7 +183,7 @@ fn import(app: &TestApp, name: &str, contents: &str) -> std::process::Output {
 }
 
 async fn fast_app() -> TestApp {
-    spawn_app_with(|settings| settings.refresh_interval = Duration::from_millis(100)).await
+    TestApp::with_demo_and(|settings| settings.refresh_interval = Duration::from_millis(100)).await
 }
 
 #[tokio::test]
@@ -234,7 +234,7 @@ async fn an_import_with_an_invalid_record_names_it_and_changes_nothing() {
 
 #[tokio::test]
 async fn near_me_lists_the_nearest_first_with_their_distance_and_valid_records() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let (atm_schema, _) = obie_schemas();
     let url = "/api/v1/atms?latitude=19.4326&longitude=-99.1332&radiusKm=5&service=CashWithdrawal";
@@ -254,7 +254,7 @@ async fn near_me_lists_the_nearest_first_with_their_distance_and_valid_records()
 
 #[tokio::test]
 async fn filters_keep_only_matching_atms_and_page_like_the_full_list() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let url = "/api/v1/atms?accessibility=AudioCashMachine&service=CashDeposits";
     let page = json(app.get_atms(&session, url, &[]).await).await;
@@ -270,7 +270,7 @@ async fn filters_keep_only_matching_atms_and_page_like_the_full_list() {
 
 #[tokio::test]
 async fn bad_queries_and_headers_are_obie_400s() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     for query in [
         "page=0",
@@ -300,7 +300,7 @@ async fn bad_queries_and_headers_are_obie_400s() {
 
 #[tokio::test]
 async fn missing_or_invalid_credentials_are_obie_401s() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let none = app
         .http
@@ -317,7 +317,7 @@ async fn missing_or_invalid_credentials_are_obie_401s() {
 
 #[tokio::test]
 async fn errors_are_told_in_spanish_when_asked() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response = app.get_atms(&session, "/api/v1/atms?page=0", &[("Accept-Language", "es-MX")]).await;
     assert_eq!(response.headers()["content-language"], "es");
@@ -328,7 +328,7 @@ async fn errors_are_told_in_spanish_when_asked() {
 
 #[tokio::test]
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
-    let app = spawn_app_with(|settings| {
+    let app = TestApp::with_demo_and(|settings| {
         settings.rate_limit_per_second = std::num::NonZeroU32::new(1).unwrap();
         settings.rate_limit_burst = std::num::NonZeroU32::new(2).unwrap();
     })
@@ -346,7 +346,7 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
 #[tokio::test]
 async fn a_client_too_slow_to_send_its_request_gets_408() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = spawn_app_with(|settings| settings.client_request_timeout = Duration::from_millis(300)).await;
+    let app = TestApp::with_demo_and(|settings| settings.client_request_timeout = Duration::from_millis(300)).await;
     let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
     stream.write_all(b"GET /api/v1/atms HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
     let mut answer = String::new();
@@ -357,7 +357,7 @@ async fn a_client_too_slow_to_send_its_request_gets_408() {
 
 #[tokio::test]
 async fn an_unreachable_store_gives_503_once_the_data_cannot_be_vouched_for() {
-    let app = spawn_app_with(|settings| {
+    let app = TestApp::with_demo_and(|settings| {
         settings.refresh_interval = Duration::from_millis(50);
         settings.max_staleness = Duration::from_millis(300);
     })
@@ -365,7 +365,7 @@ async fn an_unreachable_store_gives_503_once_the_data_cannot_be_vouched_for() {
     let session = app.session().await;
     assert_eq!(app.get_atms(&session, "/api/v1/atms", &[]).await.status(), 200);
 
-    app.app_store.lifecycle.close().await;
+    app.outage.take_down();
     let response = eventually(|| async {
         let response = app.get_atms(&session, "/api/v1/atms", &[]).await;
         (response.status() == 503).then_some(response)
@@ -378,4 +378,11 @@ async fn an_unreachable_store_gives_503_once_the_data_cannot_be_vouched_for() {
     assert_eq!(ready.status(), 503);
     let wait = app.wait_times(&session, &["00001"]).await;
     crate::helpers::assert_error(wait, 500, "serverUnavailable", None).await;
+
+    app.outage.bring_back();
+    let back =
+        eventually(|| async { (app.get_atms(&session, "/api/v1/atms", &[]).await.status() == 200).then_some(()) });
+    assert!(back.await.is_some(), "served again once the store answers, without a restart");
+    let ready = app.http.get(format!("{}/api/health/ready", app.address)).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
 }

@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::helpers::{eventually, eventually_status, spawn_app, spawn_app_with};
+use crate::helpers::{TestApp, eventually, eventually_status};
 
 fn branch_atm(database_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_branch-atm"))
@@ -105,7 +105,7 @@ fn invalid_arguments_fail_with_one_line_naming_the_value() {
 
 #[tokio::test]
 async fn a_csv_with_a_bad_row_names_its_line_and_changes_nothing() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let before: Value = app.wait_times(&session, &["00001"]).await.json().await.unwrap();
     let csv = app.folder.path().join("bad.csv");
@@ -123,7 +123,8 @@ async fn a_csv_with_a_bad_row_names_its_line_and_changes_nothing() {
 
 #[tokio::test]
 async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() {
-    let app = spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
     let session = app.session().await;
     let csv = app.folder.path().join("good.csv");
     std::fs::write(&csv, "branchId,timeTaken,estimatedAt\n00001,59,2026-11-21T10:00:00Z\n54321,7,\n").unwrap();
@@ -152,7 +153,8 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
 
 #[tokio::test]
 async fn after_a_key_rotation_new_tokens_use_the_new_key_and_old_ones_still_work() {
-    let app = spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
     let old = app.session().await;
     let old_kid = jsonwebtoken::decode_header(&old.token).unwrap().kid.unwrap();
     let rotate = branch_atm(&app.database_url, &["keys", "rotate"]);
@@ -172,7 +174,8 @@ async fn after_a_key_rotation_new_tokens_use_the_new_key_and_old_ones_still_work
 
 #[tokio::test]
 async fn an_opaque_token_finds_its_record_and_revokes_it() {
-    let app = spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
     let response = app.authorize(&crate::helpers::demo_authorize_query()).await;
     let sid = response.headers()["sid"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();

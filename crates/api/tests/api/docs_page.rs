@@ -10,7 +10,7 @@ use std::time::Duration;
 use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
 use headless_chrome::{Browser, LaunchOptions};
 
-use crate::helpers::spawn_app;
+use crate::helpers::TestApp;
 
 fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
@@ -52,7 +52,7 @@ async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
         eprintln!("SKIPPED: no Chromium installed; `apt-get install chromium` to run the docs page test");
         return;
     };
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let url = format!("{}/api/docs", app.address);
     let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("docs-try-it-out.png");
     let shot = screenshot.clone();

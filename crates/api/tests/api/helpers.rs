@@ -2,12 +2,11 @@
 
 use std::sync::Arc;
 
-use adapters::jwt::JwtTokens;
 use adapters::store::Store;
 use adapters::system::SystemClock;
+use adapters::testing::{OutageSwitch, forge_token, with_outage_switch};
 use api::settings::Settings;
 use api::startup::Application;
-use domain::ports::TokenSigner;
 use domain::token::AccessClaims;
 use reqwest::{RequestBuilder, Response};
 use serde_json::Value;
@@ -19,11 +18,20 @@ pub const CLIENT: &str = "demo-mobile-app";
 /// The wait-time path.
 pub const WAIT_TIME_PATH: &str = "/api/v1/open-banking/channels/branch/waittime/retrieve";
 
-/// A running application on its own database, with the demo data set.
+/// Which store the black-box tests run on, from `BRANCH_ATM_TEST_STORE`: `sqlite` (the
+/// default, a new file per test). The PostgreSQL store will add `postgres` here.
+fn fresh_database_url(folder: &std::path::Path) -> String {
+    match std::env::var("BRANCH_ATM_TEST_STORE").as_deref() {
+        Err(_) | Ok("sqlite") => format!("sqlite://{}/branch-atm.db", folder.display()),
+        Ok(other) => panic!("BRANCH_ATM_TEST_STORE={other:?}: the tests know the store `sqlite`"),
+    }
+}
+
+/// A running application on its own new database.
 pub struct TestApp {
     /// `http://127.0.0.1:<port>`.
     pub address: String,
-    /// The database URL, for reaching behind the API.
+    /// The database URL, for reaching behind the API (as the CLI does).
     pub database_url: String,
     /// The settings it was started with.
     pub settings: Settings,
@@ -31,8 +39,8 @@ pub struct TestApp {
     pub http: reqwest::Client,
     /// Keeps the database folder alive.
     pub folder: tempfile::TempDir,
-    /// The store the running app uses (closing it makes the store unreachable).
-    pub app_store: Store,
+    /// Takes the app's store down and brings it back.
+    pub outage: OutageSwitch,
 }
 
 /// A token and the session it opened.
@@ -43,29 +51,40 @@ pub struct Session {
     pub sid: String,
 }
 
-/// Starts the app with demo data and default settings.
-pub async fn spawn_app() -> TestApp {
-    spawn_app_with(|_| {}).await
-}
+impl TestApp {
+    /// The app on a store with the demo data set, default settings.
+    pub async fn with_demo() -> Self {
+        Self::start(true, |_| {}).await
+    }
 
-/// Starts the app with demo data, after `configure` adjusted the settings.
-pub async fn spawn_app_with(configure: impl FnOnce(&mut Settings)) -> TestApp {
-    let folder = tempfile::tempdir().unwrap();
-    let database_url = format!("sqlite://{}/branch-atm.db", folder.path().display());
-    let mut settings = Settings::for_database(&database_url);
-    settings.demo_data = true;
-    configure(&mut settings);
-    let application = Application::build(settings.clone()).await.expect("the app starts");
-    let port = application.port();
-    let app_store = application.store();
-    tokio::spawn(application.run_until_stopped());
-    TestApp {
-        address: format!("http://127.0.0.1:{port}"),
-        database_url,
-        settings,
-        http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
-        folder,
-        app_store,
+    /// The app on a store with the demo data set, after `configure` adjusted the settings.
+    pub async fn with_demo_and(configure: impl FnOnce(&mut Settings)) -> Self {
+        Self::start(true, configure).await
+    }
+
+    /// The app on a new store with nothing in it but its signing key.
+    pub async fn empty() -> Self {
+        Self::start(false, |_| {}).await
+    }
+
+    async fn start(demo_data: bool, configure: impl FnOnce(&mut Settings)) -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let database_url = fresh_database_url(folder.path());
+        let mut settings = Settings::for_database(&database_url);
+        settings.demo_data = demo_data;
+        configure(&mut settings);
+        let (store, outage) = with_outage_switch(Store::open(&database_url).await.unwrap());
+        let application = Application::build_on(settings.clone(), store).await.expect("the app starts");
+        let port = application.port();
+        tokio::spawn(application.run_until_stopped());
+        TestApp {
+            address: format!("http://127.0.0.1:{port}"),
+            database_url,
+            settings,
+            http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
+            folder,
+            outage,
+        }
     }
 }
 
@@ -145,10 +164,7 @@ impl TestApp {
     /// A token signed with the app's real current key, with claims of our choosing:
     /// for tokens the app would never issue (expired, not yet valid, other issuer).
     pub async fn forge(&self, issuer: &str, claims: &AccessClaims) -> String {
-        let keys = self.store().await.keys.published(0).await.unwrap();
-        let signer = JwtTokens::new(issuer, &format!("{}/api", self.settings.public_base_url), Arc::new(SystemClock));
-        signer.install(&keys).unwrap();
-        signer.sign(claims).unwrap()
+        forge_token(&self.store().await, Arc::new(SystemClock), issuer, &self.issuer(), claims).await
     }
 
     /// GET `path_and_query` (under the address) with the demo session's bearer headers.

@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::spawn_app;
+use crate::helpers::TestApp;
 
 /// A validator for `#/components/schemas/{name}` of `document`.
 fn validator(document: &Value, name: &str) -> jsonschema::Validator {
@@ -20,7 +20,7 @@ fn assert_valid(document: &Value, name: &str, body: &Value) {
 
 #[tokio::test]
 async fn the_document_is_served_and_equals_the_checked_in_copy() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let response = app.http.get(format!("{}/api/openapi.json", app.address)).send().await.unwrap();
     assert_eq!(response.status(), 200);
     crate::helpers::assert_security_headers(&response);
@@ -31,7 +31,7 @@ async fn the_document_is_served_and_equals_the_checked_in_copy() {
 
 #[tokio::test]
 async fn real_responses_of_every_operation_match_the_documented_schemas() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let document: Value =
         app.http.get(format!("{}/api/openapi.json", app.address)).send().await.unwrap().json().await.unwrap();
     // The validator does reject what a schema forbids.

@@ -3,11 +3,11 @@
 
 use serde_json::Value;
 
-use crate::helpers::{assert_error, assert_security_headers, spawn_app};
+use crate::helpers::{TestApp, assert_error, assert_security_headers};
 
 #[tokio::test]
 async fn an_unknown_path_is_a_json_404() {
-    let app = spawn_app().await;
+    let app = TestApp::empty().await;
     for path in ["/", "/api", "/api/v2/atms", "/api/v1/authorize/extra"] {
         let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
         assert_error(response, 404, "resourceNotFound", None).await;
@@ -16,7 +16,7 @@ async fn an_unknown_path_is_a_json_404() {
 
 #[tokio::test]
 async fn a_wrong_method_is_a_json_405_with_allow() {
-    let app = spawn_app().await;
+    let app = TestApp::empty().await;
     let cases = [
         (reqwest::Method::POST, "/api/v1/authorize", "GET, HEAD"),
         (reqwest::Method::DELETE, "/api/health/live", "GET, HEAD"),
@@ -32,7 +32,7 @@ async fn a_wrong_method_is_a_json_405_with_allow() {
 
 #[tokio::test]
 async fn health_checks_answer_with_security_headers() {
-    let app = spawn_app().await;
+    let app = TestApp::empty().await;
     for (path, status) in [("/api/health/live", "up"), ("/api/health/ready", "ready")] {
         let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
         assert_eq!(response.status(), 200);
@@ -44,7 +44,7 @@ async fn health_checks_answer_with_security_headers() {
 
 #[tokio::test]
 async fn the_jwks_publishes_one_ed25519_key_and_no_private_part() {
-    let app = spawn_app().await;
+    let app = TestApp::empty().await;
     let response = app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_security_headers(&response);
@@ -58,7 +58,7 @@ async fn the_jwks_publishes_one_ed25519_key_and_no_private_part() {
 
 #[tokio::test]
 async fn an_invalid_uuid_is_not_echoed() {
-    let app = spawn_app().await;
+    let app = TestApp::empty().await;
     let response =
         app.http.get(format!("{}/api/health/live", app.address)).header("uuid", "<script>").send().await.unwrap();
     assert!(response.headers().get("uuid").is_none());

@@ -1,6 +1,6 @@
 //! HTTPS served by rustls, checked with a real TLS client that trusts only our CA.
 
-use crate::helpers::spawn_app_with;
+use crate::helpers::TestApp;
 
 #[tokio::test]
 async fn the_service_speaks_https_when_given_a_certificate_and_key() {
@@ -10,7 +10,7 @@ async fn the_service_speaks_https_when_given_a_certificate_and_key() {
     std::fs::write(&cert, certified.cert.pem()).unwrap();
     std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
 
-    let app = spawn_app_with(|settings| {
+    let app = TestApp::with_demo_and(|settings| {
         settings.tls = Some(api::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
     })
     .await;

@@ -6,11 +6,11 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::Value;
 
-use crate::helpers::{CLIENT, Session, assert_error, demo_claims, now, spawn_app};
+use crate::helpers::{CLIENT, Session, TestApp, assert_error, demo_claims, now};
 
 #[tokio::test]
 async fn a_token_verifies_with_the_published_jwks_through_a_standard_jwt_library() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let jwks: jsonwebtoken::jwk::JwkSet =
         app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
@@ -42,7 +42,7 @@ async fn assert_refused(app: &crate::helpers::TestApp, token: &str, sid: &str) {
 
 #[tokio::test]
 async fn a_token_with_a_changed_signature_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let (signed, signature) = session.token.rsplit_once('.').unwrap();
     let mut bytes = URL_SAFE_NO_PAD.decode(signature).unwrap();
@@ -52,7 +52,7 @@ async fn a_token_with_a_changed_signature_is_refused() {
 
 #[tokio::test]
 async fn a_token_with_changed_claims_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let parts: Vec<&str> = session.token.split('.').collect();
     let mut claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
@@ -63,7 +63,7 @@ async fn a_token_with_changed_claims_is_refused() {
 
 #[tokio::test]
 async fn an_unsigned_alg_none_token_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let claims = session.token.split('.').nth(1).unwrap();
     let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#);
@@ -72,7 +72,7 @@ async fn an_unsigned_alg_none_token_is_refused() {
 
 #[tokio::test]
 async fn an_hs256_token_keyed_with_the_public_key_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let kid = jsonwebtoken::decode_header(&session.token).unwrap().kid.unwrap();
     let jwks: Value =
@@ -88,7 +88,7 @@ async fn an_hs256_token_keyed_with_the_public_key_is_refused() {
 
 #[tokio::test]
 async fn an_expired_token_signed_with_the_real_key_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let expired = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() - 3600, 60)).await;
     assert_refused(&app, &expired, "AAAAAAAAAAAAAAAAAAAAAA").await;
 }
@@ -105,7 +105,7 @@ async fn sleep_until(unix_seconds: i64, millis: u64) {
 
 #[tokio::test]
 async fn a_token_is_refused_one_second_after_its_exp_whether_remembered_or_not() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let expires_at = now() + 1;
     let claims = |sid: &str| demo_claims(sid, expires_at - 60, 60);
     let remembered = Session {
@@ -127,14 +127,14 @@ async fn a_token_is_refused_one_second_after_its_exp_whether_remembered_or_not()
 
 #[tokio::test]
 async fn a_token_not_yet_valid_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let future = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() + 120, 600)).await;
     assert_refused(&app, &future, "AAAAAAAAAAAAAAAAAAAAAA").await;
 }
 
 #[tokio::test]
 async fn a_token_from_another_issuer_is_refused_even_with_the_real_key() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let foreign = app.forge("https://elsewhere.example/api", &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now(), 600)).await;
     assert_refused(&app, &foreign, "AAAAAAAAAAAAAAAAAAAAAA").await;
 }
@@ -142,7 +142,7 @@ async fn a_token_from_another_issuer_is_refused_even_with_the_real_key() {
 #[tokio::test]
 async fn a_token_forged_the_same_way_but_valid_is_accepted() {
     // The control for the three tests above: only the claim under test differs.
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let valid = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now(), 600)).await;
     let session = Session { token: valid, sid: "AAAAAAAAAAAAAAAAAAAAAA".into() };
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
@@ -150,7 +150,7 @@ async fn a_token_forged_the_same_way_but_valid_is_accepted() {
 
 #[tokio::test]
 async fn a_token_presented_with_another_client_id_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response = app
         .wait_time_request(&session, &["client_id"])
@@ -164,14 +164,14 @@ async fn a_token_presented_with_another_client_id_is_refused() {
 
 #[tokio::test]
 async fn a_sid_from_another_session_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let (session, other) = (app.session().await, app.session().await);
     assert_refused(&app, &session.token, &other.sid).await;
 }
 
 #[tokio::test]
 async fn a_missing_or_non_bearer_authorization_is_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     for authorization in [None, Some(format!("Basic {}", session.token)), Some("Bearer".to_owned())] {
         let mut request = app.wait_time_request(&session, &["Authorization"]);

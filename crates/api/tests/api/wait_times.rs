@@ -2,11 +2,11 @@
 
 use serde_json::Value;
 
-use crate::helpers::{UUID, assert_error, assert_security_headers, spawn_app};
+use crate::helpers::{TestApp, UUID, assert_error, assert_security_headers};
 
 #[tokio::test]
 async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response = app.wait_times(&session, &["00042", "99999", "00001"]).await;
 
@@ -26,7 +26,7 @@ async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out
 
 #[tokio::test]
 async fn the_samples_branch_key_works_like_branches() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response =
         app.wait_time_request(&session, &[]).body(r#"{"branch":[{"branchId":"00007"}]}"#).send().await.unwrap();
@@ -37,7 +37,7 @@ async fn the_samples_branch_key_works_like_branches() {
 
 #[tokio::test]
 async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let ids: Vec<String> = (1..=101).map(|n| format!("{n:05}")).collect();
     let hundred: Vec<&str> = ids[..100].iter().map(String::as_str).collect();
@@ -52,7 +52,7 @@ async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
 
 #[tokio::test]
 async fn each_missing_required_header_is_a_400_naming_it() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     // reqwest always sends an Accept header; its absence is tested with a raw request below.
     for name in ["client_id", "uuid", "Content-Type", "countryCode", "businessCode", "ChannelId", "sid"] {
@@ -69,7 +69,7 @@ async fn each_missing_required_header_is_a_400_naming_it() {
 #[tokio::test]
 async fn a_missing_accept_header_is_a_400_naming_it() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let body = r#"{"branches":[{"branchId":"00001"}]}"#;
     let request = format!(
@@ -91,7 +91,7 @@ async fn a_missing_accept_header_is_a_400_naming_it() {
 
 #[tokio::test]
 async fn malformed_headers_are_400s_naming_them() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let cases = [
         ("uuid", "12345"),
@@ -116,7 +116,7 @@ async fn malformed_headers_are_400s_naming_them() {
 
 #[tokio::test]
 async fn bad_bodies_are_400s_pointing_at_the_field() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let cases = [
         (r#"{"branches":[{"branchId":"00001"},{"branchId":"0001"}]}"#, "branches[1].branchId"),
@@ -139,7 +139,7 @@ async fn bad_bodies_are_400s_pointing_at_the_field() {
 
 #[tokio::test]
 async fn a_body_over_64_kib_is_refused_without_being_read() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let huge = format!(r#"{{"branches":[{{"branchId":"00001"}}],"pad":"{}"}}"#, "x".repeat(70 * 1024));
     let response = app.wait_time_request(&session, &[]).body(huge).send().await.unwrap();
@@ -148,7 +148,7 @@ async fn a_body_over_64_kib_is_refused_without_being_read() {
 
 #[tokio::test]
 async fn the_same_branch_twice_is_a_422_at_the_repeat() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response = app.wait_times(&session, &["00001", "00002", "00001"]).await;
     assert_error(response, 422, "businessValidationFailed", Some("branches[2].branchId")).await;
@@ -156,7 +156,7 @@ async fn the_same_branch_twice_is_a_422_at_the_repeat() {
 
 #[tokio::test]
 async fn no_known_branch_is_a_404() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let body = assert_error(app.wait_times(&session, &["99998", "99999"]).await, 404, "resourceNotFound", None).await;
     assert_eq!(body["type"], "error");
@@ -165,7 +165,7 @@ async fn no_known_branch_is_a_404() {
 
 #[tokio::test]
 async fn an_unsupported_channel_is_a_403() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     for (header, value) in [("countryCode", "US"), ("ChannelId", "KIOSK")] {
         let response = app
@@ -204,13 +204,14 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
 }
 
 async fn spawn_app_fast_refresh() -> crate::helpers::TestApp {
-    crate::helpers::spawn_app_with(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await
+    crate::helpers::TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .await
 }
 
 #[tokio::test]
 async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = crate::helpers::spawn_app_with(|settings| {
+    let app = crate::helpers::TestApp::with_demo_and(|settings| {
         settings.client_request_timeout = std::time::Duration::from_millis(300);
     })
     .await;
@@ -235,7 +236,7 @@ async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
 
 #[tokio::test]
 async fn errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
-    let app = spawn_app().await;
+    let app = TestApp::with_demo().await;
     let session = app.session().await;
     let response = app
         .wait_time_request(&session, &[])

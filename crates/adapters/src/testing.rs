@@ -1,0 +1,197 @@
+//! For other crates' tests (the `testing` feature): a store that can be taken down and
+//! brought back, and tokens signed with a store's real keys but claims of the test's
+//! choosing.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use async_trait::async_trait;
+use domain::atm::Brand;
+use domain::branch::WaitTimeEstimate;
+use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
+use domain::ports::{
+    AtmRecords, ChannelRecords, ClientRecords, Clock, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    TokenArchive, TokenSigner as _, WaitTimeRecords,
+};
+use domain::store_contents::StoreContents;
+use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
+
+use crate::jwt::JwtTokens;
+use crate::store::{AtmSet, Revisions, Store, StoreLifecycle, ViewSource};
+
+/// Takes a [`Store`] made by [`with_outage_switch`] down and brings it back, as a
+/// database restarted under the service would (crates.io's chaos proxy, at the store).
+#[derive(Clone, Debug, Default)]
+pub struct OutageSwitch(Arc<AtomicBool>);
+
+impl OutageSwitch {
+    /// From now on every call to the store fails as an unreachable one would.
+    pub fn take_down(&self) {
+        self.0.store(true, Ordering::SeqCst);
+    }
+
+    /// From now on the store answers again.
+    pub fn bring_back(&self) {
+        self.0.store(false, Ordering::SeqCst);
+    }
+
+    fn check(&self) -> Result<(), StoreUnavailable> {
+        if self.0.load(Ordering::SeqCst) {
+            return Err(StoreUnavailable::new("the store is down (a test's outage)"));
+        }
+        Ok(())
+    }
+}
+
+/// `store` behind a switch that can take it down and bring it back.
+pub fn with_outage_switch(store: Store) -> (Store, OutageSwitch) {
+    let switch = OutageSwitch::default();
+    (Store::of(Switched { inner: store, switch: switch.clone() }), switch)
+}
+
+struct Switched {
+    inner: Store,
+    switch: OutageSwitch,
+}
+
+#[async_trait]
+impl StoreLifecycle for Switched {
+    async fn migrate(&self) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.lifecycle.migrate().await
+    }
+    async fn ping(&self) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.lifecycle.ping().await
+    }
+    async fn close(&self) {
+        self.inner.lifecycle.close().await;
+    }
+}
+
+#[async_trait]
+impl ViewSource for Switched {
+    async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.view.revisions().await
+    }
+    async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.view.atms().await
+    }
+}
+
+#[async_trait]
+impl ClientRecords for Switched {
+    async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.clients.insert(client, now).await
+    }
+    async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.clients.all().await
+    }
+    async fn set_status(&self, client_id: &ClientId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.clients.set_status(client_id, status).await
+    }
+}
+
+#[async_trait]
+impl ChannelRecords for Switched {
+    async fn allow(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.channels.allow(scope).await
+    }
+    async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.channels.all().await
+    }
+}
+
+#[async_trait]
+impl WaitTimeRecords for Switched {
+    async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.wait_times.upsert(estimates).await
+    }
+    async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.wait_times.all().await
+    }
+}
+
+#[async_trait]
+impl AtmRecords for Switched {
+    async fn replace(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.atms.replace(brands, now).await
+    }
+}
+
+#[async_trait]
+impl SigningKeyRecords for Switched {
+    async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.keys.published(retired_after).await
+    }
+    async fn make_current(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.keys.make_current(key, now).await
+    }
+}
+
+#[async_trait]
+impl TokenArchive for Switched {
+    async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.record(tokens).await
+    }
+    async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.find(opaque).await
+    }
+    async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.revoke(token_id, now).await
+    }
+    async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.revoke_live_of(client_id, now).await
+    }
+    async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.revoked_live(now).await
+    }
+    async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.purge_expired(before).await
+    }
+}
+
+#[async_trait]
+impl StoreInventory for Switched {
+    async fn contents(&self) -> Result<StoreContents, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.inventory.contents().await
+    }
+}
+
+/// A token signed with `store`'s current key for `issuer` and `audience`, with `claims`
+/// the service would never issue (expired, not yet valid, another issuer…).
+///
+/// # Panics
+/// If the store has no key or cannot be read (a test's set-up is wrong).
+#[allow(clippy::expect_used)]
+pub async fn forge_token(
+    store: &Store,
+    clock: Arc<dyn Clock>,
+    issuer: &str,
+    audience: &str,
+    claims: &AccessClaims,
+) -> String {
+    let keys = store.keys.published(0).await.expect("the store's keys");
+    let signer = JwtTokens::new(issuer, audience, clock);
+    signer.install(&keys).expect("usable keys");
+    signer.sign(claims).expect("a current key")
+}
