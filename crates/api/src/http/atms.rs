@@ -1,14 +1,14 @@
 //! GET /api/v1/atms: ATM information, paged, filtered and near-me, with conditional
 //! requests.
 
-use std::hash::{Hash as _, Hasher as _};
 use std::time::{Duration, SystemTime};
 
 use actix_web::http::header::{self, EntityTag, Header as _, HeaderValue, HttpDate, IfModifiedSince, IfNoneMatch};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::atm::{Accessibility, AtmService};
-use domain::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, GeoPoint, MAX_RADIUS_KM};
+use domain::atm_catalog::{AtmQuery, GeoPoint, MAX_RADIUS_KM};
 use domain::input::Expected;
+use domain::services::atms::{AtmAnswer, AtmListing, AtmRequest, NoneMatch, Validators};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
@@ -170,27 +170,20 @@ fn listing_of(raw: &str) -> Result<Listing, Failure> {
     Ok(Listing { query: AtmQuery { page, near, radius_km, service, accessibility }, filters: filters.join("&") })
 }
 
-/// A strong validator of the page: the bytes of a 200 are a function of the service
-/// version, the ATM set (its fingerprint covers LastUpdated), the base URL, the page
-/// size, the filters and the page number, so equal inputs mean equal bytes.
-fn entity_tag(catalog: &AtmCatalog, listing: &Listing, base: &str, page_size: usize) -> EntityTag {
-    let mut hasher = std::collections::hash_map::DefaultHasher::new();
-    (env!("CARGO_PKG_VERSION"), catalog.fingerprint(), base, page_size, &listing.filters, listing.query.page)
-        .hash(&mut hasher);
-    EntityTag::new_strong(format!("{:016x}", hasher.finish()))
-}
-
-/// RFC 9110 §13.2.2: If-None-Match decides when present (weak comparison); otherwise
-/// If-Modified-Since, when the data has not changed since the date given.
-fn not_modified(request: &HttpRequest, tag: &EntityTag, last_updated: SystemTime) -> bool {
-    if request.headers().contains_key(header::IF_NONE_MATCH) {
-        return match IfNoneMatch::parse(request) {
-            Ok(IfNoneMatch::Any) => true,
-            Ok(IfNoneMatch::Items(tags)) => tags.iter().any(|sent| sent.weak_eq(tag)),
-            Err(_) => false,
-        };
-    }
-    IfModifiedSince::parse(request).is_ok_and(|since| last_updated <= SystemTime::from(since.0))
+/// The validators a conditional request sent, as the domain compares them.
+fn validators(request: &HttpRequest) -> Validators {
+    let if_none_match =
+        request.headers().contains_key(header::IF_NONE_MATCH).then(|| match IfNoneMatch::parse(request) {
+            Ok(IfNoneMatch::Any) => NoneMatch::Any,
+            Ok(IfNoneMatch::Items(tags)) => NoneMatch::Tags(tags.iter().map(|tag| tag.tag().to_owned()).collect()),
+            // Present but unreadable: it matches nothing.
+            Err(_) => NoneMatch::Tags(Vec::new()),
+        });
+    let if_modified_since = IfModifiedSince::parse(request)
+        .ok()
+        .and_then(|since| SystemTime::from(since.0).duration_since(SystemTime::UNIX_EPOCH).ok())
+        .and_then(|since| i64::try_from(since.as_secs()).ok());
+    Validators { if_none_match, if_modified_since }
 }
 
 fn link(base: &str, filters: &str, page: u32) -> String {
@@ -200,23 +193,20 @@ fn link(base: &str, filters: &str, page: u32) -> String {
 
 /// The envelope: meta, data grouped in runs of one brand (keeping the page's order), and
 /// links. Records are copied in their stored JSON.
-fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -> Result<Vec<u8>, Failure> {
-    let records: usize =
-        page.hits.iter().filter_map(|hit| catalog.entry(hit.entry)).map(|e| e.record_json().len()).sum();
+fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Failure> {
+    let records: usize = page.items().map(|item| item.record.len()).sum();
     let mut body = String::with_capacity(records + 1024);
-    let updated = OffsetDateTime::from_unix_timestamp(catalog.last_updated())
+    let updated = OffsetDateTime::from_unix_timestamp(page.last_updated())
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .ok_or_else(Failure::unavailable)?;
     body.push_str(&format!(
         r#"{{"meta":{{"LastUpdated":"{updated}","TotalResults":{},"Agreement":"{AGREEMENT}"}},"data":["#,
-        page.total
+        page.total()
     ));
     let mut current_brand: Option<&str> = None;
-    for hit in &page.hits {
-        let (Some(entry), Some(brand)) = (catalog.entry(hit.entry), catalog.brand_of(hit.entry)) else {
-            return Err(Failure::unavailable());
-        };
+    for item in page.items() {
+        let brand = item.brand;
         if current_brand == Some(brand) {
             body.push(',');
         } else {
@@ -227,8 +217,8 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
             body.push_str(&format!(r#"{{"BrandName":{name},"ATM":["#));
             current_brand = Some(brand);
         }
-        let record = entry.record_json();
-        match hit.distance_m {
+        let record = item.record;
+        match item.distance_m {
             None => body.push_str(record),
             Some(metres) => {
                 body.push_str(record.strip_suffix('}').ok_or_else(Failure::unavailable)?);
@@ -239,7 +229,7 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
     if current_brand.is_some() {
         body.push_str("]}");
     }
-    let (filters, number) = (&listing.filters, page.page);
+    let number = page.number();
     body.push_str(&format!(
         r#"],"link":{{"Self":"{}","First":"{}""#,
         link(base, filters, number),
@@ -248,10 +238,10 @@ fn render(catalog: &AtmCatalog, page: &AtmPage, listing: &Listing, base: &str) -
     if number > 1 {
         body.push_str(&format!(r#","Prev":"{}""#, link(base, filters, number - 1)));
     }
-    if number < page.last_page {
+    if number < page.last_page() {
         body.push_str(&format!(r#","Next":"{}""#, link(base, filters, number + 1)));
     }
-    body.push_str(&format!(r#","Last":"{}"}}}}"#, link(base, filters, page.last_page)));
+    body.push_str(&format!(r#","Last":"{}"}}}}"#, link(base, filters, page.last_page())));
     Ok(body.into_bytes())
 }
 
@@ -320,24 +310,31 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
     state.atm_rate.check(claims.client_id.as_str()).map_err(|seconds| fail(Failure::too_many_requests(seconds)))?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(fail)?;
-    // 3. Call the service: the current set first, to answer a conditional request cheaply.
-    let catalog = state.atms.current().await.map_err(|error| fail(error.into()))?;
+    // 3. Call the service: a page, or "not modified" for the validators sent.
     let base = state.public_base_url.as_str();
-    let tag = entity_tag(&catalog, &listing, base, state.atms.page_size());
-    let last_updated = SystemTime::UNIX_EPOCH + Duration::from_secs(catalog.last_updated().max(0) as u64);
-    let unchanged = not_modified(&request, &tag, last_updated);
-    let mut response = if unchanged { HttpResponse::NotModified() } else { HttpResponse::Ok() };
-    response
-        .insert_header(header::ETag(tag))
-        .insert_header(header::LastModified(HttpDate::from(last_updated)))
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
-    if unchanged {
-        return Ok(response.finish());
-    }
-    let page = state.atms.page(&catalog, &listing.query).map_err(|error| fail(error.into()))?;
+    let representation = format!("{}|{base}|{}", env!("CARGO_PKG_VERSION"), listing.filters);
+    let asked = AtmRequest { query: listing.query, representation, validators: validators(&request) };
+    let answer = state.atms.list(&asked).await.map_err(|error| fail(error.into()))?;
     // 4. Map to the wire.
-    let body = render(&catalog, &page, &listing, base).map_err(fail)?;
-    Ok(response.content_type(mime_json()).body(body))
+    let (tag, last_updated) = match &answer {
+        AtmAnswer::NotModified { tag, last_updated } => (tag.as_str(), *last_updated),
+        AtmAnswer::Page(page) => (page.tag(), page.last_updated()),
+    };
+    let mut response =
+        if matches!(answer, AtmAnswer::NotModified { .. }) { HttpResponse::NotModified() } else { HttpResponse::Ok() };
+    response
+        .insert_header(header::ETag(EntityTag::new_strong(tag.to_owned())))
+        .insert_header(header::LastModified(HttpDate::from(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(last_updated.max(0).unsigned_abs()),
+        )))
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
+    match answer {
+        AtmAnswer::NotModified { .. } => Ok(response.finish()),
+        AtmAnswer::Page(page) => {
+            let body = render(&page, &listing.filters, base).map_err(fail)?;
+            Ok(response.content_type(mime_json()).body(body))
+        }
+    }
 }
 
 #[cfg(test)]
