@@ -80,35 +80,6 @@ pub trait StoreLifecycle: Send + Sync {
     async fn close(&self);
 }
 
-/// Everything a backend is.
-pub trait Backend:
-    StoreLifecycle
-    + ViewSource
-    + ClientRecords
-    + ChannelRecords
-    + WaitTimeRecords
-    + AtmRecords
-    + SigningKeyRecords
-    + TokenArchive
-    + StoreInventory
-    + 'static
-{
-}
-
-impl<T> Backend for T where
-    T: StoreLifecycle
-        + ViewSource
-        + ClientRecords
-        + ChannelRecords
-        + WaitTimeRecords
-        + AtmRecords
-        + SigningKeyRecords
-        + TokenArchive
-        + StoreInventory
-        + 'static
-{
-}
-
 /// One database, as each of its users sees it.
 #[derive(Clone)]
 pub struct Store {
@@ -134,7 +105,19 @@ pub struct Store {
 
 impl Store {
     /// `backend` in every role.
-    pub fn of(backend: impl Backend) -> Self {
+    pub fn of<B>(backend: B) -> Self
+    where
+        B: StoreLifecycle
+            + ViewSource
+            + ClientRecords
+            + ChannelRecords
+            + WaitTimeRecords
+            + AtmRecords
+            + SigningKeyRecords
+            + TokenArchive
+            + StoreInventory
+            + 'static,
+    {
         let backend = Arc::new(backend);
         Self {
             lifecycle: backend.clone(),
