@@ -132,9 +132,9 @@ impl TokenService {
 mod tests {
     use super::*;
     use crate::client::{BusinessCode, ChannelId, ClientRegistration, CountryCode, RedirectUri};
-    use crate::ports::{MockClientRegistry, MockClock, MockIdGenerator, MockTokenLedger, MockTokenSigner};
+    use crate::ports::{MockClientRegistry, MockIdGenerator, MockTokenLedger, MockTokenSigner};
+    use crate::testing::clock_at;
     use crate::token::{OpaqueToken, SessionId, TokenId};
-    use time::OffsetDateTime;
 
     fn scope(channel: &str) -> ChannelScope {
         ChannelScope {
@@ -174,12 +174,6 @@ mod tests {
         ids.expect_session_id().returning(|| SessionId::new("sid-1".into()));
         ids.expect_opaque_token().returning(|| OpaqueToken::new("opaque-1".into()));
         ids
-    }
-
-    fn clock_at(unix: i64) -> MockClock {
-        let mut clock = MockClock::new();
-        clock.expect_now().returning(move || OffsetDateTime::from_unix_timestamp(unix).unwrap());
-        clock
     }
 
     fn service(registry: MockClientRegistry, ledger: MockTokenLedger, signer: MockTokenSigner) -> TokenService {
