@@ -1,6 +1,7 @@
 //! GET /api/v1/atms: ATM information, paged, filtered and near-me, with conditional
 //! requests.
 
+use std::hash::{Hash as _, Hasher as _};
 use std::time::{Duration, SystemTime};
 
 use actix_web::http::header::{self, EntityTag, Header as _, HeaderValue, HttpDate, IfModifiedSince, IfNoneMatch};
@@ -170,20 +171,31 @@ fn listing_of(raw: &str) -> Result<Listing, Failure> {
     Ok(Listing { query: AtmQuery { page, near, radius_km, service, accessibility }, filters: filters.join("&") })
 }
 
-/// The validators a conditional request sent, as the domain compares them.
-fn validators(request: &HttpRequest) -> Validators {
-    let if_none_match =
-        request.headers().contains_key(header::IF_NONE_MATCH).then(|| match IfNoneMatch::parse(request) {
-            Ok(IfNoneMatch::Any) => NoneMatch::Any,
-            Ok(IfNoneMatch::Items(tags)) => NoneMatch::Tags(tags.iter().map(|tag| tag.tag().to_owned()).collect()),
-            // Present but unreadable: it matches nothing.
-            Err(_) => NoneMatch::Tags(Vec::new()),
-        });
-    let if_modified_since = IfModifiedSince::parse(request)
-        .ok()
-        .and_then(|since| SystemTime::from(since.0).duration_since(SystemTime::UNIX_EPOCH).ok())
-        .and_then(|since| i64::try_from(since.as_secs()).ok());
+/// The validators a conditional request sent, as the domain compares them; tags
+/// borrowed from `if_none_match` (the parsed header). If-Modified-Since is read only
+/// without If-None-Match, which decides when present (RFC 9110 §13.2.2).
+fn validators<'a>(request: &HttpRequest, if_none_match: Option<&'a IfNoneMatch>) -> Validators<'a> {
+    let if_none_match = if_none_match.map(|header| match header {
+        IfNoneMatch::Any => NoneMatch::Any,
+        IfNoneMatch::Items(tags) => NoneMatch::Tags(tags.iter().map(EntityTag::tag).collect()),
+    });
+    let if_modified_since = if if_none_match.is_some() {
+        None
+    } else {
+        IfModifiedSince::parse(request)
+            .ok()
+            .and_then(|since| SystemTime::from(since.0).duration_since(SystemTime::UNIX_EPOCH).ok())
+            .and_then(|since| i64::try_from(since.as_secs()).ok())
+    };
     Validators { if_none_match, if_modified_since }
+}
+
+/// A digest of what shapes a page's bytes beyond the set and the page: the service's
+/// version, the base URL of its links, and the filters as written in them.
+fn representation(base: &str, filters: &str) -> u64 {
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (env!("CARGO_PKG_VERSION"), base, filters).hash(&mut hasher);
+    hasher.finish()
 }
 
 fn link(base: &str, filters: &str, page: u32) -> String {
@@ -312,25 +324,31 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
     let listing = listing_of(request.query_string()).map_err(fail)?;
     // 3. Call the service: a page, or "not modified" for the validators sent.
     let base = state.public_base_url.as_str();
-    let representation = format!("{}|{base}|{}", env!("CARGO_PKG_VERSION"), listing.filters);
-    let asked = AtmRequest { query: listing.query, representation, validators: validators(&request) };
+    // Present but unreadable, If-None-Match matches nothing.
+    let if_none_match = request
+        .headers()
+        .contains_key(header::IF_NONE_MATCH)
+        .then(|| IfNoneMatch::parse(&request).unwrap_or(IfNoneMatch::Items(Vec::new())));
+    let asked = AtmRequest {
+        query: listing.query,
+        representation: representation(base, &listing.filters),
+        validators: validators(&request, if_none_match.as_ref()),
+    };
     let answer = state.atms.list(&asked).await.map_err(|error| fail(error.into()))?;
     // 4. Map to the wire.
-    let (tag, last_updated) = match &answer {
-        AtmAnswer::NotModified { tag, last_updated } => (tag.as_str(), *last_updated),
-        AtmAnswer::Page(page) => (page.tag(), page.last_updated()),
+    let (mut response, tag, last_updated, page) = match answer {
+        AtmAnswer::NotModified { tag, last_updated } => (HttpResponse::NotModified(), tag, last_updated, None),
+        AtmAnswer::Page(page) => (HttpResponse::Ok(), page.tag().to_owned(), page.last_updated(), Some(page)),
     };
-    let mut response =
-        if matches!(answer, AtmAnswer::NotModified { .. }) { HttpResponse::NotModified() } else { HttpResponse::Ok() };
     response
-        .insert_header(header::ETag(EntityTag::new_strong(tag.to_owned())))
+        .insert_header(header::ETag(EntityTag::new_strong(tag)))
         .insert_header(header::LastModified(HttpDate::from(
             SystemTime::UNIX_EPOCH + Duration::from_secs(last_updated.max(0).unsigned_abs()),
         )))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
-    match answer {
-        AtmAnswer::NotModified { .. } => Ok(response.finish()),
-        AtmAnswer::Page(page) => {
+    match page {
+        None => Ok(response.finish()),
+        Some(page) => {
             let body = render(&page, &listing.filters, base).map_err(fail)?;
             Ok(response.content_type(mime_json()).body(body))
         }

@@ -19,33 +19,33 @@ pub enum ListAtmsError {
 
 /// What a conditional request sent (RFC 9110 §13.1), already read from its headers.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Validators {
+pub struct Validators<'a> {
     /// `If-None-Match`: `*` or the tags sent (their opaque part; compared weakly).
-    pub if_none_match: Option<NoneMatch>,
+    pub if_none_match: Option<NoneMatch<'a>>,
     /// `If-Modified-Since`, seconds since the Unix epoch.
     pub if_modified_since: Option<i64>,
 }
 
 /// An `If-None-Match` value.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoneMatch {
+pub enum NoneMatch<'a> {
     /// `*`: any current representation.
     Any,
     /// These tags.
-    Tags(Vec<String>),
+    Tags(Vec<&'a str>),
 }
 
 /// A listing asked for.
 #[derive(Debug, Clone)]
-pub struct AtmRequest {
+pub struct AtmRequest<'a> {
     /// The page, filters and point.
     pub query: AtmQuery,
-    /// Everything but the set, the page size and the page number that shapes the bytes
-    /// of the answer: the filters as written in its links, the base URL, the service's
-    /// version. Equal inputs give an equal tag.
-    pub representation: String,
+    /// A digest of everything but the set, the page size and the page number that shapes
+    /// the bytes of the answer: the filters as written in its links, the base URL, the
+    /// service's version. Equal inputs give an equal tag.
+    pub representation: u64,
     /// The request's validators.
-    pub validators: Validators,
+    pub validators: Validators<'a>,
 }
 
 /// The answer to a listing.
@@ -137,7 +137,7 @@ impl AtmLocator {
     ///
     /// # Errors
     /// See [`ListAtmsError`].
-    pub async fn list(&self, request: &AtmRequest) -> Result<AtmAnswer, ListAtmsError> {
+    pub async fn list(&self, request: &AtmRequest<'_>) -> Result<AtmAnswer, ListAtmsError> {
         let catalog = self.directory.catalog().await?;
         let tag = self.tag(&catalog, request);
         if not_modified(&request.validators, &tag, catalog.last_updated()) {
@@ -147,19 +147,19 @@ impl AtmLocator {
         Ok(AtmAnswer::Page(AtmListing { catalog, page, tag }))
     }
 
-    fn tag(&self, catalog: &AtmCatalog, request: &AtmRequest) -> String {
+    fn tag(&self, catalog: &AtmCatalog, request: &AtmRequest<'_>) -> String {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (catalog.fingerprint(), &request.representation, self.page_size, request.query.page).hash(&mut hasher);
+        (catalog.fingerprint(), request.representation, self.page_size, request.query.page).hash(&mut hasher);
         format!("{:016x}", hasher.finish())
     }
 }
 
 /// RFC 9110 §13.2.2: If-None-Match decides when present (weak comparison); otherwise
 /// If-Modified-Since, when the set has not changed since the time given.
-fn not_modified(validators: &Validators, tag: &str, last_updated: i64) -> bool {
+fn not_modified(validators: &Validators<'_>, tag: &str, last_updated: i64) -> bool {
     match &validators.if_none_match {
         Some(NoneMatch::Any) => true,
-        Some(NoneMatch::Tags(sent)) => sent.iter().any(|sent| sent == tag),
+        Some(NoneMatch::Tags(sent)) => sent.contains(&tag),
         None => validators.if_modified_since.is_some_and(|since| last_updated <= since),
     }
 }
@@ -176,8 +176,8 @@ mod tests {
         AtmLocator::new(Arc::new(directory), 25)
     }
 
-    fn request(page: u32, validators: Validators) -> AtmRequest {
-        AtmRequest { query: AtmQuery { page, ..AtmQuery::default() }, representation: "v1|base".into(), validators }
+    fn request(page: u32, validators: Validators<'_>) -> AtmRequest<'_> {
+        AtmRequest { query: AtmQuery { page, ..AtmQuery::default() }, representation: 7, validators }
     }
 
     fn page_of(answer: AtmAnswer) -> AtmListing {
@@ -208,18 +208,15 @@ mod tests {
     async fn a_tag_sent_back_is_not_modified_and_any_other_change_is_a_new_page() {
         let locator = locator(AtmCatalog::empty(1_000));
         let tag = page_of(locator.list(&request(1, Validators::default())).await.unwrap()).tag().to_owned();
-        let same = Validators {
-            if_none_match: Some(NoneMatch::Tags(vec!["other".into(), tag.clone()])),
-            ..Default::default()
-        };
+        let same = Validators { if_none_match: Some(NoneMatch::Tags(vec!["other", &tag])), ..Default::default() };
         assert!(matches!(
             locator.list(&request(1, same)).await.unwrap(),
             AtmAnswer::NotModified { last_updated: 1_000, .. }
         ));
-        let stale = Validators { if_none_match: Some(NoneMatch::Tags(vec!["other".into()])), ..Default::default() };
+        let stale = Validators { if_none_match: Some(NoneMatch::Tags(vec!["other"])), ..Default::default() };
         assert!(matches!(locator.list(&request(1, stale)).await.unwrap(), AtmAnswer::Page(_)));
         let mut elsewhere = request(1, Validators::default());
-        elsewhere.representation = "v1|another-base".into();
+        elsewhere.representation = 8;
         assert_ne!(page_of(locator.list(&elsewhere).await.unwrap()).tag(), tag, "the representation is in the tag");
     }
 
@@ -229,8 +226,7 @@ mod tests {
         let since = |at| Validators { if_modified_since: Some(at), ..Default::default() };
         assert!(matches!(locator.list(&request(1, since(1_000))).await.unwrap(), AtmAnswer::NotModified { .. }));
         assert!(matches!(locator.list(&request(1, since(999))).await.unwrap(), AtmAnswer::Page(_)));
-        let both =
-            Validators { if_none_match: Some(NoneMatch::Tags(vec!["stale".into()])), if_modified_since: Some(1_000) };
+        let both = Validators { if_none_match: Some(NoneMatch::Tags(vec!["stale"])), if_modified_since: Some(1_000) };
         assert!(matches!(locator.list(&request(1, both)).await.unwrap(), AtmAnswer::Page(_)));
     }
 }
