@@ -63,19 +63,20 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
         }
         _ => {}
     }
-    branches
-        .iter()
-        .enumerate()
-        .map(|(index, item)| {
-            let location = || format!("branches[{index}].branchId");
-            let raw = item
-                .branch_id
-                .as_ref()
-                .map(|text| text.0.as_ref())
-                .ok_or_else(|| Failure::invalid(location(), Message::Missing))?;
-            BranchId::parse(raw).map_err(|shape| Failure::invalid(location(), Message::Malformed(shape)))
-        })
-        .collect()
+    // A plain loop: a failure is built only when there is one, and each id is pushed as
+    // it is (no `Result` the size of a `Failure` per branch on the way).
+    let mut ids = Vec::with_capacity(branches.len());
+    for (index, item) in branches.iter().enumerate() {
+        let location = || format!("branches[{index}].branchId");
+        let Some(raw) = item.branch_id.as_ref() else {
+            return Err(Failure::invalid(location(), Message::Missing));
+        };
+        match BranchId::parse(&raw.0) {
+            Ok(id) => ids.push(id),
+            Err(shape) => return Err(Failure::invalid(location(), Message::Malformed(shape))),
+        }
+    }
+    Ok(ids)
 }
 
 /// Why a body did not parse, located by parsing it again with its path tracked.
