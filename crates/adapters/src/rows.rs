@@ -2,6 +2,7 @@
 //! the mapping lives here once, so a backend module holds only its connect options,
 //! migrations and SQL. Times are Unix seconds, statuses and lists are text.
 
+use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
@@ -12,6 +13,28 @@ use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningK
 /// A value in the store that the domain refuses: written around the service, or a bug.
 pub fn corrupt(what: &str, value: &str) -> StoreUnavailable {
     StoreUnavailable::new(format!("the store holds an invalid {what}: {value:?}"))
+}
+
+/// `atms`: brand name, identification, record (JSON), service bits, accessibility bits,
+/// latitude, longitude (both or neither).
+pub type AtmRow = (String, String, String, i64, i64, Option<f64>, Option<f64>);
+
+/// An ATM as stored, validated when it was imported: the row is taken as it is.
+///
+/// # Errors
+/// [`StoreUnavailable`] for bit sets that no code list has (written around the service).
+pub fn atm(
+    (brand, identification, record, services, accessibility, latitude, longitude): AtmRow,
+) -> Result<StoredAtm, StoreUnavailable> {
+    let bits = |value: i64, what: &str| u32::try_from(value).map_err(|_| corrupt(what, &value.to_string()));
+    Ok(StoredAtm {
+        services: bits(services, "ATM service set")?,
+        accessibility: bits(accessibility, "ATM accessibility set")?,
+        coordinates: latitude.zip(longitude),
+        brand,
+        identification,
+        record,
+    })
 }
 
 /// `clients`: client id, country, business, channel, redirect URIs (a JSON list), status.

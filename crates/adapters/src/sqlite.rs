@@ -5,7 +5,7 @@ use std::str::FromStr;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use domain::atm::Brand;
+use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
@@ -17,7 +17,7 @@ use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SigningKey, TokenId
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Connection as _, QueryBuilder, Sqlite, SqlitePool};
 
-use crate::rows::{self, ClientRow, SigningKeyRow, TokenRow, WaitTimeRow};
+use crate::rows::{self, AtmRow, ClientRow, SigningKeyRow, TokenRow, WaitTimeRow};
 use crate::store::{AtmSet, Revisions, StoreLifecycle, ViewSource};
 
 /// Connections in the pool: measured best of 1/2/4/8 on a 2-core machine
@@ -152,12 +152,15 @@ impl ViewSource for SqliteStore {
             .fetch_one(&self.pool)
             .await
             .map_err(unavailable)?;
-        let records: Vec<(String, String)> =
-            sqlx::query_as("SELECT brand_name, record FROM atms ORDER BY brand_name, identification")
-                .fetch_all(&self.pool)
-                .await
-                .map_err(unavailable)?;
-        Ok(AtmSet { records, last_updated })
+        let found: Vec<AtmRow> = sqlx::query_as(
+            "SELECT brand_name, identification, record, services, accessibility, latitude, longitude \
+             FROM atms ORDER BY brand_name, identification",
+        )
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+        Ok(AtmSet { atms, last_updated })
     }
 }
 
@@ -283,26 +286,28 @@ impl WaitTimeRecords for SqliteStore {
 
 #[async_trait]
 impl AtmRecords for SqliteStore {
-    #[tracing::instrument(skip_all, fields(brands = brands.len()))]
-    async fn replace(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable> {
-        let mut records = Vec::new();
-        for brand in brands {
-            for atm in brand.atms.items() {
-                let record = serde_json::to_string(atm).map_err(StoreUnavailable::new)?;
-                records.push((brand.name.as_str(), atm.identification.as_str(), record));
-            }
-        }
+    #[tracing::instrument(skip_all, fields(atms = atms.len()))]
+    async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
         let mut transaction = self.write().await?;
         sqlx::query("DELETE FROM atms").execute(&mut *transaction).await.map_err(unavailable)?;
-        for chunk in records.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<Sqlite>::new("INSERT INTO atms (brand_name, identification, record) ")
-                .push_values(chunk, |mut row, (brand, identification, record)| {
-                    row.push_bind(*brand).push_bind(*identification).push_bind(record.as_str());
-                })
-                .build()
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable)?;
+        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new(
+                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) ",
+            )
+            .push_values(chunk, |mut row, atm| {
+                let (latitude, longitude) = atm.coordinates.unzip();
+                row.push_bind(atm.brand.as_str())
+                    .push_bind(atm.identification.as_str())
+                    .push_bind(atm.record.as_str())
+                    .push_bind(i64::from(atm.services))
+                    .push_bind(i64::from(atm.accessibility))
+                    .push_bind(latitude)
+                    .push_bind(longitude);
+            })
+            .build()
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
         }
         sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
             .bind(now)

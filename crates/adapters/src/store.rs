@@ -9,6 +9,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use domain::atm_catalog::StoredAtm;
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
     WaitTimeRecords,
@@ -34,12 +35,12 @@ pub struct Revisions {
     pub atms: i64,
 }
 
-/// The ATM set as stored: records as their OBIE JSON, in brand then identification
-/// order. Kept as text so a large set is never held twice in memory while loading.
-#[derive(Debug, Clone, PartialEq, Eq)]
+/// The ATM set as stored, in brand then identification order: records as their OBIE
+/// JSON text (never parsed on loading) beside what listings filter and sort on.
+#[derive(Debug, Clone, PartialEq)]
 pub struct AtmSet {
-    /// (brand name, OBIE ATM 2.3 record as JSON) pairs.
-    pub records: Vec<(String, String)>,
+    /// The ATMs.
+    pub atms: Vec<StoredAtm>,
     /// When the set was last replaced, seconds since the Unix epoch.
     pub last_updated: i64,
 }

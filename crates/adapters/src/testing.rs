@@ -6,7 +6,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use async_trait::async_trait;
-use domain::atm::Brand;
+use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
@@ -123,9 +123,9 @@ impl WaitTimeRecords for Switched {
 
 #[async_trait]
 impl AtmRecords for Switched {
-    async fn replace(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable> {
+    async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
         self.switch.check()?;
-        self.inner.atms.replace(brands, now).await
+        self.inner.atms.replace(atms, now).await
     }
 }
 

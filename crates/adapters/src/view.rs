@@ -153,8 +153,7 @@ impl StoreView {
         }
         if moved(|r| r.atms) {
             let set = self.store.view.atms().await?;
-            let catalog = AtmCatalog::from_records(set.records, set.last_updated).map_err(StoreUnavailable::new)?;
-            self.atms.store(Arc::new(catalog));
+            self.atms.store(Arc::new(AtmCatalog::from_stored(set.atms, set.last_updated)));
             done.atms = now.atms;
         }
         *seen = Some(done);

@@ -7,14 +7,16 @@
 use std::path::Path;
 
 use adapters::store::Store;
+use domain::atm_catalog::StoredAtm;
 use domain::token::{OpaqueToken, TokenId};
 use sqlx::migrate::Migrator;
-use sqlx::sqlite::SqlitePoolOptions;
+use sqlx::sqlite::{SqlitePool, SqlitePoolOptions};
 
 const NOW: i64 = 1_800_000_000;
 
-/// A store migrated only up to and including `last` (a migration file's version prefix).
-async fn store_as_of(folder: &Path, last: &str) -> String {
+/// A store migrated only up to and including `last` (a migration file's version prefix),
+/// and its URL.
+async fn migrated_to(folder: &Path, last: &str) -> (SqlitePool, String) {
     let migrations = folder.join("migrations");
     std::fs::create_dir(&migrations).unwrap();
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/sqlite");
@@ -27,6 +29,12 @@ async fn store_as_of(folder: &Path, last: &str) -> String {
     let url = format!("sqlite://{}?mode=rwc", folder.join("store.db").display());
     let pool = SqlitePoolOptions::new().connect(&url).await.unwrap();
     Migrator::new(migrations.as_path()).await.unwrap().run(&pool).await.unwrap();
+    (pool, url)
+}
+
+/// A store as of `last`, holding two tokens.
+async fn store_as_of(folder: &Path, last: &str) -> String {
+    let (pool, url) = migrated_to(folder, last).await;
     // Two tokens as the rowid table with random (version-4) token ids held them.
     sqlx::query(
         "INSERT INTO issued_tokens (jti, opaque_token, client_id, session_id, issued_at, expires_at, \
@@ -62,4 +70,42 @@ async fn tokens_issued_before_the_jti_keyed_table_survive_the_upgrade() {
     let before = store.view.revisions().await.unwrap().revocations;
     assert!(store.tokens.revoke(&live.token.token_id, NOW + 1).await.unwrap());
     assert!(store.view.revisions().await.unwrap().revocations > before);
+}
+
+#[tokio::test]
+async fn atms_imported_before_their_columns_existed_are_listed_as_if_imported_today() {
+    let folder = tempfile::tempdir().unwrap();
+    let (pool, url) = migrated_to(folder.path(), "20261121000003").await;
+    let mut brands = domain::demo::atms().unwrap();
+    // Beside the demo set: no coordinates, a service given twice, accessibility features.
+    brands.push(
+        serde_json::from_value(serde_json::json!({"BrandName": "Otro", "ATM": [{
+            "Identification": "O1",
+            "ATMServices": ["Balance", "PINChange", "Balance"],
+            "Accessibility": ["WheelchairAccess", "AudioCashMachine"],
+            "SupportedCurrencies": ["MXN"],
+            "Location": {"PostalAddress": {"Country": "MX"}}
+        }]}))
+        .unwrap(),
+    );
+    let mut today = StoredAtm::of(&brands).unwrap();
+    // Rows as releases before the columns wrote them: brand, identification, JSON.
+    for atm in &today {
+        sqlx::query("INSERT INTO atms (brand_name, identification, record) VALUES (?, ?, ?)")
+            .bind(&atm.brand)
+            .bind(&atm.identification)
+            .bind(&atm.record)
+            .execute(&pool)
+            .await
+            .unwrap();
+    }
+    pool.close().await;
+
+    let store = Store::open(&url).await.unwrap();
+    store.lifecycle.migrate().await.unwrap();
+
+    let upgraded = store.view.atms().await.unwrap().atms;
+    today.sort_by(|a, b| (&a.brand, &a.identification).cmp(&(&b.brand, &b.identification)));
+    assert_eq!(upgraded.len(), 1_201);
+    assert_eq!(upgraded, today, "services, accessibility and coordinates derived as an import derives them");
 }

@@ -13,6 +13,8 @@ use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::store::Store;
 use adapters::system::SystemClock;
 use adapters::view::{StoreView, ViewSettings};
+use domain::atm::Brand;
+use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, KeyGenerator as _, TokenLedger, WaitTimeStore};
@@ -65,7 +67,7 @@ async fn a_store_tells_which_kinds_of_data_it_holds(store: &Store) {
     assert!(store.clients.insert(&client("bank-app"), NOW).await.unwrap());
     store.channels.allow(&scope("MOBILE")).await.unwrap();
     store.tokens.record(&[token(1, "bank-app", NOW + 60)]).await.unwrap();
-    store.atms.replace(&[brand("Alfa", &["A1"])], NOW).await.unwrap();
+    store.atms.replace(&brand("Alfa", &["A1"]), NOW).await.unwrap();
     let every_kind =
         StoreContents { clients: true, supported_channels: true, wait_times: true, atms: true, token_records: true };
     assert_eq!(store.inventory.contents().await.unwrap(), every_kind);
@@ -197,7 +199,7 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Sto
     view.refresh().await.unwrap();
     assert!(view.is_revoked(&TokenId::new("jti-7".into())).await.unwrap());
 
-    store.atms.replace(&[brand("Alfa", &["A1", "A2"])], NOW).await.unwrap();
+    store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW).await.unwrap();
     view.refresh().await.unwrap();
     let catalog = view.catalog().await.unwrap();
     assert_eq!((catalog.len(), catalog.last_updated()), (2, NOW));
@@ -229,44 +231,52 @@ async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: S
     assert!(view.catalog().await.is_err());
 }
 
-fn brand(name: &str, ids: &[&str]) -> domain::atm::Brand {
-    let atms: Vec<domain::atm::Atm> = ids
+/// A brand's ATMs in stored form; the first has services, accessibility and coordinates.
+fn brand(name: &str, ids: &[&str]) -> Vec<StoredAtm> {
+    let atms: Vec<serde_json::Value> = ids
         .iter()
         .map(|id| {
-            serde_json::from_value(serde_json::json!({
+            serde_json::json!({
                 "Identification": id,
                 "SupportedCurrencies": ["MXN"],
                 "Location": {"PostalAddress": {"TownName": "Monterrey", "Country": "MX"}}
-            }))
-            .unwrap()
+            })
+        })
+        .enumerate()
+        .map(|(n, mut atm)| {
+            if n == 0 {
+                atm["ATMServices"] = serde_json::json!(["CashWithdrawal", "PINChange"]);
+                atm["Accessibility"] = serde_json::json!(["WheelchairAccess"]);
+                atm["Location"]["PostalAddress"]["GeoLocation"] = serde_json::json!({"GeographicCoordinates":
+                    {"Latitude": "25.6866142", "Longitude": "-100.3161126"}});
+            }
+            atm
         })
         .collect();
-    domain::atm::Brand { name: name.to_owned().try_into().unwrap(), atms: atms.try_into().unwrap() }
+    let brand: Brand = serde_json::from_value(serde_json::json!({"BrandName": name, "ATM": atms})).unwrap();
+    StoredAtm::of(&[brand]).unwrap()
 }
 
-/// `brand/identification` of each stored record, checking each record parses back.
+/// `brand/identification` of each stored ATM.
 fn ids_of(set: &adapters::store::AtmSet) -> Vec<String> {
-    set.records
-        .iter()
-        .map(|(brand, record)| {
-            let atm: domain::atm::Atm = serde_json::from_str(record).unwrap();
-            format!("{brand}/{}", atm.identification)
-        })
-        .collect()
+    set.atms.iter().map(|atm| format!("{}/{}", atm.brand, atm.identification)).collect()
 }
 
 async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(store: &Store) {
     let empty = store.view.atms().await.unwrap();
-    assert!(empty.records.is_empty());
+    assert!(empty.atms.is_empty());
     let before = store.view.revisions().await.unwrap().atms;
 
-    store.atms.replace(&[brand("Zeta", &["Z2", "Z1"]), brand("Alfa", &["A1"])], NOW).await.unwrap();
+    let (zeta, alfa) = (brand("Zeta", &["Z2", "Z1"]), brand("Alfa", &["A1"]));
+    store.atms.replace(&[zeta.clone(), alfa.clone()].concat(), NOW).await.unwrap();
     let set = store.view.atms().await.unwrap();
     assert_eq!(set.last_updated, NOW);
     assert_eq!(ids_of(&set), ["Alfa/A1", "Zeta/Z1", "Zeta/Z2"]);
+    assert_eq!(set.atms[0], alfa[0], "record, bits and coordinates read back as written");
+    assert_eq!(set.atms[2], zeta[0]);
     assert!(store.view.revisions().await.unwrap().atms > before);
 
-    store.atms.replace(&[brand("Beta", &["B1"])], NOW + 1).await.unwrap();
+    store.atms.replace(&brand("Beta", &["B1"]), NOW + 1).await.unwrap();
     let replaced = store.view.atms().await.unwrap();
     assert_eq!(ids_of(&replaced), ["Beta/B1"], "nothing of the old set remains");
     assert_eq!(replaced.last_updated, NOW + 1);

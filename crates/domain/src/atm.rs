@@ -501,6 +501,18 @@ pub struct Brand {
 mod tests {
     use super::*;
 
+    /// Stores keep these bits beside each record: a code's bit never changes, and a new
+    /// code gets the next free bit (it goes at the end of its `code_bits!` list).
+    #[test]
+    fn the_stored_bit_of_every_code_is_fixed() {
+        let services: Vec<u32> = AtmService::ALL.iter().map(|code| code.bit().trailing_zeros()).collect();
+        assert_eq!(services, (0..17).collect::<Vec<_>>());
+        assert_eq!((AtmService::Balance.bit(), AtmService::CashWithdrawal.bit()), (1, 1 << 5));
+        assert_eq!((AtmService::PinChange.bit(), AtmService::MiniStatement.bit()), (1 << 14, 1 << 16));
+        assert_eq!((Accessibility::AudioCashMachine.bit(), Accessibility::WheelchairAccess.bit()), (1, 1 << 8));
+        assert_eq!(Accessibility::LevelAccess.bit(), 1 << 5);
+    }
+
     fn record() -> serde_json::Value {
         serde_json::json!({
             "Identification": "BNK-CDMX-0001",

@@ -12,18 +12,13 @@ use std::hash::{Hash as _, Hasher as _};
 use rstar::RTree;
 use rstar::primitives::GeomWithData;
 
-use crate::atm::{Accessibility, Atm, AtmService};
+use crate::atm::{Accessibility, AtmService, Brand};
 
 /// Mean Earth radius in metres (IUGG), for distances.
 const EARTH_RADIUS_M: f64 = 6_371_008.8;
 
 /// Half the Earth's circumference: no radius needs to be larger.
 pub const MAX_RADIUS_KM: f64 = 20_037.5;
-
-/// `text` without surrounding whitespace, reusing its allocation when there is none.
-fn trimmed(text: String) -> String {
-    if text.trim().len() == text.len() { text } else { text.trim().to_owned() }
-}
 
 /// A point to search from.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -131,14 +126,47 @@ pub struct PageOutOfRange {
 
 type Indexed = GeomWithData<[f64; 3], u32>;
 
-/// A stored record that is not a valid ATM.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("ATM record {position}: {reason}")]
-pub struct InvalidRecord {
-    /// Its position in the set as loaded.
-    pub position: usize,
-    /// Why it is not valid.
-    pub reason: String,
+/// One ATM as stored: its record in wire form (OBIE ATM 2.3 JSON, validated when it was
+/// imported) beside what listings select and order by. Made once per import by
+/// [`StoredAtm::of`], so loading the set back needs no parsing and no second validation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StoredAtm {
+    /// Its brand's name.
+    pub brand: String,
+    /// Its identification, unique within the brand.
+    pub identification: String,
+    /// The record as compact OBIE ATM 2.3 JSON (an object).
+    pub record: String,
+    /// Its services, as a set of [`AtmService::bit`]s.
+    pub services: u32,
+    /// Its accessibility features, as a set of [`Accessibility::bit`]s.
+    pub accessibility: u32,
+    /// Its (latitude, longitude) in degrees, when it has coordinates.
+    pub coordinates: Option<(f64, f64)>,
+}
+
+impl StoredAtm {
+    /// Every ATM of `brands`, each record written as JSON once.
+    ///
+    /// # Errors
+    /// A [`serde_json::Error`] if a record cannot be written as JSON, which a valid
+    /// [`Atm`](crate::atm::Atm) never causes (it holds only strings, numbers, booleans and lists).
+    pub fn of(brands: &[Brand]) -> Result<Vec<Self>, serde_json::Error> {
+        let mut stored = Vec::with_capacity(brands.iter().map(|brand| brand.atms.items().len()).sum());
+        for brand in brands {
+            for atm in brand.atms.items() {
+                stored.push(Self {
+                    brand: brand.name.as_str().to_owned(),
+                    identification: atm.identification.as_str().to_owned(),
+                    record: serde_json::to_string(atm)?,
+                    services: atm.service_bits(),
+                    accessibility: atm.accessibility_bits(),
+                    coordinates: atm.coordinates(),
+                });
+            }
+        }
+        Ok(stored)
+    }
 }
 
 /// The ATM set, ready to serve.
@@ -161,31 +189,23 @@ impl std::fmt::Debug for AtmCatalog {
 }
 
 impl AtmCatalog {
-    /// Validates every record (OBIE ATM 2.3 JSON, with its brand name), keeps its JSON as
-    /// its wire form, and indexes the set in brand then identification order. Records are
-    /// parsed one at a time, so loading holds the set's text once, never its structs.
-    ///
-    /// # Errors
-    /// [`InvalidRecord`] for the first record that is not a valid ATM.
-    pub fn from_records(records: Vec<(String, String)>, last_updated: i64) -> Result<Self, InvalidRecord> {
-        let mut keyed = Vec::with_capacity(records.len());
-        for (position, (brand, record)) in records.into_iter().enumerate() {
-            let invalid = |reason: String| InvalidRecord { position, reason };
-            let atm: Atm = serde_json::from_str(&record).map_err(|e| invalid(e.to_string()))?;
-            crate::atm::BrandName::try_from(brand.clone()).map_err(|e| invalid(format!("brand name: {e}")))?;
+    /// The set of `atms` as stored, indexed in brand then identification order. Each
+    /// record's stored JSON becomes its wire form as it is: no parsing, no second copy.
+    pub fn from_stored(atms: Vec<StoredAtm>, last_updated: i64) -> Self {
+        let mut keyed = Vec::with_capacity(atms.len());
+        for atm in atms {
             let position = atm
-                .coordinates()
+                .coordinates
                 .and_then(|(lat, lon)| GeoPoint::new(lat, lon))
                 .map(|point| point.unit_vector().map(f64::to_bits));
             let entry = Entry {
                 brand: 0,
-                // The stored text itself becomes the wire form: no second copy of the set.
-                record: trimmed(record).into_boxed_str(),
-                services: atm.service_bits(),
-                accessibility: atm.accessibility_bits(),
+                record: atm.record.into_boxed_str(),
+                services: atm.services,
+                accessibility: atm.accessibility,
                 position,
             };
-            keyed.push((brand, atm.identification.as_str().to_owned(), entry));
+            keyed.push((atm.brand, atm.identification, entry));
         }
         keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
 
@@ -207,13 +227,7 @@ impl AtmCatalog {
             .enumerate()
             .filter_map(|(i, entry)| entry.unit_vector().map(|v| GeomWithData::new(v, i as u32)))
             .collect();
-        Ok(Self {
-            brand_names,
-            entries,
-            index: RTree::bulk_load(points),
-            last_updated,
-            fingerprint: fingerprint.finish(),
-        })
+        Self { brand_names, entries, index: RTree::bulk_load(points), last_updated, fingerprint: fingerprint.finish() }
     }
 
     /// An empty catalog, updated at `last_updated`.
@@ -328,8 +342,9 @@ mod tests {
         record
     }
 
-    fn brand(name: &str, atms: Vec<serde_json::Value>) -> Vec<(String, String)> {
-        atms.into_iter().map(|atm| (name.to_owned(), atm.to_string())).collect()
+    fn brand(name: &str, atms: Vec<serde_json::Value>) -> Vec<StoredAtm> {
+        let brand: Brand = serde_json::from_value(serde_json::json!({"BrandName": name, "ATM": atms})).unwrap();
+        StoredAtm::of(&[brand]).unwrap()
     }
 
     /// Zócalo (CDMX), Ángel de la Independencia (~3.3 km west), Puebla (~100 km), and one
@@ -344,7 +359,7 @@ mod tests {
                 atm("A3", &["Balance"], None),
             ],
         ));
-        AtmCatalog::from_records(records, 1_800_000_000).unwrap()
+        AtmCatalog::from_stored(records, 1_800_000_000)
     }
 
     fn ids(catalog: &AtmCatalog, page: &AtmPage) -> Vec<String> {
@@ -359,11 +374,23 @@ mod tests {
     }
 
     #[test]
-    fn a_record_is_served_as_stored_without_surrounding_whitespace() {
-        let plain = atm("A1", &["Balance"], None).to_string();
-        let padded = format!("\n  {plain} \n");
-        let catalog = AtmCatalog::from_records(vec![("Alfa".into(), padded)], 0).unwrap();
-        assert_eq!(catalog.entry(0).unwrap().record_json(), plain);
+    fn an_imported_atm_is_stored_once_with_what_listings_filter_and_sort_on() {
+        let stored = brand("Alfa", vec![atm("A1", &["Balance", "PINChange"], Some(("19.4326", "-99.1332")))]);
+        assert_eq!(stored.len(), 1);
+        let one = &stored[0];
+        assert_eq!((one.brand.as_str(), one.identification.as_str()), ("Alfa", "A1"));
+        assert_eq!(one.services, AtmService::Balance.bit() | AtmService::PinChange.bit());
+        assert_eq!(one.coordinates, Some((19.4326, -99.1332)));
+        let record: serde_json::Value = serde_json::from_str(&one.record).unwrap();
+        assert_eq!(record["ATMServices"], serde_json::json!(["Balance", "PINChange"]));
+        assert_eq!(record["Location"]["PostalAddress"]["GeoLocation"]["GeographicCoordinates"]["Latitude"], "19.4326");
+    }
+
+    #[test]
+    fn a_record_is_served_exactly_as_stored() {
+        let stored = brand("Alfa", vec![atm("A1", &["Balance"], None)]);
+        let catalog = AtmCatalog::from_stored(stored.clone(), 0);
+        assert_eq!(catalog.entry(0).unwrap().record_json(), stored[0].record);
     }
 
     #[test]
@@ -418,20 +445,10 @@ mod tests {
     fn the_fingerprint_changes_with_the_data_and_with_last_updated() {
         let a = catalog();
         assert_eq!(a.fingerprint(), catalog().fingerprint());
-        let later = AtmCatalog::from_records(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_000).unwrap();
+        let later = AtmCatalog::from_stored(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_000);
         assert_ne!(a.fingerprint(), later.fingerprint());
-        let same_data_later =
-            AtmCatalog::from_records(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_001).unwrap();
+        let same_data_later = AtmCatalog::from_stored(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_001);
         assert_ne!(later.fingerprint(), same_data_later.fingerprint());
-    }
-
-    #[test]
-    fn an_invalid_stored_record_is_refused_by_position() {
-        let mut records = brand("Alfa", vec![atm("A1", &[], None)]);
-        records.push(("Alfa".into(), r#"{"Identification":"A2"}"#.into()));
-        let error = AtmCatalog::from_records(records, 0).unwrap_err();
-        assert_eq!(error.position, 1);
-        assert!(error.reason.contains("SupportedCurrencies"), "{error}");
     }
 
     #[test]

@@ -244,8 +244,8 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
     drop(application);
 
     let held = store.view.atms().await.unwrap();
-    assert_eq!(held.records.len(), 1, "the operator's one ATM is kept, and nothing added");
-    assert_eq!(held.records[0].0, "Banco del Operador");
+    assert_eq!(held.atms.len(), 1, "the operator's one ATM is kept, and nothing added");
+    assert_eq!(held.atms[0].brand, "Banco del Operador");
     assert!(store.clients.all().await.unwrap().is_empty(), "no demo client was registered");
 }
 

@@ -134,20 +134,11 @@ fn an_atm_import_killed_at_any_point_leaves_the_old_set_or_the_new_one_never_a_m
             path
         });
         let figure = kill_imports("atms", files, |store| async move {
-            let ids: BTreeSet<String> = store
-                .view
-                .atms()
-                .await
-                .unwrap()
-                .records
-                .iter()
-                .map(|(_, record)| {
-                    serde_json::from_str::<serde_json::Value>(record).unwrap()["Identification"].to_string()
-                })
-                .collect();
+            let ids: BTreeSet<String> =
+                store.view.atms().await.unwrap().atms.into_iter().map(|atm| atm.identification).collect();
             store.lifecycle.close().await;
             sets.iter().position(|(prefix, count)| {
-                ids.len() == *count && ids.iter().all(|id| id.starts_with(&format!("\"{prefix}-")))
+                ids.len() == *count && ids.iter().all(|id| id.starts_with(&format!("{prefix}-")))
             })
         })
         .await;

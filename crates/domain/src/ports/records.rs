@@ -5,7 +5,7 @@
 use async_trait::async_trait;
 
 use super::StoreUnavailable;
-use crate::atm::Brand;
+use crate::atm_catalog::StoredAtm;
 use crate::branch::WaitTimeEstimate;
 use crate::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use crate::store_contents::StoreContents;
@@ -75,12 +75,12 @@ pub trait WaitTimeRecords: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AtmRecords: Send + Sync {
-    /// Replaces the whole set with `brands`, last updated at `now`, all or none. The
+    /// Replaces the whole set with `atms`, last updated at `now`, all or none. The
     /// caller has checked that (brand, identification) pairs are unique.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written; then the old set stays.
-    async fn replace(&self, brands: &[Brand], now: i64) -> Result<(), StoreUnavailable>;
+    async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable>;
 }
 
 /// The keys that sign access tokens.

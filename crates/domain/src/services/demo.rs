@@ -2,6 +2,7 @@
 
 use std::sync::Arc;
 
+use crate::atm_catalog::StoredAtm;
 use crate::demo::{self, DemoDataInvalid};
 use crate::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, StoreInventory, StoreUnavailable, WaitTimeRecords,
@@ -70,7 +71,8 @@ impl DemoData {
             self.targets.channels.allow(&client.scope).await?;
         }
         self.targets.wait_times.upsert(&demo::wait_times(now)).await?;
-        self.targets.atms.replace(&demo::atms()?, now).await?;
+        let atms = StoredAtm::of(&demo::atms()?).map_err(|e| DemoDataInvalid(format!("demo ATM: {e}")))?;
+        self.targets.atms.replace(&atms, now).await?;
         Ok(DemoOutcome::Loaded)
     }
 }
@@ -94,7 +96,7 @@ mod tests {
         wait_times.expect_upsert().withf(|rows| rows.len() == 300).times(writes).returning(|_| Ok(()));
         let mut atms = MockAtmRecords::new();
         atms.expect_replace()
-            .withf(|brands, now| brands.len() == 2 && *now == 42)
+            .withf(|atms, now| atms.len() == 1_200 && *now == 42)
             .times(writes)
             .returning(|_, _| Ok(()));
         DemoTargets {

@@ -4,6 +4,7 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::atm::Brand;
+use crate::atm_catalog::StoredAtm;
 use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::ports::{AtmRecords, Clock, StoreUnavailable, WaitTimeRecords};
 
@@ -56,13 +57,15 @@ impl DataImport {
 
     /// Replaces the whole ATM set with `brands`, last updated now; returns how many ATMs
     /// it holds. `brands` come validated from the file's reader, which also refuses an
-    /// identification given twice within a brand.
+    /// identification given twice within a brand; each record is written in its stored
+    /// form here, once, and never validated again.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written; then the old set stays.
     pub async fn atms(&self, brands: &[Brand]) -> Result<usize, StoreUnavailable> {
-        self.atms.replace(brands, self.clock.unix_now()).await?;
-        Ok(brands.iter().map(|brand| brand.atms.items().len()).sum())
+        let stored = StoredAtm::of(brands).map_err(StoreUnavailable::new)?;
+        self.atms.replace(&stored, self.clock.unix_now()).await?;
+        Ok(stored.len())
     }
 }
 
@@ -95,7 +98,7 @@ mod tests {
     #[tokio::test]
     async fn an_atm_set_is_dated_by_the_clock() {
         let mut atms = MockAtmRecords::new();
-        atms.expect_replace().withf(|brands, now| brands.is_empty() && *now == 1_234).times(1).returning(|_, _| Ok(()));
+        atms.expect_replace().withf(|atms, now| atms.is_empty() && *now == 1_234).times(1).returning(|_, _| Ok(()));
         let import = DataImport::new(Arc::new(MockWaitTimeRecords::new()), Arc::new(atms), Arc::new(clock_at(1_234)));
         assert_eq!(import.atms(&[]).await.unwrap(), 0);
     }
