@@ -11,9 +11,12 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
+use domain::ports::ServingHealth;
 use tokio::sync::watch;
 
 use crate::store::StoreLifecycle;
+use crate::view::StoreView;
 
 /// How long a probe's outcome is reused: load balancers probe every second or so, and
 /// several of them (or several instances' worth of checks) need not each reach the store.
@@ -28,6 +31,27 @@ const PROBE_DEADLINE: Duration = Duration::from_millis(500);
 struct Probe {
     at: Instant,
     answered: bool,
+}
+
+/// Readiness as the store and the in-memory view see it: the view vouches for its data
+/// (it heard from the store within its staleness bound) and the store answers a probe.
+pub struct StoreHealth {
+    watch: Arc<StoreWatch>,
+    view: Arc<StoreView>,
+}
+
+impl StoreHealth {
+    /// Health of the service answering from `view` over the store `watch` probes.
+    pub fn new(watch: Arc<StoreWatch>, view: Arc<StoreView>) -> Self {
+        Self { watch, view }
+    }
+}
+
+#[async_trait]
+impl ServingHealth for StoreHealth {
+    async fn can_serve(&self) -> bool {
+        self.view.is_current() && self.watch.answers().await
+    }
 }
 
 /// Probes the store for readiness checks.

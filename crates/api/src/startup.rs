@@ -11,7 +11,7 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::store::Store;
-use adapters::store_watch::StoreWatch;
+use adapters::store_watch::{StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{Clock, StoreUnavailable, TokenLedger};
@@ -237,7 +237,8 @@ impl Application {
         let view = StoreView::load(store.clone(), Arc::clone(&jwt), Arc::clone(&clock), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
         spawn_token_purger(TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)));
-        let readiness = Arc::new(Readiness::new(StoreWatch::new(Arc::clone(&store.lifecycle)), Arc::clone(&view)));
+        let health = StoreHealth::new(StoreWatch::new(Arc::clone(&store.lifecycle)), Arc::clone(&view));
+        let readiness = Arc::new(Readiness::new(Arc::new(health)));
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let state = web::Data::new(AppState {

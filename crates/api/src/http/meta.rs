@@ -5,8 +5,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpResponse, web};
-use adapters::store_watch::StoreWatch;
-use adapters::view::StoreView;
+use domain::ports::ServingHealth;
 
 use super::AppState;
 use super::errors::mime_json;
@@ -52,15 +51,14 @@ pub async fn live() -> HttpResponse {
 /// second: a load balancer must be told quickly, also when the store is stuck (the fault
 /// issue).
 pub struct Readiness {
-    store: Arc<StoreWatch>,
-    view: Arc<StoreView>,
+    health: Arc<dyn ServingHealth>,
     draining: AtomicBool,
 }
 
 impl Readiness {
-    /// Ready while `store` answers its probes and `view` vouches for its data.
-    pub fn new(store: Arc<StoreWatch>, view: Arc<StoreView>) -> Self {
-        Self { store, view, draining: AtomicBool::new(false) }
+    /// Ready while `health` says the service can answer from its store.
+    pub fn new(health: Arc<dyn ServingHealth>) -> Self {
+        Self { health, draining: AtomicBool::new(false) }
     }
 
     /// From now on readiness fails and every response closes its connection: the
@@ -78,7 +76,7 @@ impl Readiness {
     async fn status(&self) -> Result<&'static str, &'static str> {
         if self.is_draining() {
             Err(r#"{"status":"draining"}"#)
-        } else if !self.view.is_current() || !self.store.answers().await {
+        } else if !self.health.can_serve().await {
             Err(r#"{"status":"unavailable"}"#)
         } else {
             Ok(r#"{"status":"ready"}"#)
@@ -108,4 +106,25 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
         .content_type(mime_json())
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .body(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use domain::ports::MockServingHealth;
+
+    fn readiness(can_serve: bool) -> Readiness {
+        let mut health = MockServingHealth::new();
+        health.expect_can_serve().returning(move || can_serve);
+        Readiness::new(Arc::new(health))
+    }
+
+    #[tokio::test]
+    async fn ready_while_the_store_serves_and_never_while_draining() {
+        assert_eq!(readiness(true).status().await, Ok(r#"{"status":"ready"}"#));
+        assert_eq!(readiness(false).status().await, Err(r#"{"status":"unavailable"}"#));
+        let stopping = readiness(true);
+        stopping.start_draining();
+        assert_eq!(stopping.status().await, Err(r#"{"status":"draining"}"#));
+    }
 }

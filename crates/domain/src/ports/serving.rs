@@ -113,3 +113,12 @@ pub trait TokenVerifier: Send + Sync {
     /// The public keys that verify live tokens, as a JWK Set document (RFC 7517 §5).
     fn key_set_document(&self) -> String;
 }
+
+/// Whether the service can answer from its store now: what readiness reports.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ServingHealth: Send + Sync {
+    /// Whether the store answers and the data held from it is current. Answers within a
+    /// bounded time (about half a second), also when the store is stuck.
+    async fn can_serve(&self) -> bool;
+}
