@@ -29,9 +29,10 @@ const AGREEMENT: &str = "TBC";
 /// additional properties, so the record stays valid.
 const DISTANCE_FIELD: &str = "DistanceInMetres";
 
-/// ATM data is public and changes by import: shared caches may keep a page a minute and
-/// must then revalidate (cheap: a 304).
-const CACHE_CONTROL: &str = "public, max-age=60, must-revalidate";
+/// ATM data changes by import: the client may keep a page a minute and must then
+/// revalidate (cheap: a 304). `private`, because the request carries a token: RFC 9111
+/// §3.5 would let a shared cache serve a `public` answer to requests without one.
+const CACHE_CONTROL: &str = "private, max-age=60, must-revalidate";
 
 /// The ATM list response, as documented (the body is written from ready JSON by
 /// [`render`]; the black-box tests validate real bodies against this schema).
@@ -282,7 +283,7 @@ fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Failu
         (status = 200, description = "A page of ATMs.", body = AtmListSchema, headers(
             ("ETag" = String, description = "Strong validator of this page."),
             ("Last-Modified" = String, description = "When the ATM set was last replaced."),
-            ("Cache-Control" = String, description = "`public, max-age=60, must-revalidate`."),
+            ("Cache-Control" = String, description = "`private, max-age=60, must-revalidate`: for the client's own cache only, never a shared one."),
             ("uuid" = String, description = "The request's `uuid` header, when one was sent."),
         )),
         (status = 304, description = "Not modified since the ETag or date sent.", headers(

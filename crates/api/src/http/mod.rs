@@ -56,8 +56,8 @@ pub struct AppState {
 pub fn routes(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/api")
-            .service(get_resource("/v1/authorize", authorize::authorize, Shape::Token))
-            .service(get_resource("/v1/atms", atms::list, Shape::Obie))
+            .service(get_resource("/v1/authorize", authorize::authorize, Shape::Token, Head::Refused))
+            .service(get_resource("/v1/atms", atms::list, Shape::Obie, Head::Answered))
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
                     .route(web::post().to(wait_times::retrieve))
@@ -65,29 +65,43 @@ pub fn routes(config: &mut web::ServiceConfig) {
                         method_not_allowed(&request, "POST", Shape::ErrorResponse)
                     })),
             )
-            .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse))
-            .service(get_resource("/openapi.json", openapi::serve, Shape::ErrorResponse))
+            .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse, Head::Answered))
+            .service(get_resource("/openapi.json", openapi::serve, Shape::ErrorResponse, Head::Answered))
             .service(web::resource("/docs").route(web::get().to(openapi::to_docs)))
             .service(
                 web::scope("/docs")
                     .wrap(middleware::docs_headers())
                     .service(SwaggerUi::new("/{_:.*}").config(SwaggerConfig::new(["/api/openapi.json"]))),
             )
-            .service(get_resource("/health/live", meta::live, Shape::ErrorResponse))
-            .service(get_resource("/health/ready", meta::ready, Shape::ErrorResponse)),
+            .service(get_resource("/health/live", meta::live, Shape::ErrorResponse, Head::Answered))
+            .service(get_resource("/health/ready", meta::ready, Shape::ErrorResponse, Head::Answered)),
     );
 }
 
 /// A GET (and HEAD, RFC 9110 §9.3.2) resource whose other methods get a 405.
-fn get_resource<F, Args>(path: &str, handler: F, shape: Shape) -> actix_web::Resource
+/// Whether a GET resource also answers HEAD.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Head {
+    /// HEAD runs the GET handler, and the server drops the body.
+    Answered,
+    /// HEAD is refused (405): the GET does something a body nobody reads must not cause
+    /// (authorize mints and stores a token).
+    Refused,
+}
+
+fn get_resource<F, Args>(path: &str, handler: F, shape: Shape, head: Head) -> actix_web::Resource
 where
     F: actix_web::Handler<Args> + Clone,
     Args: actix_web::FromRequest + 'static,
     F::Output: actix_web::Responder + 'static,
 {
-    web::resource(path).route(web::get().to(handler.clone())).route(web::head().to(handler)).default_service(web::to(
-        move |request: HttpRequest| async move { method_not_allowed(&request, "GET, HEAD", shape) },
-    ))
+    let resource = web::resource(path).route(web::get().to(handler.clone()));
+    let (resource, allow) = match head {
+        Head::Answered => (resource.route(web::head().to(handler)), "GET, HEAD"),
+        Head::Refused => (resource, "GET"),
+    };
+    resource
+        .default_service(web::to(move |request: HttpRequest| async move { method_not_allowed(&request, allow, shape) }))
 }
 
 fn method_not_allowed(request: &HttpRequest, allow: &'static str, shape: Shape) -> Result<HttpResponse, ApiError> {

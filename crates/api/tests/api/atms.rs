@@ -60,7 +60,10 @@ async fn the_first_page_has_the_envelope_links_and_validators() {
     let etag = headers["etag"].to_str().unwrap();
     assert!(etag.starts_with('"') && !etag.starts_with("W/"), "a strong ETag: {etag}");
     assert!(headers.contains_key("last-modified"));
-    assert!(headers["cache-control"].to_str().unwrap().contains("public"));
+    assert_eq!(
+        headers["cache-control"], "private, max-age=60, must-revalidate",
+        "an answer to a request with a token is for that client's own cache only (RFC 9111 §3.5)"
+    );
     let page: Value = response.json().await.unwrap();
 
     assert_eq!(page["meta"]["TotalResults"], 1200);
@@ -131,6 +134,7 @@ async fn a_matching_if_none_match_is_a_304_without_a_body() {
     let again = app.get_atms(&session, "/api/v1/atms?page=2", &[("If-None-Match", &etag)]).await;
     assert_eq!(again.status(), 304);
     assert_eq!(again.headers()["etag"], etag.as_str());
+    assert_eq!(again.headers()["cache-control"], "private, max-age=60, must-revalidate");
     assert!(again.bytes().await.unwrap().is_empty());
 
     let weak = format!("W/{etag}");

@@ -18,7 +18,7 @@ async fn an_unknown_path_is_a_json_404() {
 async fn a_wrong_method_is_a_json_405_with_allow() {
     let app = TestApp::empty().await;
     let cases = [
-        (reqwest::Method::POST, "/api/v1/authorize", "GET, HEAD"),
+        (reqwest::Method::POST, "/api/v1/authorize", "GET"),
         (reqwest::Method::DELETE, "/api/health/live", "GET, HEAD"),
         (reqwest::Method::GET, crate::helpers::WAIT_TIME_PATH, "POST"),
         (reqwest::Method::PUT, crate::helpers::WAIT_TIME_PATH, "POST"),
@@ -28,6 +28,25 @@ async fn a_wrong_method_is_a_json_405_with_allow() {
         assert_eq!(response.headers()["allow"], allow);
         assert_error(response, 405, "methodNotAllowed", None).await;
     }
+}
+
+#[tokio::test]
+async fn head_cannot_mint_a_token() {
+    let app = TestApp::with_demo().await;
+    let query = crate::helpers::demo_authorize_query();
+    let response = app
+        .http
+        .head(format!("{}/api/v1/authorize", app.address))
+        .query(&query)
+        .header("uuid", crate::helpers::UUID)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 405);
+    assert_eq!(response.headers()["allow"], "GET");
+    assert!(response.headers().get("sid").is_none());
+    let contents = app.store().await.inventory.contents().await.unwrap();
+    assert!(!contents.token_records, "no token was minted and stored for a body nobody sees");
 }
 
 #[tokio::test]
