@@ -288,6 +288,7 @@ impl JwtTokens {
         if header.alg != Algorithm::EdDSA {
             return Err(TokenRejected("algorithm not allowed"));
         }
+        Self::header_is_plain_access_token(token)?;
         let key = header.kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected("unknown key id"))?;
         let claims = jsonwebtoken::decode::<ClaimsIn>(token, key, validation).map_err(|e| rejection(e.kind()))?.claims;
         let malformed = |_| TokenRejected("malformed claims");
@@ -305,6 +306,38 @@ impl JwtTokens {
             not_before: claims.nbf,
             expires_at: claims.exp,
         })
+    }
+}
+
+/// The header members checked beyond what jsonwebtoken reads.
+#[derive(Deserialize)]
+struct HeaderExtensions {
+    #[serde(default)]
+    typ: Option<String>,
+    #[serde(default)]
+    crit: Option<serde::de::IgnoredAny>,
+}
+
+impl JwtTokens {
+    /// RFC 9068 §4: the header's `typ` is `at+jwt` (or `application/at+jwt`; media types
+    /// compare case-insensitively). RFC 7515 §4.1.11: a `crit` header names extensions
+    /// the verifier must understand, and this one understands none, so any `crit` refuses.
+    fn header_is_plain_access_token(token: &str) -> Result<(), TokenRejected> {
+        let encoded = token.split('.').next().unwrap_or_default();
+        let json = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| TokenRejected("malformed token"))?;
+        let header: HeaderExtensions = serde_json::from_slice(&json).map_err(|_| TokenRejected("malformed token"))?;
+        if header.crit.is_some() {
+            return Err(TokenRejected("critical header extension not understood"));
+        }
+        let typ = header.typ.as_deref().unwrap_or_default();
+        let subtype = match (typ.get(..12), typ.get(12..)) {
+            (Some(prefix), Some(rest)) if prefix.eq_ignore_ascii_case("application/") => rest,
+            _ => typ,
+        };
+        if !subtype.eq_ignore_ascii_case(ACCESS_TOKEN_TYPE) {
+            return Err(TokenRejected("not an access token (typ)"));
+        }
+        Ok(())
     }
 }
 
@@ -356,6 +389,42 @@ mod tests {
         let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api", clock);
         tokens.install(keys).unwrap();
         tokens
+    }
+
+    /// `token` with its header replaced by `header` and signed again with `key`.
+    fn resigned_with_header(token: &str, header: &serde_json::Value, key: &SigningKey) -> String {
+        let payload = token.split('.').nth(1).unwrap();
+        let input = format!("{}.{payload}", URL_SAFE_NO_PAD.encode(header.to_string()));
+        let signature = Ed25519KeyPair::from_pkcs8(&key.private_pkcs8).unwrap().sign(input.as_bytes());
+        format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+    }
+
+    #[test]
+    fn only_an_access_token_type_without_critical_extensions_is_accepted() {
+        let key = key_at(now()).unwrap();
+        let tokens = tokens_with(std::slice::from_ref(&key));
+        let token = tokens.sign(&claims(now(), 60)).unwrap();
+        let header = |extra: serde_json::Value| {
+            let mut header = serde_json::json!({"alg": "EdDSA", "kid": key.kid});
+            header.as_object_mut().unwrap().extend(extra.as_object().unwrap().clone());
+            header
+        };
+        let accepted = [serde_json::json!({"typ": "at+jwt"}), serde_json::json!({"typ": "Application/AT+JWT"})];
+        for extra in accepted {
+            let resigned = resigned_with_header(&token, &header(extra.clone()), &key);
+            assert!(tokens.verify(&resigned).is_ok(), "{extra}");
+        }
+        let refused = [
+            serde_json::json!({}),
+            serde_json::json!({"typ": "JWT"}),
+            serde_json::json!({"typ": "at+jwt", "crit": ["exp"]}),
+            serde_json::json!({"typ": "at+jwt", "crit": ["b64"], "b64": false}),
+            serde_json::json!({"typ": "at+jwt", "crit": []}),
+        ];
+        for extra in refused {
+            let resigned = resigned_with_header(&token, &header(extra.clone()), &key);
+            assert!(tokens.verify(&resigned).is_err(), "{extra} must be refused (RFC 9068 §4, RFC 7515 §4.1.11)");
+        }
     }
 
     #[test]
