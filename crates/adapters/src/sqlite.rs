@@ -72,6 +72,7 @@ impl SqliteStore {
         if let Some(folder) = file.parent().filter(|folder| !folder.as_os_str().is_empty()) {
             std::fs::create_dir_all(folder).map_err(StoreUnavailable::new)?;
         }
+        owner_only(file).map_err(|e| StoreUnavailable::new(format!("{}: {e}", file.display())))?;
         let pool = SqlitePoolOptions::new()
             // A connection whose last transaction did not end in a COMMIT or ROLLBACK that
             // succeeded is closed, never handed out again. SQLite rolls a transaction back
@@ -92,6 +93,36 @@ impl SqliteStore {
             .map_err(unavailable)?;
         Ok(Self { pool })
     }
+}
+
+/// Creates a missing database file readable and writable by its owner only (0600,
+/// whatever the umask): it holds the signing keys and every client's tokens. SQLite gives
+/// the `-wal` and `-shm` files it creates the database file's mode. An existing file
+/// that others may read is left as the operator set it (a group may share it on
+/// purpose), with a warning.
+#[cfg(unix)]
+fn owner_only(file: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+    match std::fs::OpenOptions::new().write(true).create_new(true).mode(0o600).open(file) {
+        Ok(_) => Ok(()),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {
+            let mode = std::fs::metadata(file)?.permissions().mode() & 0o777;
+            if mode & 0o077 != 0 {
+                tracing::warn!(
+                    file = %file.display(),
+                    mode = format!("{mode:o}"),
+                    "the store file can be read by other users; it holds the signing keys (chmod 600 it)"
+                );
+            }
+            Ok(())
+        }
+        Err(error) => Err(error),
+    }
+}
+
+#[cfg(not(unix))]
+fn owner_only(_file: &Path) -> std::io::Result<()> {
+    Ok(())
 }
 
 impl SqliteStore {
