@@ -42,6 +42,8 @@ pub enum Message {
     NotText,
     /// The same query parameter was sent twice (RFC 6749 §3.1).
     Repeated,
+    /// A header that takes one value was sent more than once.
+    RepeatedHeader,
     /// `response_type` other than `token`.
     ResponseType,
     /// `code_challenge_method` other than `S256`.
@@ -128,6 +130,8 @@ impl Message {
             Self::NotText => format!("The header {at} must be visible ASCII text."),
             Self::Repeated if es => format!("El parámetro {at} se envió más de una vez."),
             Self::Repeated => format!("The parameter {at} was sent more than once."),
+            Self::RepeatedHeader if es => format!("La cabecera {at} se envió más de una vez."),
+            Self::RepeatedHeader => format!("The header {at} was sent more than once."),
             Self::ResponseType if es => "response_type debe ser 'token'.".into(),
             Self::ResponseType => "response_type must be 'token'.".into(),
             Self::ChallengeMethod if es => {

@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use actix_web::HttpRequest;
-use actix_web::http::header::{self, HeaderMap};
+use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use actix_web::web::{Bytes, Payload};
 use domain::client::ClientId;
 use domain::input::Expected;
@@ -56,10 +56,33 @@ impl Query {
     }
 }
 
-/// The raw value of header `name`: required, and visible ASCII.
+/// The one value of header `name`, if sent. A header that takes one value is refused
+/// when sent twice, never read first-wins: which copy a proxy in front read, and which
+/// one the service did, would be anyone's guess.
+fn single_header<'r>(headers: &'r HeaderMap, name: &'static str) -> Result<Option<&'r HeaderValue>, Failure> {
+    let mut values = headers.get_all(name);
+    let first = values.next();
+    if values.next().is_some() {
+        return Err(Failure::invalid(name, Message::RepeatedHeader));
+    }
+    Ok(first)
+}
+
+/// The raw value of header `name`: required, sent once, and visible ASCII.
 pub fn required_header<'r>(headers: &'r HeaderMap, name: &'static str) -> Result<&'r str, Failure> {
-    let value = headers.get(name).ok_or_else(|| Failure::invalid(name, Message::Missing))?;
+    let value = single_header(headers, name)?.ok_or_else(|| Failure::invalid(name, Message::Missing))?;
     value.to_str().map_err(|_| Failure::invalid(name, Message::NotText))
+}
+
+/// Whether some `Accept` header allows JSON: a list header, so its copies count as one
+/// list (RFC 9110 §5.3). Missing is an error.
+pub fn accepts_json_header(headers: &HeaderMap) -> Result<bool, Failure> {
+    let mut allowed = None;
+    for value in headers.get_all(header::ACCEPT) {
+        let value = value.to_str().map_err(|_| Failure::invalid("Accept", Message::NotText))?;
+        allowed = Some(allowed.unwrap_or(false) || accepts_json(value));
+    }
+    allowed.ok_or_else(|| Failure::invalid("Accept", Message::Missing))
 }
 
 /// Header `name` parsed into a domain value.
@@ -71,9 +94,13 @@ pub fn parsed_header<T>(
     parse(required_header(headers, name)?).map_err(|shape| Failure::invalid(name, Message::Malformed(shape)))
 }
 
-/// A `uuid` header value, if it is a valid UUID (RFC 9562), as sent.
+/// The `uuid` header's value, if it was sent once and is a valid UUID (RFC 9562), as sent.
 pub fn valid_uuid(headers: &HeaderMap) -> Option<&str> {
-    headers.get(UUID_HEADER).and_then(|value| value.to_str().ok()).filter(|value| uuid::Uuid::try_parse(value).is_ok())
+    single_header(headers, UUID_HEADER)
+        .ok()
+        .flatten()
+        .and_then(|value| value.to_str().ok())
+        .filter(|value| uuid::Uuid::try_parse(value).is_ok())
 }
 
 /// The language and correlation id errors of this request are written with.
@@ -88,11 +115,11 @@ pub fn require_uuid(headers: &HeaderMap) -> Result<(), Failure> {
 }
 
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), if the
-/// header is there and well formed.
+/// header is there once and well formed.
 pub fn bearer_token(headers: &HeaderMap) -> Option<&str> {
     // UTF-8 rather than `to_str`'s byte-by-byte visible-ASCII test: a token is read on
     // every protected call, and any byte a token may not hold fails its verification.
-    let value = std::str::from_utf8(headers.get(header::AUTHORIZATION)?.as_bytes()).ok()?;
+    let value = std::str::from_utf8(single_header(headers, "authorization").ok()??.as_bytes()).ok()?;
     let (scheme, token) = value.split_once(' ')?;
     (scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty() && !token.contains(' ')).then_some(token)
 }

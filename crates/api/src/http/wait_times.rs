@@ -15,7 +15,7 @@ use super::AppState;
 use super::errors::bodies::ErrorResponseBody as ErrorResponse;
 use super::errors::{ApiError, Failure, Message, Shape, mime_json};
 use super::request::{
-    accepts_json, authenticate, error_context, is_json_content_type, parsed_header, read_body, require_uuid,
+    accepts_json_header, authenticate, error_context, is_json_content_type, parsed_header, read_body, require_uuid,
     required_header,
 };
 
@@ -147,7 +147,7 @@ fn response_body(known: &[BranchWaitTime]) -> Vec<u8> {
 /// them (correlation id, credentials, then the rest).
 fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failure> {
     let headers = request.headers();
-    if !accepts_json(required_header(headers, "Accept")?) {
+    if !accepts_json_header(headers)? {
         return Err(Failure::invalid("Accept", Message::Accept));
     }
     if !is_json_content_type(required_header(headers, "Content-Type")?) {

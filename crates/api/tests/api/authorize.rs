@@ -79,6 +79,9 @@ async fn a_missing_or_malformed_uuid_header_is_a_400() {
     let malformed =
         app.http.get(&url).header("uuid", "not-a-uuid").query(&demo_authorize_query()).send().await.unwrap();
     assert_token_error(malformed, 400, "invalidRequest", Some("uuid")).await;
+    let uuid = crate::helpers::UUID;
+    let twice = app.http.get(&url).header("uuid", uuid).header("uuid", uuid).query(&demo_authorize_query());
+    assert_token_error(twice.send().await.unwrap(), 400, "invalidRequest", Some("uuid")).await;
 }
 
 #[tokio::test]

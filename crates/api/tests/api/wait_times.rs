@@ -115,6 +115,29 @@ async fn malformed_headers_are_400s_naming_them() {
 }
 
 #[tokio::test]
+async fn a_header_sent_twice_is_refused_never_read_first_wins() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let body = r#"{"branches":[{"branchId":"00001"}]}"#;
+    let mut singletons: Vec<(&str, &str)> =
+        crate::helpers::wait_time_headers().into_iter().filter(|(name, _)| *name != "Accept").collect();
+    singletons.push(("sid", &session.sid));
+    for (name, value) in singletons {
+        let response = app.wait_time_request(&session, &[]).header(name, value).body(body).send().await.unwrap();
+        assert_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+    let twice = format!("Bearer {}", session.token);
+    let response =
+        app.wait_time_request(&session, &[]).header("Authorization", &twice).body(body).send().await.unwrap();
+    assert_eq!(response.status(), 401, "two Authorization headers are no credentials");
+
+    // Accept is a list: its copies are one list.
+    let response =
+        app.wait_time_request(&session, &["Accept"]).header("Accept", "text/html").header("Accept", "application/json");
+    assert_eq!(response.body(body).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
 async fn bad_bodies_are_400s_pointing_at_the_field() {
     let app = TestApp::with_demo().await;
     let session = app.session().await;
