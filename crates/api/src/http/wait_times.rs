@@ -30,7 +30,7 @@ struct RetrieveBranchWaitTimeRequest<'a> {
     /// 1 to 100 branches, each asked for once. `branch` is accepted as an alias.
     #[serde(alias = "branch", borrow)]
     #[schema(value_type = Vec<BranchItem>, required = true, min_items = 1, max_items = 100)]
-    branches: Option<Vec<BranchItem<'a>>>,
+    branches: Option<Vec<Object<BranchItem<'a>>>>,
 }
 
 /// Branch: a branch asked for.
@@ -44,6 +44,31 @@ struct BranchItem<'a> {
     branch_id: Option<Text<'a>>,
 }
 
+/// A `T` read from a JSON object only. serde's derived structs also take an array of
+/// their fields in order (`[[{"branchId":"00001"}]]` would be a request), which the
+/// schema does not allow.
+struct Object<T>(T);
+
+impl<'de, T: Deserialize<'de>> Deserialize<'de> for Object<T> {
+    fn deserialize<D: serde::Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        struct ObjectVisitor<T>(std::marker::PhantomData<T>);
+
+        impl<'de, T: Deserialize<'de>> serde::de::Visitor<'de> for ObjectVisitor<T> {
+            type Value = T;
+
+            fn expecting(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+                formatter.write_str("an object")
+            }
+
+            fn visit_map<A: serde::de::MapAccess<'de>>(self, map: A) -> Result<T, A::Error> {
+                T::deserialize(serde::de::value::MapAccessDeserializer::new(map))
+            }
+        }
+
+        deserializer.deserialize_map(ObjectVisitor(std::marker::PhantomData)).map(Object)
+    }
+}
+
 /// A string read from the body without a copy when it holds no escapes. (serde borrows
 /// a `Cow` field only when it is not wrapped, as in `Option`; wrapped, it copies.)
 #[derive(Deserialize)]
@@ -53,7 +78,7 @@ struct Text<'a>(#[serde(borrow)] Cow<'a, str>);
 /// The branch ids of the body, in order, each failure located (`branches[3].branchId`).
 fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
     // Tracking the path costs an allocation per element; only a failed parse needs it.
-    let request: RetrieveBranchWaitTimeRequest<'_> =
+    let Object(request): Object<RetrieveBranchWaitTimeRequest<'_>> =
         serde_json::from_slice(body).map_err(|_| located_parse_failure(body))?;
     let branches = request.branches.ok_or_else(|| Failure::invalid("branches", Message::Missing))?;
     match branches.len() {
@@ -68,7 +93,7 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
     let mut ids = Vec::with_capacity(branches.len());
     for (index, item) in branches.iter().enumerate() {
         let location = || format!("branches[{index}].branchId");
-        let Some(raw) = item.branch_id.as_ref() else {
+        let Some(raw) = item.0.branch_id.as_ref() else {
             return Err(Failure::invalid(location(), Message::Missing));
         };
         match BranchId::parse(&raw.0) {
@@ -82,7 +107,7 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, Failure> {
 /// Why a body did not parse, located by parsing it again with its path tracked.
 fn located_parse_failure(body: &[u8]) -> Failure {
     let mut json = serde_json::Deserializer::from_slice(body);
-    let parsed: Result<RetrieveBranchWaitTimeRequest<'_>, _> = serde_path_to_error::deserialize(&mut json);
+    let parsed: Result<Object<RetrieveBranchWaitTimeRequest<'_>>, _> = serde_path_to_error::deserialize(&mut json);
     match parsed {
         Err(error) => {
             let path = error.path().to_string();

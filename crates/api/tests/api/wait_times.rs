@@ -160,7 +160,14 @@ async fn bad_bodies_are_400s_pointing_at_the_field() {
     }
     // The wrong JSON type where an object belongs: told in the API's words, never the
     // server's type names.
-    for (body, location) in [("[]", "body"), ("7", "body"), (r#"{"branches":[1]}"#, "branches[0]")] {
+    let arrays = [
+        ("[]", "body"),
+        ("7", "body"),
+        (r#"{"branches":[1]}"#, "branches[0]"),
+        (r#"[[{"branchId":"00001"}]]"#, "body"),
+        (r#"{"branches":[["00001"]]}"#, "branches[0]"),
+    ];
+    for (body, location) in arrays {
         let response = app.wait_time_request(&session, &[]).body(body).send().await.unwrap();
         let error = assert_error(response, 400, "invalidRequest", Some(location)).await.to_string();
         for internal in ["RetrieveBranchWaitTimeRequest", "BranchItem", "struct"] {
