@@ -284,12 +284,8 @@ impl TokenVerifier for JwtTokens {
 impl JwtTokens {
     /// The full check: header, pinned algorithm, key, signature, registered claims.
     fn verify_signed(keys: &KeySet, validation: &Validation, token: &str) -> Result<AccessClaims, TokenRejected> {
-        let header = jsonwebtoken::decode_header(token).map_err(|e| rejection(e.kind()))?;
-        if header.alg != Algorithm::EdDSA {
-            return Err(TokenRejected("algorithm not allowed"));
-        }
-        Self::header_is_plain_access_token(token)?;
-        let key = header.kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected("unknown key id"))?;
+        let kid = access_token_kid(token)?;
+        let key = kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected("unknown key id"))?;
         let claims = jsonwebtoken::decode::<ClaimsIn>(token, key, validation).map_err(|e| rejection(e.kind()))?.claims;
         let malformed = |_| TokenRejected("malformed claims");
         Ok(AccessClaims {
@@ -309,36 +305,43 @@ impl JwtTokens {
     }
 }
 
-/// The header members checked beyond what jsonwebtoken reads.
+/// The JOSE header members the verifier reads.
 #[derive(Deserialize)]
-struct HeaderExtensions {
+struct JoseHeader {
+    alg: String,
+    #[serde(default)]
+    kid: Option<String>,
     #[serde(default)]
     typ: Option<String>,
     #[serde(default)]
     crit: Option<serde::de::IgnoredAny>,
 }
 
-impl JwtTokens {
-    /// RFC 9068 §4: the header's `typ` is `at+jwt` (or `application/at+jwt`; media types
-    /// compare case-insensitively). RFC 7515 §4.1.11: a `crit` header names extensions
-    /// the verifier must understand, and this one understands none, so any `crit` refuses.
-    fn header_is_plain_access_token(token: &str) -> Result<(), TokenRejected> {
-        let encoded = token.split('.').next().unwrap_or_default();
-        let json = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| TokenRejected("malformed token"))?;
-        let header: HeaderExtensions = serde_json::from_slice(&json).map_err(|_| TokenRejected("malformed token"))?;
-        if header.crit.is_some() {
-            return Err(TokenRejected("critical header extension not understood"));
-        }
-        let typ = header.typ.as_deref().unwrap_or_default();
-        let subtype = match (typ.get(..12), typ.get(12..)) {
-            (Some(prefix), Some(rest)) if prefix.eq_ignore_ascii_case("application/") => rest,
-            _ => typ,
-        };
-        if !subtype.eq_ignore_ascii_case(ACCESS_TOKEN_TYPE) {
-            return Err(TokenRejected("not an access token (typ)"));
-        }
-        Ok(())
+/// The key id of a token whose header is that of an access token this service signs:
+/// `alg` EdDSA (pinned: `none`, HMAC and every other `alg` are refused before any key is
+/// looked at); `typ` `at+jwt` or `application/at+jwt` (RFC 9068 §4; media types compare
+/// case-insensitively); no `crit` (RFC 7515 §4.1.11: it names extensions the verifier
+/// must understand, and this one understands none).
+fn access_token_kid(token: &str) -> Result<Option<String>, TokenRejected> {
+    let malformed = || TokenRejected("malformed token");
+    let encoded = token.split('.').next().unwrap_or_default();
+    let json = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| malformed())?;
+    let header: JoseHeader = serde_json::from_slice(&json).map_err(|_| malformed())?;
+    if header.alg != "EdDSA" {
+        return Err(TokenRejected("algorithm not allowed"));
     }
+    if header.crit.is_some() {
+        return Err(TokenRejected("critical header extension not understood"));
+    }
+    let typ = header.typ.as_deref().unwrap_or_default();
+    let subtype = match (typ.get(..12), typ.get(12..)) {
+        (Some(prefix), Some(rest)) if prefix.eq_ignore_ascii_case("application/") => rest,
+        _ => typ,
+    };
+    if !subtype.eq_ignore_ascii_case(ACCESS_TOKEN_TYPE) {
+        return Err(TokenRejected("not an access token (typ)"));
+    }
+    Ok(header.kid)
 }
 
 #[cfg(test)]

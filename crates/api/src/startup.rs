@@ -67,26 +67,23 @@ pub enum StartupError {
 pub async fn open_operators(database_url: &str) -> Result<Operators, StartupError> {
     let store = Store::open(database_url).await?;
     store.lifecycle.migrate().await?;
-    Ok(operators(&store, &(Arc::new(SystemClock) as Arc<dyn Clock>)))
-}
-
-/// The operators' services over `store`, dated by `clock`.
-fn operators(store: &Store, clock: &Arc<dyn Clock>) -> Operators {
-    Operators {
-        clock: Arc::clone(clock),
-        clients: ClientAdmin::new(Arc::clone(&store.clients), Arc::clone(&store.tokens), Arc::clone(clock)),
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    Ok(Operators {
+        clients: ClientAdmin::new(Arc::clone(&store.clients), Arc::clone(&store.tokens), Arc::clone(&clock)),
         access: ChannelAccess::new(Arc::clone(&store.channels)),
-        imports: DataImport::new(Arc::clone(&store.wait_times), Arc::clone(&store.atms), Arc::clone(clock)),
-        keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock)),
-        tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(clock)),
-    }
+        imports: DataImport::new(Arc::clone(&store.wait_times), Arc::clone(&store.atms), Arc::clone(&clock)),
+        keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(&clock)),
+        tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
+        clock,
+    })
 }
 
 /// Migrates, makes sure a key signs tokens, and loads the demo data set when asked to
 /// (the domain decides whether the store takes it).
 async fn prepare(store: &Store, clock: &Arc<dyn Clock>, demo_data: bool) -> Result<(), StartupError> {
     store.lifecycle.migrate().await?;
-    if let Some(kid) = operators(store, clock).keys.ensure_current().await? {
+    let keys = KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock));
+    if let Some(kid) = keys.ensure_current().await? {
         tracing::info!(%kid, "created a signing key");
     }
     if demo_data {
