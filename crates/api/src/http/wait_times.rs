@@ -25,7 +25,7 @@ use super::request::{
 /// RetrieveBranchWaitTimeRequest. The spec's samples name the key `branch`; it is
 /// accepted as an alias of `branches`. Unknown fields are refused.
 #[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, expecting = "an object with the list of branches")]
+#[serde(deny_unknown_fields)]
 struct RetrieveBranchWaitTimeRequest<'a> {
     /// 1 to 100 branches, each asked for once. `branch` is accepted as an alias.
     #[serde(alias = "branch", borrow)]
@@ -35,7 +35,7 @@ struct RetrieveBranchWaitTimeRequest<'a> {
 
 /// Branch: a branch asked for.
 #[derive(Deserialize, ToSchema)]
-#[serde(deny_unknown_fields, expecting = "an object with a branchId")]
+#[serde(deny_unknown_fields)]
 #[schema(as = Branch)]
 struct BranchItem<'a> {
     /// Five digits: the branch's identifier.
