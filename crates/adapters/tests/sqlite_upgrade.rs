@@ -7,7 +7,6 @@
 use std::path::Path;
 
 use adapters::store::Store;
-use domain::atm_catalog::StoredAtm;
 use domain::token::{OpaqueToken, TokenId};
 use sqlx::migrate::Migrator;
 use sqlx::sqlite::{SqlitePool, SqlitePoolOptions};
@@ -76,19 +75,16 @@ async fn tokens_issued_before_the_jti_keyed_table_survive_the_upgrade() {
 async fn atms_imported_before_their_columns_existed_are_listed_as_if_imported_today() {
     let folder = tempfile::tempdir().unwrap();
     let (pool, url) = migrated_to(folder.path(), "20261121000003").await;
-    let mut brands = domain::demo::atms().unwrap();
+    let mut today = domain::demo::atms().unwrap();
     // Beside the demo set: no coordinates, a service given twice, accessibility features.
-    brands.push(
-        serde_json::from_value(serde_json::json!({"BrandName": "Otro", "ATM": [{
-            "Identification": "O1",
-            "ATMServices": ["Balance", "PINChange", "Balance"],
-            "Accessibility": ["WheelchairAccess", "AudioCashMachine"],
-            "SupportedCurrencies": ["MXN"],
-            "Location": {"PostalAddress": {"Country": "MX"}}
-        }]}))
-        .unwrap(),
-    );
-    let mut today = StoredAtm::of(&brands).unwrap();
+    let other = serde_json::json!({
+        "Identification": "O1",
+        "ATMServices": ["Balance", "PINChange", "Balance"],
+        "Accessibility": ["WheelchairAccess", "AudioCashMachine"],
+        "SupportedCurrencies": ["MXN"],
+        "Location": {"PostalAddress": {"Country": "MX"}}
+    });
+    today.push(domain::testing::stored_atm("Otro", &other));
     // Rows as releases before the columns wrote them: brand, identification, JSON.
     for atm in &today {
         sqlx::query("INSERT INTO atms (brand_name, identification, record) VALUES (?, ?, ?)")

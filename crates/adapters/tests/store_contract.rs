@@ -13,7 +13,6 @@ use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::store::Store;
 use adapters::system::SystemClock;
 use adapters::view::{StoreView, ViewSettings};
-use domain::atm::Brand;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
@@ -253,8 +252,7 @@ fn brand(name: &str, ids: &[&str]) -> Vec<StoredAtm> {
             atm
         })
         .collect();
-    let brand: Brand = serde_json::from_value(serde_json::json!({"BrandName": name, "ATM": atms})).unwrap();
-    StoredAtm::of(&[brand]).unwrap()
+    atms.iter().map(|record| domain::testing::stored_atm(name, record)).collect()
 }
 
 /// `brand/identification` of each stored ATM.

@@ -236,8 +236,9 @@ pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Resul
 /// [`CommandError`] with the reason; the ATM set is unchanged then.
 pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), CommandError> {
     let AtmsAction::Import { file } = action;
-    let brands = crate::atm_file::parse(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
-    let count = imports.atms(&brands).await.map_err(|e| CommandError::of(&e))?;
+    let atms = crate::atm_file::parse(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
+    let count = imports.atms(&atms).await.map_err(|e| CommandError::of(&e))?;
+    let brands: std::collections::HashSet<&str> = atms.iter().map(|atm| atm.brand.as_str()).collect();
     println!("imported {count} ATM(s) in {} brand(s) from {}", brands.len(), file.display());
     Ok(())
 }

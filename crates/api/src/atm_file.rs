@@ -1,11 +1,13 @@
 //! Reading an OBIE ATM 2.3 file (`{"meta":…,"data":[{"Brand":[{"BrandName":…,"ATM":[…]}]}]}`,
-//! as the UK banks publish it) into validated brands.
+//! as the UK banks publish it) into validated records in the domain's stored form.
 
 use std::collections::HashMap;
 use std::io::Read;
 
-use domain::atm::{Brand, List, UNBOUNDED};
+use domain::atm_catalog::StoredAtm;
 use serde::Deserialize;
+
+use crate::obie::{Brand, List, UNBOUNDED};
 
 /// The file's envelope. `meta` is the publisher's and is not kept: the service sets its
 /// own LastUpdated at import.
@@ -29,13 +31,14 @@ struct DataItem {
 #[error("{0}")]
 pub struct AtmFileError(String);
 
-/// Parses and validates a whole ATM file. Brands named twice are merged; an ATM
-/// identification repeated within a brand is refused.
+/// Parses and validates a whole ATM file, each record then written in stored form
+/// once. A brand may be named more than once; an ATM identification repeated within a
+/// brand is refused.
 ///
 /// # Errors
 /// [`AtmFileError`] naming the first invalid record by its path in the file
 /// (`data[0].Brand[1].ATM[17]`) and the field within it.
-pub fn parse(input: impl Read) -> Result<Vec<Brand>, AtmFileError> {
+pub fn parse(input: impl Read) -> Result<Vec<StoredAtm>, AtmFileError> {
     let mut json = serde_json::Deserializer::from_reader(std::io::BufReader::new(input));
     let file: AtmFile = serde_path_to_error::deserialize(&mut json).map_err(|error| {
         let path = error.path().to_string();
@@ -44,38 +47,24 @@ pub fn parse(input: impl Read) -> Result<Vec<Brand>, AtmFileError> {
     })?;
     json.end().map_err(|e| AtmFileError(e.to_string()))?;
 
-    let mut merged: Vec<(String, Vec<domain::atm::Atm>)> = Vec::new();
-    let mut brand_index: HashMap<String, usize> = HashMap::new();
-    let mut seen: HashMap<(usize, String), String> = HashMap::new();
-    for (d, item) in file.data.into_iter().enumerate() {
-        for (b, brand) in Vec::from(item.brand).into_iter().enumerate() {
-            let name = brand.name.as_str().to_owned();
-            let index = *brand_index.entry(name.clone()).or_insert_with(|| {
-                merged.push((name.clone(), Vec::new()));
-                merged.len() - 1
-            });
-            for (a, atm) in Vec::from(brand.atms).into_iter().enumerate() {
+    let mut atms = Vec::new();
+    let mut seen: HashMap<(&str, &str), String> = HashMap::new();
+    for (d, item) in file.data.iter().enumerate() {
+        for (b, brand) in item.brand.items().iter().enumerate() {
+            let name = brand.name.as_str();
+            for (a, atm) in brand.atms.items().iter().enumerate() {
                 let here = format!("data[{d}].Brand[{b}].ATM[{a}]");
-                let key = (index, atm.identification.as_str().to_owned());
-                if let Some(first) = seen.insert(key, here.clone()) {
+                if let Some(first) = seen.insert((name, atm.identification.as_str()), here.clone()) {
                     return Err(AtmFileError(format!(
                         "at {here}.Identification: {:?} of brand {name:?} was already given at {first}",
                         atm.identification.as_str()
                     )));
                 }
-                merged[index].1.push(atm);
+                atms.push(atm.stored(name).map_err(|e| AtmFileError(format!("at {here}: {e}")))?);
             }
         }
     }
-    merged
-        .into_iter()
-        .map(|(name, atms)| {
-            Ok(Brand {
-                name: name.try_into().map_err(|e| AtmFileError(format!("brand name: {e}")))?,
-                atms: atms.try_into().map_err(|e| AtmFileError(format!("brand ATMs: {e}")))?,
-            })
-        })
-        .collect()
+    Ok(atms)
 }
 
 #[cfg(test)]
@@ -95,15 +84,24 @@ mod tests {
     }
 
     #[test]
-    fn a_valid_file_gives_its_brands_and_merges_repeated_brand_names() {
+    fn a_valid_file_gives_every_atm_of_every_brand_however_often_a_brand_is_named() {
         let text = file(serde_json::json!([
             {"BrandName": "Uno", "ATM": [atm("A1")]},
             {"BrandName": "Dos", "ATM": [atm("B1")]},
             {"BrandName": "Uno", "ATM": [atm("A2")]}
         ]));
-        let brands = parse(text.as_bytes()).unwrap();
-        assert_eq!(brands.len(), 2);
-        assert_eq!(brands[0].atms.items().len(), 2);
+        let atms = parse(text.as_bytes()).unwrap();
+        let names: Vec<(&str, &str)> = atms.iter().map(|a| (a.brand.as_str(), a.identification.as_str())).collect();
+        assert_eq!(names, [("Uno", "A1"), ("Dos", "B1"), ("Uno", "A2")]);
+        assert_eq!(serde_json::from_str::<serde_json::Value>(&atms[2].record).unwrap(), atm("A2"));
+    }
+
+    #[test]
+    fn every_demo_atm_is_a_valid_obie_record_stored_as_an_import_stores_it() {
+        for demo in domain::demo::atms().unwrap() {
+            let record: crate::obie::Atm = serde_json::from_str(&demo.record).unwrap();
+            assert_eq!(record.stored(&demo.brand).unwrap(), demo, "{}", demo.identification);
+        }
     }
 
     #[test]

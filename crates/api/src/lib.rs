@@ -10,7 +10,8 @@
 //! - [`startup`] — `Application::build(settings)` → `.port()` → `.run_until_stopped()`.
 //! - [`cli`] — the command line's grammar.
 //! - [`settings`] — each setting declared once; flags, environment and config file, layered and checked.
-//! - [`atm_file`] — reading OBIE ATM 2.3 files for `atms import`.
+//! - [`obie`] — OBIE ATM 2.3 records, every schema limit enforced on input.
+//! - [`atm_file`] — reading OBIE ATM 2.3 files for `atms import`, into stored form.
 //! - [`admin`] — the operators' commands (clients, access, wait times, keys, tokens).
 //! - [`demo`] — the demo data set of a first start.
 //! - [`telemetry`] — logging.
@@ -21,6 +22,7 @@ pub mod atm_file;
 pub mod cli;
 pub mod demo;
 pub mod http;
+pub mod obie;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;

@@ -12,7 +12,7 @@ use std::hash::{Hash as _, Hasher as _};
 use rstar::RTree;
 use rstar::primitives::GeomWithData;
 
-use crate::atm::{Accessibility, AtmService, Brand};
+use crate::atm::{Accessibility, AtmService};
 
 /// Mean Earth radius in metres (IUGG), for distances.
 const EARTH_RADIUS_M: f64 = 6_371_008.8;
@@ -127,8 +127,8 @@ pub struct PageOutOfRange {
 type Indexed = GeomWithData<[f64; 3], u32>;
 
 /// One ATM as stored: its record in wire form (OBIE ATM 2.3 JSON, validated when it was
-/// imported) beside what listings select and order by. Made once per import by
-/// [`StoredAtm::of`], so loading the set back needs no parsing and no second validation.
+/// imported) beside what listings select and order by. Made once per import, at the
+/// edge that read the record, so loading the set back needs no parsing and no second validation.
 #[derive(Debug, Clone, PartialEq)]
 pub struct StoredAtm {
     /// Its brand's name.
@@ -146,26 +146,24 @@ pub struct StoredAtm {
 }
 
 impl StoredAtm {
-    /// Every ATM of `brands`, each record written as JSON once.
-    ///
-    /// # Errors
-    /// A [`serde_json::Error`] if a record cannot be written as JSON, which a valid
-    /// [`Atm`](crate::atm::Atm) never causes (it holds only strings, numbers, booleans and lists).
-    pub fn of(brands: &[Brand]) -> Result<Vec<Self>, serde_json::Error> {
-        let mut stored = Vec::with_capacity(brands.iter().map(|brand| brand.atms.items().len()).sum());
-        for brand in brands {
-            for atm in brand.atms.items() {
-                stored.push(Self {
-                    brand: brand.name.as_str().to_owned(),
-                    identification: atm.identification.as_str().to_owned(),
-                    record: serde_json::to_string(atm)?,
-                    services: atm.service_bits(),
-                    accessibility: atm.accessibility_bits(),
-                    coordinates: atm.coordinates(),
-                });
-            }
+    /// An ATM of `brand` whose validated `record` (compact OBIE ATM 2.3 JSON) lists
+    /// `services` and `accessibility` and stands at `coordinates`, if known.
+    pub fn new(
+        brand: &str,
+        identification: &str,
+        record: String,
+        services: &[AtmService],
+        accessibility: &[Accessibility],
+        coordinates: Option<(f64, f64)>,
+    ) -> Self {
+        Self {
+            brand: brand.to_owned(),
+            identification: identification.to_owned(),
+            record,
+            services: services.iter().fold(0, |bits, code| bits | code.bit()),
+            accessibility: accessibility.iter().fold(0, |bits, code| bits | code.bit()),
+            coordinates,
         }
-        Ok(stored)
     }
 }
 
@@ -343,8 +341,7 @@ mod tests {
     }
 
     fn brand(name: &str, atms: Vec<serde_json::Value>) -> Vec<StoredAtm> {
-        let brand: Brand = serde_json::from_value(serde_json::json!({"BrandName": name, "ATM": atms})).unwrap();
-        StoredAtm::of(&[brand]).unwrap()
+        atms.iter().map(|record| crate::testing::stored_atm(name, record)).collect()
     }
 
     /// Zócalo (CDMX), Ángel de la Independencia (~3.3 km west), Puebla (~100 km), and one

@@ -3,7 +3,10 @@
 //! hundred branches with wait times, and 1,200 ATMs in two brands across sixteen
 //! Mexican cities. It is deterministic, so the README's examples always answer the same.
 
-use crate::atm::Brand;
+use serde::Serialize;
+
+use crate::atm::{Accessibility, AtmService};
+use crate::atm_catalog::StoredAtm;
 use crate::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use crate::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
@@ -124,80 +127,151 @@ impl Sequence {
     }
 }
 
-/// The demo ATM set: 1,200 ATMs in two brands across sixteen Mexican cities.
+/// A demo ATM record: the OBIE ATM 2.3 fields the demo set fills, in the schema's order.
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct DemoRecord<'a> {
+    identification: &'a str,
+    supported_languages: [&'static str; 2],
+    #[serde(rename = "ATMServices")]
+    atm_services: &'a [AtmService],
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    accessibility: &'a [Accessibility],
+    access24_hours_indicator: bool,
+    supported_currencies: [&'static str; 1],
+    minimum_possible_amount: &'static str,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    branch: Option<Ref>,
+    location: DemoLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Ref {
+    identification: String,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct DemoLocation {
+    location_category: [&'static str; 1],
+    postal_address: DemoAddress,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct DemoAddress {
+    building_number: String,
+    street_name: &'static str,
+    town_name: &'static str,
+    country_sub_division: [&'static str; 1],
+    country: &'static str,
+    post_code: String,
+    geo_location: GeoLocation,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct GeoLocation {
+    geographic_coordinates: Coordinates,
+}
+
+#[derive(Serialize)]
+#[serde(rename_all = "PascalCase")]
+struct Coordinates {
+    latitude: String,
+    longitude: String,
+}
+
+/// The demo ATM set: 1,200 ATMs in two brands across sixteen Mexican cities, in stored
+/// form. Each record is valid OBIE ATM 2.3 (the `api` crate's reader checks every one in
+/// its tests) and lists the codes it is stored with.
 ///
 /// # Errors
-/// [`DemoDataInvalid`] if a generated record does not validate (a bug in this table).
-pub fn atms() -> Result<Vec<Brand>, DemoDataInvalid> {
+/// [`DemoDataInvalid`] if a record cannot be written as JSON (which these plain records never cause).
+pub fn atms() -> Result<Vec<StoredAtm>, DemoDataInvalid> {
+    use AtmService::*;
     let mut random = Sequence(2026);
-    let mut brands = Vec::new();
+    let mut atms = Vec::with_capacity(DEMO_ATM_BRANDS.iter().map(|(_, count)| count).sum());
     for (brand_index, (brand, count)) in DEMO_ATM_BRANDS.into_iter().enumerate() {
         let express = brand_index == 1;
-        let mut atms = Vec::with_capacity(count);
         for n in 0..count {
             let (town, state, latitude, longitude, post_prefix) = CITIES[n % CITIES.len()];
-            let mut services = vec!["CashWithdrawal", "Balance", "PINChange", "MiniStatement"];
+            let mut services = vec![CashWithdrawal, Balance, PinChange, MiniStatement];
             for (service, percent) in [
-                ("CashDeposits", if express { 10 } else { 60 }),
-                ("MobilePhoneTopUp", 50),
-                ("BillPayments", 40),
-                ("ChequeDeposits", if express { 0 } else { 20 }),
-                ("FastCash", 30),
-                ("MobileBankingRegistration", 25),
+                (CashDeposits, if express { 10 } else { 60 }),
+                (MobilePhoneTopUp, 50),
+                (BillPayments, 40),
+                (ChequeDeposits, if express { 0 } else { 20 }),
+                (FastCash, 30),
+                (MobileBankingRegistration, 25),
             ] {
                 if random.chance(percent) {
                     services.push(service);
                 }
             }
-            let accessibility: Vec<&str> = [("WheelchairAccess", 55), ("AudioCashMachine", 25), ("LevelAccess", 40)]
-                .into_iter()
-                .filter(|(_, percent)| random.chance(*percent))
-                .map(|(feature, _)| feature)
-                .collect();
+            let accessibility: Vec<Accessibility> = [
+                (Accessibility::WheelchairAccess, 55),
+                (Accessibility::AudioCashMachine, 25),
+                (Accessibility::LevelAccess, 40),
+            ]
+            .into_iter()
+            .filter(|(_, percent)| random.chance(*percent))
+            .map(|(feature, _)| feature)
+            .collect();
             let offset = |random: &mut Sequence| (random.next(16_000) as f64 - 8_000.0) / 100_000.0;
             let code: String = state.chars().take(3).collect();
-            let mut record = serde_json::json!({
-                "Identification": format!("{}-{code}-{n:04}", if express { "GCBX" } else { "GCB" }),
-                "SupportedLanguages": ["es", "en"],
-                "ATMServices": services,
-                "Accessibility": accessibility,
-                "Access24HoursIndicator": n % 3 != 0,
-                "SupportedCurrencies": ["MXN"],
-                "MinimumPossibleAmount": if express { "50.00" } else { "100.00" },
-                "Location": {
-                    "LocationCategory": [if express {
-                        if n % 2 == 0 { "RetailerOutlet" } else { "RemoteUnit" }
-                    } else if n % 4 == 0 {
-                        "BranchLobby"
-                    } else {
-                        "BranchExternal"
-                    }],
-                    "PostalAddress": {
-                        "BuildingNumber": (1 + random.next(2_000)).to_string(),
-                        "StreetName": STREETS[random.next(STREETS.len() as u64) as usize],
-                        "TownName": town,
-                        "CountrySubDivision": [state],
-                        "Country": "MX",
-                        "PostCode": format!("{post_prefix:02}{:03}", random.next(1_000)),
-                        "GeoLocation": {"GeographicCoordinates": {
-                            "Latitude": format!("{:.6}", latitude + offset(&mut random)),
-                            "Longitude": format!("{:.6}", longitude + offset(&mut random)),
-                        }}
-                    }
-                }
-            });
-            if !express {
-                record["Branch"] = serde_json::json!({"Identification": format!("{:05}", 1 + n % DEMO_BRANCHES)});
-            }
-            let atm = serde_json::from_value(record).map_err(|e| DemoDataInvalid(format!("demo ATM: {e}")))?;
-            atms.push(atm);
+            let identification = format!("{}-{code}-{n:04}", if express { "GCBX" } else { "GCB" });
+            let building = (1 + random.next(2_000)).to_string();
+            let street = STREETS[random.next(STREETS.len() as u64) as usize];
+            let post_code = format!("{post_prefix:02}{:03}", random.next(1_000));
+            let at = (latitude + offset(&mut random), longitude + offset(&mut random));
+            // As written in the record (six decimals), and as a reader of it gets them back.
+            let written = (format!("{:.6}", at.0), format!("{:.6}", at.1));
+            let coordinates = (written.0.parse().unwrap_or(at.0), written.1.parse().unwrap_or(at.1));
+            let branch = (!express).then(|| Ref { identification: format!("{:05}", 1 + n % DEMO_BRANCHES) });
+            let category = if express {
+                if n % 2 == 0 { "RetailerOutlet" } else { "RemoteUnit" }
+            } else if n % 4 == 0 {
+                "BranchLobby"
+            } else {
+                "BranchExternal"
+            };
+            let record = DemoRecord {
+                identification: &identification,
+                supported_languages: ["es", "en"],
+                atm_services: &services,
+                accessibility: &accessibility,
+                access24_hours_indicator: n % 3 != 0,
+                supported_currencies: ["MXN"],
+                minimum_possible_amount: if express { "50.00" } else { "100.00" },
+                branch,
+                location: DemoLocation {
+                    location_category: [category],
+                    postal_address: DemoAddress {
+                        building_number: building,
+                        street_name: street,
+                        town_name: town,
+                        country_sub_division: [state],
+                        country: "MX",
+                        post_code,
+                        geo_location: GeoLocation {
+                            geographic_coordinates: Coordinates { latitude: written.0, longitude: written.1 },
+                        },
+                    },
+                },
+            };
+            atms.push(StoredAtm::new(
+                brand,
+                &identification,
+                serde_json::to_string(&record).map_err(|e| DemoDataInvalid(format!("demo ATM: {e}")))?,
+                &services,
+                &accessibility,
+                Some(coordinates),
+            ));
         }
-        brands.push(Brand {
-            name: brand.to_owned().try_into().map_err(|_| DemoDataInvalid("demo brand name".into()))?,
-            atms: atms.try_into().map_err(|_| DemoDataInvalid("demo brand without ATMs".into()))?,
-        });
     }
-    Ok(brands)
+    Ok(atms)
 }
 
 #[cfg(test)]
@@ -205,15 +279,15 @@ mod tests {
     use super::*;
 
     #[test]
-    fn the_demo_set_has_1200_valid_atms_in_two_brands_and_is_the_same_every_time() {
-        let brands = atms().unwrap();
+    fn the_demo_set_has_1200_atms_in_two_brands_and_is_the_same_every_time() {
+        let atms = atms().unwrap();
+        assert_eq!(atms.len(), 1200);
+        let mut brands: Vec<&str> = atms.iter().map(|atm| atm.brand.as_str()).collect();
+        brands.dedup();
         assert_eq!(brands.len(), 2);
-        let total: usize = brands.iter().map(|b| b.atms.items().len()).sum();
-        assert_eq!(total, 1200);
-        assert_eq!(brands, atms().unwrap());
-        let all_mxn = brands.iter().flat_map(|b| b.atms.items()).all(|atm| {
-            atm.supported_currencies.items().iter().all(|c| c.as_str() == "MXN") && atm.coordinates().is_some()
-        });
-        assert!(all_mxn);
+        assert_eq!(atms, super::atms().unwrap());
+        assert!(
+            atms.iter().all(|atm| atm.coordinates.is_some() && atm.record.contains(r#""SupportedCurrencies":["MXN"]"#))
+        );
     }
 }

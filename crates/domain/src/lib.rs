@@ -12,8 +12,8 @@
 //! constructor returning `Result`, so holding a `BranchId` means holding a valid one.
 //!
 //! # Layout
-//! - [`atm`] — ATM records as UK Open Banking ATM 2.3, limits enforced on input.
-//! - [`atm_catalog`] — the ATM set ready to serve: pages, filters, near-me search.
+//! - [`atm`] — the ATM code lists (services, accessibility) listings filter by.
+//! - [`atm_catalog`] — ATMs in stored form, and the set ready to serve: pages, filters, near-me search.
 //! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
 //! - [`demo`] — the demo data set.

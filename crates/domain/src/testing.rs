@@ -2,6 +2,8 @@
 
 use time::OffsetDateTime;
 
+use crate::atm::{Accessibility, AtmService};
+use crate::atm_catalog::StoredAtm;
 use crate::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
 };
@@ -65,4 +67,30 @@ pub fn clock_at(unix: i64) -> MockClock {
     clock.expect_now().returning(move || now);
     clock.expect_unix_now().returning(move || unix);
     clock
+}
+
+/// The ATM `record` (an OBIE ATM 2.3 object a test wrote) of `brand` in stored form, its
+/// `ATMServices`, `Accessibility` and coordinates taken from the record. It does not
+/// validate the record: the edge's reader (`api::obie`) does that for imports.
+///
+/// # Panics
+/// If `record` has no string `Identification` or a coordinate is not a number.
+#[allow(clippy::expect_used)]
+pub fn stored_atm(brand: &str, record: &serde_json::Value) -> StoredAtm {
+    fn codes<T>(record: &serde_json::Value, list: &str, parse: fn(&str) -> Option<T>) -> Vec<T> {
+        let names = record[list].as_array().map(Vec::as_slice).unwrap_or_default();
+        names.iter().filter_map(|name| name.as_str().and_then(parse)).collect()
+    }
+    let degrees = |value: &serde_json::Value| value.as_str().and_then(|v| v.parse().ok()).expect("coordinate");
+    let coordinates = record
+        .pointer("/Location/PostalAddress/GeoLocation/GeographicCoordinates")
+        .map(|at| (degrees(&at["Latitude"]), degrees(&at["Longitude"])));
+    StoredAtm::new(
+        brand,
+        record["Identification"].as_str().expect("an identification"),
+        record.to_string(),
+        &codes(record, "ATMServices", AtmService::parse),
+        &codes(record, "Accessibility", Accessibility::parse),
+        coordinates,
+    )
 }

@@ -2,7 +2,6 @@
 
 use std::sync::Arc;
 
-use crate::atm_catalog::StoredAtm;
 use crate::demo::{self, DemoDataInvalid};
 use crate::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, StoreInventory, StoreUnavailable, WaitTimeRecords,
@@ -71,8 +70,7 @@ impl DemoData {
             self.targets.channels.allow(&client.scope).await?;
         }
         self.targets.wait_times.upsert(&demo::wait_times(now)).await?;
-        let atms = StoredAtm::of(&demo::atms()?).map_err(|e| DemoDataInvalid(format!("demo ATM: {e}")))?;
-        self.targets.atms.replace(&atms, now).await?;
+        self.targets.atms.replace(&demo::atms()?, now).await?;
         Ok(DemoOutcome::Loaded)
     }
 }

@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use crate::atm::Brand;
 use crate::atm_catalog::StoredAtm;
 use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::ports::{AtmRecords, Clock, StoreUnavailable, WaitTimeRecords};
@@ -55,17 +54,16 @@ impl DataImport {
         Ok(estimates.len())
     }
 
-    /// Replaces the whole ATM set with `brands`, last updated now; returns how many ATMs
-    /// it holds. `brands` come validated from the file's reader, which also refuses an
-    /// identification given twice within a brand; each record is written in its stored
-    /// form here, once, and never validated again.
+    /// Replaces the whole ATM set with `atms`, last updated now; returns how many ATMs
+    /// it holds. `atms` come validated and in stored form from the file's reader at the
+    /// edge, which also refuses an identification given twice within a brand; they are
+    /// never validated again.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written; then the old set stays.
-    pub async fn atms(&self, brands: &[Brand]) -> Result<usize, StoreUnavailable> {
-        let stored = StoredAtm::of(brands).map_err(StoreUnavailable::new)?;
-        self.atms.replace(&stored, self.clock.unix_now()).await?;
-        Ok(stored.len())
+    pub async fn atms(&self, atms: &[StoredAtm]) -> Result<usize, StoreUnavailable> {
+        self.atms.replace(atms, self.clock.unix_now()).await?;
+        Ok(atms.len())
     }
 }
 
