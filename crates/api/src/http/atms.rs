@@ -17,7 +17,7 @@ use utoipa::ToSchema;
 use super::AppState;
 use super::errors::bodies::ObieErrorBody as AtmError;
 use super::errors::{ApiError, Failure, Message, Shape, mime_json};
-use super::request::{Query, UUID_HEADER, authenticate, error_context, valid_uuid};
+use super::request::{Query, UUID_HEADER, authenticate, error_context, valid_uuid_header};
 
 /// The query parameters read; others are ignored.
 const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
@@ -316,7 +316,7 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
 
     // 1. Extract: optional uuid, credentials, the client's rate, the query.
     let headers = request.headers();
-    if headers.contains_key(UUID_HEADER) && valid_uuid(headers).is_none() {
+    if headers.contains_key(UUID_HEADER) && valid_uuid_header(headers).is_none() {
         return Err(fail(Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid))));
     }
     let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;

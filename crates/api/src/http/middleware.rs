@@ -7,12 +7,12 @@ use std::time::Instant;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::ConnectionType;
-use actix_web::http::header::{HeaderName, HeaderValue};
+use actix_web::http::header::HeaderName;
 use actix_web::middleware::{DefaultHeaders, Next};
 use tracing::Instrument as _;
 
 use super::meta::Readiness;
-use super::request::{UUID_HEADER, valid_uuid};
+use super::request::{UUID_HEADER, valid_uuid_header};
 
 /// The security headers DECISIONS.md puts on every response (OWASP Secure Headers).
 /// `X-XSS-Protection: 0` turns off the legacy browser filter, which OWASP now advises.
@@ -50,7 +50,7 @@ pub async fn observe(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let uuid = valid_uuid(request.headers()).and_then(|value| HeaderValue::from_str(value).ok());
+    let uuid = valid_uuid_header(request.headers()).cloned();
     let span = tracing::info_span!(
         "request",
         method = %request.method(),

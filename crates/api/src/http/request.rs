@@ -96,11 +96,16 @@ pub fn parsed_header<T>(
 
 /// The `uuid` header's value, if it was sent once and is a valid UUID (RFC 9562), as sent.
 pub fn valid_uuid(headers: &HeaderMap) -> Option<&str> {
+    valid_uuid_header(headers).and_then(|value| value.to_str().ok())
+}
+
+/// The `uuid` header itself, if it was sent once and is a valid UUID: to echo it as it
+/// came, without copying or checking its bytes again.
+pub fn valid_uuid_header(headers: &HeaderMap) -> Option<&HeaderValue> {
     single_header(headers, UUID_HEADER)
         .ok()
         .flatten()
-        .and_then(|value| value.to_str().ok())
-        .filter(|value| uuid::Uuid::try_parse(value).is_ok())
+        .filter(|value| std::str::from_utf8(value.as_bytes()).is_ok_and(|text| uuid::Uuid::try_parse(text).is_ok()))
 }
 
 /// The language and correlation id errors of this request are written with.
@@ -111,7 +116,7 @@ pub fn error_context(request: &HttpRequest) -> ErrorContext {
 /// Checks that the required `uuid` header is present and a UUID.
 pub fn require_uuid(headers: &HeaderMap) -> Result<(), Failure> {
     required_header(headers, UUID_HEADER)?;
-    valid_uuid(headers).map(drop).ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
+    valid_uuid_header(headers).map(drop).ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
 }
 
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), if the
