@@ -19,7 +19,11 @@ fi
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 "$binary" --database-url "sqlite://$work/st.db" --listen "127.0.0.1:$port" --log-filter warn --shutdown-drain-ms 0 \
-  --rate-limit-per-second 100000 --rate-limit-burst 100000 >"$work/serve.log" 2>&1 &
+  --rate-limit-per-second 100000 --rate-limit-burst 100000 \
+  --session-rate-limit-per-second 100000 --session-rate-limit-burst 100000 \
+  --caller-rate-limit-per-second 100000 --caller-rate-limit-burst 100000 \
+  --issue-rate-limit-per-second 100000 --issue-rate-limit-burst 100000 \
+  --issue-client-rate-limit-per-second 100000 --issue-client-rate-limit-burst 100000 >"$work/serve.log" 2>&1 &
 server=$!
 trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
 base="http://127.0.0.1:$port"

@@ -4,7 +4,7 @@
 //! layered with figment, defaults → file → environment → flags, and checked in one place,
 //! [`resolve`], into the typed [`CommonSettings`] and [`Settings`].
 
-use std::net::SocketAddr;
+use std::net::{IpAddr, SocketAddr};
 use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
@@ -13,6 +13,7 @@ use clap::{Args, ValueEnum};
 use figment::Figment;
 use figment::providers::{Env, Format as _, Serialized, Toml};
 use figment::value::{Dict, Value};
+use ipnet::IpNet;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
@@ -29,10 +30,20 @@ pub const DEFAULT_TOKEN_TTL_SECONDS: u32 = 1800;
 pub const DEFAULT_REFRESH_INTERVAL_MS: u64 = 1000;
 /// Default ATM page size (DECISIONS.md).
 pub const DEFAULT_ATM_PAGE_SIZE: usize = 25;
-/// Default limit on ATM requests per client: an app population shares its client id.
-pub const DEFAULT_RATE_LIMIT_PER_SECOND: u32 = 50;
-/// Default burst allowance on top of the rate.
-pub const DEFAULT_RATE_LIMIT_BURST: u32 = 100;
+/// Default ceiling on bearer requests per client id: every user of an app shares it, so
+/// it sits well above what one caller address may send ([`DEFAULT_CALLER_RATE`]).
+pub const DEFAULT_CLIENT_RATE: (u32, u32) = (1000, 2000);
+/// Default limit on bearer requests per session (token): a person using an app sends a
+/// few a second at most.
+pub const DEFAULT_SESSION_RATE: (u32, u32) = (10, 20);
+/// Default limit on bearer requests per caller address: room for many users behind one
+/// carrier address, far below the client ceiling.
+pub const DEFAULT_CALLER_RATE: (u32, u32) = (200, 400);
+/// Default limit on token requests per caller address: a user takes one token per
+/// session of up to 30 minutes, so this is thousands of users behind one address.
+pub const DEFAULT_ISSUE_RATE: (u32, u32) = (10, 100);
+/// Default ceiling on token requests per client id, over every caller.
+pub const DEFAULT_ISSUE_CLIENT_RATE: (u32, u32) = (200, 2000);
 /// Default time a client has to send its request head (actix-web's own default).
 pub const DEFAULT_CLIENT_REQUEST_TIMEOUT_MS: u64 = 5000;
 /// Default time the in-memory view serves without hearing from the store.
@@ -100,12 +111,41 @@ pub struct ServeOptions {
     /// ATMs per page of GET /v1/atms, 1 to 1000 [default: 25].
     #[arg(long, value_name = "N")]
     pub atm_page_size: Option<usize>,
-    /// Sustained ATM requests per second allowed per client id [default: 50].
+    /// Sustained bearer requests (ATMs, wait times) per second per client id, over all
+    /// its users [default: 1000].
     #[arg(long, value_name = "N")]
     pub rate_limit_per_second: Option<u32>,
-    /// Burst of ATM requests allowed per client id above the rate [default: 100].
+    /// Burst of bearer requests per client id above that rate [default: 2000].
     #[arg(long, value_name = "N")]
     pub rate_limit_burst: Option<u32>,
+    /// Sustained bearer requests per second per session (token) [default: 10].
+    #[arg(long, value_name = "N")]
+    pub session_rate_limit_per_second: Option<u32>,
+    /// Burst of bearer requests per session above that rate [default: 20].
+    #[arg(long, value_name = "N")]
+    pub session_rate_limit_burst: Option<u32>,
+    /// Sustained bearer requests per second per caller address (IPv6: per /64) [default: 200].
+    #[arg(long, value_name = "N")]
+    pub caller_rate_limit_per_second: Option<u32>,
+    /// Burst of bearer requests per caller address above that rate [default: 400].
+    #[arg(long, value_name = "N")]
+    pub caller_rate_limit_burst: Option<u32>,
+    /// Sustained token requests per second per caller address (IPv6: per /64) [default: 10].
+    #[arg(long, value_name = "N")]
+    pub issue_rate_limit_per_second: Option<u32>,
+    /// Burst of token requests per caller address above that rate [default: 100].
+    #[arg(long, value_name = "N")]
+    pub issue_rate_limit_burst: Option<u32>,
+    /// Sustained token requests per second per client id, over all callers [default: 200].
+    #[arg(long, value_name = "N")]
+    pub issue_client_rate_limit_per_second: Option<u32>,
+    /// Burst of token requests per client id above that rate [default: 2000].
+    #[arg(long, value_name = "N")]
+    pub issue_client_rate_limit_burst: Option<u32>,
+    /// Proxies whose X-Forwarded-For / Forwarded headers name the caller, as
+    /// comma-separated addresses or CIDR networks [default: none].
+    #[arg(long, value_name = "CIDR,...")]
+    pub trusted_proxies: Option<String>,
     /// Time a client has to send its request head before a 408, in ms [default: 5000].
     #[arg(long, value_name = "MS")]
     pub client_request_timeout_ms: Option<u64>,
@@ -155,6 +195,43 @@ pub struct CommonSettings {
     pub log_format: Option<LogFormat>,
 }
 
+/// A sustained rate with bursts above it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Rate {
+    /// Requests a second, sustained.
+    pub per_second: NonZeroU32,
+    /// Requests allowed at once above that.
+    pub burst: NonZeroU32,
+}
+
+impl Rate {
+    /// A rate no test or benchmark reaches.
+    pub const UNLIMITED: Self = Self { per_second: NonZeroU32::MAX, burst: NonZeroU32::MAX };
+}
+
+/// Every request limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RateLimits {
+    /// Token requests per caller address.
+    pub issue_per_caller: Rate,
+    /// Token requests per client id.
+    pub issue_per_client: Rate,
+    /// Bearer requests per session.
+    pub per_session: Rate,
+    /// Bearer requests per caller address.
+    pub per_caller: Rate,
+    /// Bearer requests per client id.
+    pub per_client: Rate,
+}
+
+impl RateLimits {
+    /// No limit reached by tests.
+    pub fn unlimited() -> Self {
+        let open = Rate::UNLIMITED;
+        Self { issue_per_caller: open, issue_per_client: open, per_session: open, per_caller: open, per_client: open }
+    }
+}
+
 /// Everything `serve` needs, resolved and checked.
 #[derive(Debug, Clone)]
 pub struct Settings {
@@ -176,10 +253,10 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// ATMs per page.
     pub atm_page_size: usize,
-    /// ATM requests per second per client.
-    pub rate_limit_per_second: NonZeroU32,
-    /// ATM request burst per client.
-    pub rate_limit_burst: NonZeroU32,
+    /// Request limits.
+    pub limits: RateLimits,
+    /// Proxies whose forwarding headers are believed.
+    pub trusted_proxies: Vec<IpNet>,
     /// Time to send a request head.
     pub client_request_timeout: Duration,
     /// How long the view may go without hearing from the store.
@@ -201,10 +278,16 @@ impl Settings {
             .unwrap_or_else(|error| unreachable!("the defaults are valid settings: {error}"));
         settings.demo_data = false;
         settings.public_base_url = "http://127.0.0.1".to_owned();
-        settings.rate_limit_per_second = NonZeroU32::MAX;
-        settings.rate_limit_burst = NonZeroU32::MAX;
+        settings.limits = RateLimits::unlimited();
         settings
     }
+}
+
+/// The limits `serve` applies when none is set.
+pub fn default_limits() -> RateLimits {
+    serve_settings("", ServeOptions::default())
+        .map(|settings| settings.limits)
+        .unwrap_or_else(|error| unreachable!("the defaults are valid settings: {error}"))
 }
 
 /// The options given in one layer, without the ones it leaves out: a flag not given
@@ -300,12 +383,44 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
     if !(1..=1000).contains(&atm_page_size) {
         return Err(SettingsError("atm-page-size must be from 1 to 1000".into()));
     }
-    let positive = |value: Option<u32>, default: u32, name: &str| {
-        NonZeroU32::new(value.unwrap_or(default)).ok_or_else(|| SettingsError(format!("{name} must be at least 1")))
+    let rate = |per_second: Option<u32>, burst: Option<u32>, default: (u32, u32), prefix: &str| {
+        let positive = |value: Option<u32>, default: u32, what: &str| {
+            NonZeroU32::new(value.unwrap_or(default))
+                .ok_or_else(|| SettingsError(format!("{prefix}rate-limit-{what} must be at least 1")))
+        };
+        Ok::<_, SettingsError>(Rate {
+            per_second: positive(per_second, default.0, "per-second")?,
+            burst: positive(burst, default.1, "burst")?,
+        })
     };
-    let rate_limit_per_second =
-        positive(options.rate_limit_per_second, DEFAULT_RATE_LIMIT_PER_SECOND, "rate-limit-per-second")?;
-    let rate_limit_burst = positive(options.rate_limit_burst, DEFAULT_RATE_LIMIT_BURST, "rate-limit-burst")?;
+    let limits = RateLimits {
+        issue_per_caller: rate(
+            options.issue_rate_limit_per_second,
+            options.issue_rate_limit_burst,
+            DEFAULT_ISSUE_RATE,
+            "issue-",
+        )?,
+        issue_per_client: rate(
+            options.issue_client_rate_limit_per_second,
+            options.issue_client_rate_limit_burst,
+            DEFAULT_ISSUE_CLIENT_RATE,
+            "issue-client-",
+        )?,
+        per_session: rate(
+            options.session_rate_limit_per_second,
+            options.session_rate_limit_burst,
+            DEFAULT_SESSION_RATE,
+            "session-",
+        )?,
+        per_caller: rate(
+            options.caller_rate_limit_per_second,
+            options.caller_rate_limit_burst,
+            DEFAULT_CALLER_RATE,
+            "caller-",
+        )?,
+        per_client: rate(options.rate_limit_per_second, options.rate_limit_burst, DEFAULT_CLIENT_RATE, "")?,
+    };
+    let trusted_proxies = options.trusted_proxies.as_deref().map(proxy_networks).transpose()?.unwrap_or_default();
     let client_request_timeout_ms = options.client_request_timeout_ms.unwrap_or(DEFAULT_CLIENT_REQUEST_TIMEOUT_MS);
     if !(100..=600_000).contains(&client_request_timeout_ms) {
         return Err(SettingsError("client-request-timeout-ms must be from 100 to 600000".into()));
@@ -328,12 +443,26 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         refresh_interval: Duration::from_millis(refresh_ms),
         workers: options.workers,
         atm_page_size,
-        rate_limit_per_second,
-        rate_limit_burst,
+        limits,
+        trusted_proxies,
         client_request_timeout: Duration::from_millis(client_request_timeout_ms),
         max_staleness: Duration::from_millis(max_staleness_ms),
         shutdown_drain: Duration::from_millis(shutdown_drain_ms),
     })
+}
+
+/// The networks of `--trusted-proxies`: addresses (one host each) or CIDR networks.
+fn proxy_networks(list: &str) -> Result<Vec<IpNet>, SettingsError> {
+    list.split(',')
+        .map(str::trim)
+        .filter(|entry| !entry.is_empty())
+        .map(|entry| {
+            entry
+                .parse::<IpNet>()
+                .or_else(|_| entry.parse::<IpAddr>().map(IpNet::from))
+                .map_err(|_| SettingsError(format!("trusted-proxies: {entry:?} is not an address or a CIDR network")))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -409,5 +538,30 @@ mod tests {
     fn a_zero_token_lifetime_is_refused() {
         let cli = cli(&["--token-ttl-seconds", "0"]);
         assert!(resolve(&cli).is_err());
+    }
+
+    #[test]
+    fn limits_have_their_defaults_and_each_is_set_by_its_flag() {
+        let (_, settings) = resolve(&cli(&[])).unwrap();
+        assert_eq!(settings.limits.per_session.per_second.get(), 10);
+        assert_eq!(settings.limits.per_client.burst.get(), 2000);
+        assert!(settings.trusted_proxies.is_empty());
+        let flags = ["--issue-rate-limit-per-second", "3", "--issue-rate-limit-burst", "4"];
+        let (_, settings) = resolve(&cli(&flags)).unwrap();
+        assert_eq!(
+            (settings.limits.issue_per_caller.per_second.get(), settings.limits.issue_per_caller.burst.get()),
+            (3, 4)
+        );
+        let error = resolve(&cli(&["--session-rate-limit-burst", "0"])).unwrap_err().to_string();
+        assert_eq!(error, "session-rate-limit-burst must be at least 1");
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let (_, settings) = resolve(&cli(&["--trusted-proxies", "10.0.0.0/8, 192.0.2.1,2001:db8::/32"])).unwrap();
+        let written: Vec<String> = settings.trusted_proxies.iter().map(ToString::to_string).collect();
+        assert_eq!(written, ["10.0.0.0/8", "192.0.2.1/32", "2001:db8::/32"]);
+        let error = resolve(&cli(&["--trusted-proxies", "10.0.0.0/33"])).unwrap_err().to_string();
+        assert!(error.contains("\"10.0.0.0/33\""), "{error}");
     }
 }

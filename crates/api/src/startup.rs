@@ -30,8 +30,9 @@ use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::ExposeSecret as _;
 
 use crate::admin::Operators;
+use crate::http::caller::TrustedProxies;
 use crate::http::meta::Readiness;
-use crate::http::rate_limit::ClientRateLimit;
+use crate::http::rate_limit::Limits;
 use crate::http::{self, AppState};
 use crate::settings::{Settings, TlsFiles};
 
@@ -123,7 +124,7 @@ fn spawn_token_purger(records: TokenRecords) {
     });
 }
 
-/// How often idle clients are dropped from the rate limiter's table.
+/// How often idle sessions, callers and clients are dropped from the limits' tables.
 const RATE_LIMIT_SWEEP: Duration = Duration::from_secs(60);
 
 fn spawn_rate_limit_sweeper(state: web::Data<AppState>) {
@@ -131,7 +132,7 @@ fn spawn_rate_limit_sweeper(state: web::Data<AppState>) {
         let mut ticks = tokio::time::interval(RATE_LIMIT_SWEEP);
         loop {
             ticks.tick().await;
-            state.atm_rate.forget_idle();
+            state.limits.forget_idle();
         }
     });
 }
@@ -252,7 +253,8 @@ impl Application {
             verifier: jwt,
             readiness: Arc::clone(&readiness),
             atms: AtmLocator::new(view, settings.atm_page_size),
-            atm_rate: ClientRateLimit::new(settings.rate_limit_per_second, settings.rate_limit_burst),
+            limits: Limits::new(&settings.limits),
+            proxies: TrustedProxies::new(settings.trusted_proxies.clone()),
             public_base_url: settings.public_base_url.clone(),
             body_timeout: settings.client_request_timeout,
         });

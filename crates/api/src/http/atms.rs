@@ -294,7 +294,7 @@ fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Failu
             headers(("WWW-Authenticate" = String, description = "`Bearer`."))),
         (status = 405, description = "Method not allowed.", body = AtmError),
         (status = 408, description = "The request was not sent in time (the answer has no body).", body = AtmError),
-        (status = 429, description = "Over the client's request rate.", body = AtmError,
+        (status = 429, description = "Over the session's, the caller address's or the client's request rate.", body = AtmError,
             headers(("Retry-After" = String, description = "Seconds to wait."))),
         (status = 500, description = "Internal server error.", body = AtmError),
         (status = 503, description = "The ATM data cannot be served now.", body = AtmError,
@@ -305,7 +305,7 @@ fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Failu
 /// Responses: 200 the page (ETag, Last-Modified, Cache-Control); 304 when If-None-Match
 /// matches or, without it, If-Modified-Since is not older than LastUpdated; 400 bad
 /// query, `uuid` or `client_id`; 401 bearer token; 408 (from the HTTP layer) a request
-/// not sent in time; 429 over the client's rate (Retry-After); 503 the ATM set cannot be
+/// not sent in time; 429 session, caller address or client over its rate (Retry-After); 503 the ATM set cannot be
 /// vouched for. Bodies are OBIE's `{status, title, description}`.
 pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
@@ -320,7 +320,7 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
         return Err(fail(Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid))));
     }
     let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;
-    state.atm_rate.check(claims.client_id.as_str()).map_err(|seconds| fail(Failure::too_many_requests(seconds)))?;
+    state.limits.bearer(state.proxies.caller(&request), &claims).map_err(fail)?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(fail)?;
     // 3. Call the service: a page, or "not modified" for the validators sent.

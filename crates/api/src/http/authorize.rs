@@ -141,19 +141,23 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, Failure> {
         (status = 400, description = "A parameter or the `uuid` header is missing or invalid; `location` names it.", body = TokenError),
         (status = 401, description = "Unknown or disabled client, or not the business, country or channel it registered.", body = TokenError),
         (status = 405, description = "Method not allowed.", body = TokenError),
+        (status = 429, description = "Over the caller address's or the client's rate of token requests.", body = TokenError,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
         (status = 500, description = "Server unavailable.", body = TokenError),
     ),
 )]
 ///
 /// Responses: 200 token (with `sid`, `state`, `Cache-Control: no-store`); 400
 /// `invalidRequest` (missing or malformed parameter or `uuid`, `location` names it);
-/// 401 `unAuthorized` (unknown or disabled client, or not its registration); 500
+/// 401 `unAuthorized` (unknown or disabled client, or not its registration); 429
+/// `tooManyRequests` (caller address or client over its rate; `Retry-After`); 500
 /// `serverUnavailable`.
 pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure| ApiError::new(failure, Shape::Token, &error_context(&request));
 
     let call = token_call(&request).map_err(fail)?;
+    state.limits.issue(state.proxies.caller(&request), &call.request.client_id).map_err(fail)?;
     let grant = state.tokens.authorize(call.request).await.map_err(|e| fail(e.into()))?;
 
     let body = serde_json::to_vec(&TokenResponse {

@@ -7,6 +7,7 @@
 
 pub mod atms;
 pub mod authorize;
+pub mod caller;
 pub mod errors;
 pub mod language;
 pub mod meta;
@@ -44,8 +45,10 @@ pub struct AppState {
     pub readiness: Arc<meta::Readiness>,
     /// ATM listings.
     pub atms: AtmLocator,
-    /// The per-client limit on ATM requests.
-    pub atm_rate: rate_limit::ClientRateLimit,
+    /// The request limits.
+    pub limits: rate_limit::Limits,
+    /// Whose forwarding headers name the caller.
+    pub proxies: caller::TrustedProxies,
     /// Where clients reach the service, for absolute links.
     pub public_base_url: String,
     /// How long a request body may take to arrive.

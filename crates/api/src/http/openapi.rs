@@ -125,11 +125,11 @@ mod tests {
         let document = document();
         assert_eq!(document["openapi"], "3.1.0");
         let operations = [
-            ("/v1/authorize", "get", vec!["200", "400", "401", "500"]),
+            ("/v1/authorize", "get", vec!["200", "400", "401", "429", "500"]),
             (
                 "/v1/open-banking/channels/branch/waittime/retrieve",
                 "post",
-                vec!["200", "400", "401", "403", "404", "422", "500"],
+                vec!["200", "400", "401", "403", "404", "422", "429", "500"],
             ),
             ("/v1/atms", "get", vec!["200", "304", "400", "401", "408", "429", "500", "503"]),
             ("/.well-known/jwks.json", "get", vec!["200"]),

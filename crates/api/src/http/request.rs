@@ -116,7 +116,9 @@ pub fn error_context(request: &HttpRequest) -> ErrorContext {
 /// Checks that the required `uuid` header is present and a UUID.
 pub fn require_uuid(headers: &HeaderMap) -> Result<(), Failure> {
     required_header(headers, UUID_HEADER)?;
-    valid_uuid_header(headers).map(drop).ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
+    valid_uuid_header(headers)
+        .map(drop)
+        .ok_or_else(|| Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid)))
 }
 
 /// The token of an `Authorization: Bearer <token>` header (RFC 6750 §2.1), if the

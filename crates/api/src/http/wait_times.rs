@@ -217,6 +217,8 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failur
         (status = 404, description = "None of the branches is known.", body = ErrorResponse),
         (status = 405, description = "Method not allowed.", body = ErrorResponse),
         (status = 422, description = "A branch is asked for more than once.", body = ErrorResponse),
+        (status = 429, description = "Over the session's, the caller address's or the client's request rate.", body = ErrorResponse,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
         (status = 500, description = "Server unavailable.", body = ErrorResponse),
     ),
 )]
@@ -224,7 +226,8 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), Failur
 /// Responses: 200 RetrieveBranchWaitTimeResponse; 400 `invalidRequest` (a required
 /// header missing or malformed, or a bad body; `location` names it); 401 `unAuthorized`
 /// (bearer token or `sid`); 403 `accessNotConfigured`; 404 `resourceNotFound` (no
-/// branch known); 422 `businessValidationFailed` (a branch twice); 500 `serverUnavailable`.
+/// branch known); 422 `businessValidationFailed` (a branch twice); 429 `tooManyRequests`
+/// (session, caller address or client over its rate; `Retry-After`); 500 `serverUnavailable`.
 pub async fn retrieve(
     request: HttpRequest,
     payload: web::Payload,
@@ -237,6 +240,7 @@ pub async fn retrieve(
     let headers = request.headers();
     require_uuid(headers).map_err(fail)?;
     let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;
+    state.limits.bearer(state.proxies.caller(&request), &claims).map_err(fail)?;
     let (scope, session) = headers_of(&request).map_err(fail)?;
     // 2. Domain values.
     let body = read_body(headers, payload, state.body_timeout).await.map_err(fail)?;

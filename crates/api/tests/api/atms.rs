@@ -333,8 +333,11 @@ async fn errors_are_told_in_spanish_when_asked() {
 #[tokio::test]
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
     let app = TestApp::with_demo_and(|settings| {
-        settings.rate_limit_per_second = std::num::NonZeroU32::new(1).unwrap();
-        settings.rate_limit_burst = std::num::NonZeroU32::new(2).unwrap();
+        let rate = api::settings::Rate {
+            per_second: std::num::NonZeroU32::new(1).unwrap(),
+            burst: std::num::NonZeroU32::new(2).unwrap(),
+        };
+        settings.limits.per_client = rate;
     })
     .await;
     let session = app.session().await;

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::helpers::{TestApp, UUID, assert_security_headers, demo_authorize_query};
+use crate::helpers::{TestApp, UUID, assert_security_headers, assert_token_error, demo_authorize_query};
 
 fn without(name: &str) -> Vec<(&'static str, &'static str)> {
     demo_authorize_query().into_iter().filter(|(key, _)| *key != name).collect()
@@ -12,17 +12,6 @@ fn with(name: &'static str, value: &'static str) -> Vec<(&'static str, &'static 
     let mut query = without(name);
     query.push((name, value));
     query
-}
-
-async fn assert_token_error(response: reqwest::Response, status: u16, code: &str, location: Option<&str>) -> Value {
-    assert_eq!(response.status(), status);
-    assert_security_headers(&response);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["code"], code, "{body}");
-    assert_eq!(body["location"].as_str(), location, "{body}");
-    assert!(body["timestamp"].is_string() && body["details"].is_string(), "{body}");
-    assert!(body.get("type").is_none() && body.get("uuid").is_none(), "token bodies have neither: {body}");
-    body
 }
 
 #[tokio::test]

@@ -211,6 +211,18 @@ pub async fn assert_error(response: Response, status: u16, code: &str, location:
     body
 }
 
+/// Asserts a token-endpoint error: status, `code`, `location`, and the body's shape.
+pub async fn assert_token_error(response: reqwest::Response, status: u16, code: &str, location: Option<&str>) -> Value {
+    assert_eq!(response.status(), status);
+    assert_security_headers(&response);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["location"].as_str(), location, "{body}");
+    assert!(body["timestamp"].is_string() && body["details"].is_string(), "{body}");
+    assert!(body.get("type").is_none() && body.get("uuid").is_none(), "token bodies have neither: {body}");
+    body
+}
+
 /// Asserts the four security headers DECISIONS.md puts on every response.
 pub fn assert_security_headers(response: &Response) {
     let headers = response.headers();

@@ -8,6 +8,7 @@ mod authorize;
 mod cli;
 mod docs_page;
 mod helpers;
+mod limits;
 mod openapi;
 mod routes;
 mod tls;

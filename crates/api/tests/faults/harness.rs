@@ -46,6 +46,11 @@ pub fn fresh_store() -> (tempfile::TempDir, String) {
     (folder, url)
 }
 
+/// Every request limit of `serve`, by the start of its `BRANCH_ATM_<LIMIT>_PER_SECOND`
+/// and `…_BURST` variables.
+const LIMITS: [&str; 5] =
+    ["RATE_LIMIT", "SESSION_RATE_LIMIT", "CALLER_RATE_LIMIT", "ISSUE_RATE_LIMIT", "ISSUE_CLIENT_RATE_LIMIT"];
+
 /// A `serve` process on loopback, stopped by its PID when dropped.
 pub struct Service {
     child: Child,
@@ -59,7 +64,8 @@ pub struct Service {
 impl Service {
     /// Starts `branch-atm --database-url <url> serve` on a free loopback port with JSON
     /// logs (at `info` unless `args` say otherwise) and `args` after `serve`, and waits
-    /// until it is ready.
+    /// until it is ready. The request limits are set out of the way (through the
+    /// environment, so `args` can still set one): the faults are floods from one caller.
     pub async fn start(database_url: &str, args: &[&str]) -> Self {
         let filter = if args.contains(&"--log-filter") { &[][..] } else { &["--log-filter", "info"][..] };
         let mut child = Command::new(BINARY)
@@ -68,6 +74,9 @@ impl Service {
             .args(["serve", "--listen", "127.0.0.1:0"])
             .args(args)
             .env_remove("BRANCH_ATM_LOG_FILTER")
+            .envs(LIMITS.iter().flat_map(|limit| {
+                ["PER_SECOND", "BURST"].map(|part| (format!("BRANCH_ATM_{limit}_{part}"), "1000000000"))
+            }))
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()

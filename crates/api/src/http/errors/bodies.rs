@@ -14,7 +14,8 @@ pub struct ErrorResponseBody<'a> {
     #[schema(value_type = String, pattern = "^(error|warn|invalid|fatal)$", example = "error")]
     pub(super) kind: &'static str,
     /// The error code: invalidRequest, unAuthorized, accessNotConfigured,
-    /// resourceNotFound, methodNotAllowed, businessValidationFailed, serverUnavailable.
+    /// resourceNotFound, methodNotAllowed, businessValidationFailed, tooManyRequests,
+    /// serverUnavailable.
     #[schema(value_type = String, example = "invalidRequest")]
     pub(super) code: &'static str,
     /// What went wrong, in English or Spanish per Accept-Language.
@@ -52,8 +53,8 @@ pub struct ObieErrorBody<'a> {
 #[derive(Serialize, ToSchema)]
 #[schema(as = TokenError)]
 pub struct TokenErrorBody<'a> {
-    /// invalidRequest (400), unAuthorized (401), methodNotAllowed (405) or
-    /// serverUnavailable (500).
+    /// invalidRequest (400), unAuthorized (401), methodNotAllowed (405),
+    /// tooManyRequests (429) or serverUnavailable (500).
     #[schema(value_type = String, example = "invalidRequest")]
     pub(super) code: &'static str,
     /// What went wrong, in English or Spanish per Accept-Language.

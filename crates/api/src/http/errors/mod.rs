@@ -33,7 +33,7 @@ pub mod code {
     pub const METHOD_NOT_ALLOWED: &str = "methodNotAllowed";
     /// 422: business validation failed.
     pub const BUSINESS_VALIDATION_FAILED: &str = "businessValidationFailed";
-    /// 429: too many requests (logged only: the ATM body has no code).
+    /// 429: too many requests (the ATM body has no code; the others carry it).
     pub const TOO_MANY_REQUESTS: &str = "tooManyRequests";
     /// 500: internal error or server unavailable.
     pub const SERVER_UNAVAILABLE: &str = "serverUnavailable";
@@ -85,7 +85,7 @@ impl Failure {
         }
     }
 
-    /// 429 over the client's rate, to retry after `seconds`.
+    /// 429 over a request limit, to retry after `seconds`.
     pub fn too_many_requests(seconds: u64) -> Self {
         Self {
             retry_after: Some(seconds),
