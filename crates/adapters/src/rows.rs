@@ -5,7 +5,7 @@
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
-    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, Origin, RedirectUri,
 };
 use domain::ports::StoreUnavailable;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
@@ -37,8 +37,9 @@ pub fn atm(
     })
 }
 
-/// `clients`: client id, country, business, channel, redirect URIs (a JSON list), status.
-pub type ClientRow = (String, String, String, String, String, String);
+/// `clients`: client id, country, business, channel, redirect URIs and added origins
+/// (JSON lists), status.
+pub type ClientRow = (String, String, String, String, String, String, String);
 
 /// A client's status as stored.
 pub fn status_text(status: ClientStatus) -> &'static str {
@@ -53,7 +54,25 @@ pub fn status_text(status: ClientStatus) -> &'static str {
 /// # Errors
 /// [`StoreUnavailable`] if they cannot be encoded (they always can).
 pub fn redirect_uris_text(uris: &[RedirectUri]) -> Result<String, StoreUnavailable> {
-    serde_json::to_string(&uris.iter().map(RedirectUri::as_str).collect::<Vec<_>>()).map_err(StoreUnavailable::new)
+    list_text(uris.iter().map(RedirectUri::as_str))
+}
+
+/// Added origins as stored: a JSON list of strings.
+///
+/// # Errors
+/// [`StoreUnavailable`] if they cannot be encoded (they always can).
+pub fn origins_text(origins: &[Origin]) -> Result<String, StoreUnavailable> {
+    list_text(origins.iter().map(Origin::as_str))
+}
+
+fn list_text<'a>(items: impl Iterator<Item = &'a str>) -> Result<String, StoreUnavailable> {
+    serde_json::to_string(&items.collect::<Vec<_>>()).map_err(StoreUnavailable::new)
+}
+
+/// The items of a stored JSON list of `what`, each parsed.
+fn list<T, E>(text: &str, what: &str, parse: impl Fn(&str) -> Result<T, E>) -> Result<Vec<T>, StoreUnavailable> {
+    let items: Vec<String> = serde_json::from_str(text).map_err(|_| corrupt(&format!("{what} list"), text))?;
+    items.iter().map(|item| parse(item).map_err(|_| corrupt(what, item))).collect()
 }
 
 /// (country, business, channel) as stored.
@@ -73,16 +92,13 @@ pub fn scope(country: &str, business: &str, channel: &str) -> Result<ChannelScop
 /// # Errors
 /// [`StoreUnavailable`] naming the value the domain refuses.
 pub fn client(
-    (client_id, country, business, channel, uris, status): ClientRow,
+    (client_id, country, business, channel, uris, origins, status): ClientRow,
 ) -> Result<ClientRegistration, StoreUnavailable> {
-    let uris: Vec<String> = serde_json::from_str(&uris).map_err(|_| corrupt("redirect URI list", &uris))?;
     Ok(ClientRegistration {
         scope: scope(&country, &business, &channel)?,
         client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
-        redirect_uris: uris
-            .iter()
-            .map(|uri| RedirectUri::parse(uri).map_err(|_| corrupt("redirect URI", uri)))
-            .collect::<Result<_, _>>()?,
+        redirect_uris: list(&uris, "redirect URI", RedirectUri::parse)?,
+        allowed_origins: list(&origins, "origin", Origin::parse)?,
         status: match status.as_str() {
             "active" => ClientStatus::Active,
             "disabled" => ClientStatus::Disabled,

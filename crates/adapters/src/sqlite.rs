@@ -7,7 +7,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
-use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
+use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
     WaitTimeRecords,
@@ -215,14 +215,15 @@ impl StoreInventory for SqliteStore {
 impl ClientRecords for SqliteStore {
     async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable> {
         let inserted = sqlx::query(
-            "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, status, created_at) \
-             VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client_id) DO NOTHING",
+            "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, allowed_origins, \
+             status, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (client_id) DO NOTHING",
         )
         .bind(client.client_id.as_str())
         .bind(client.scope.country.as_str())
         .bind(client.scope.business.as_str())
         .bind(client.scope.channel.as_str())
         .bind(rows::redirect_uris_text(&client.redirect_uris)?)
+        .bind(rows::origins_text(&client.allowed_origins)?)
         .bind(rows::status_text(client.status))
         .bind(now)
         .execute(&self.pool)
@@ -234,7 +235,7 @@ impl ClientRecords for SqliteStore {
 
     async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
         let found: Vec<ClientRow> = sqlx::query_as(
-            "SELECT client_id, country_code, business_code, channel_id, redirect_uris, status \
+            "SELECT client_id, country_code, business_code, channel_id, redirect_uris, allowed_origins, status \
              FROM clients ORDER BY client_id",
         )
         .fetch_all(&self.pool)
@@ -251,6 +252,23 @@ impl ClientRecords for SqliteStore {
             .await
             .map_err(unavailable)?
             .rows_affected();
+        Ok(found == 1)
+    }
+
+    async fn set_addresses(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<bool, StoreUnavailable> {
+        let uris = addresses.redirect_uris.as_deref().map(rows::redirect_uris_text).transpose()?;
+        let origins = addresses.allowed_origins.as_deref().map(rows::origins_text).transpose()?;
+        let found = sqlx::query(
+            "UPDATE clients SET redirect_uris = COALESCE(?, redirect_uris), \
+             allowed_origins = COALESCE(?, allowed_origins) WHERE client_id = ?",
+        )
+        .bind(uris)
+        .bind(origins)
+        .bind(client_id.as_str())
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?
+        .rows_affected();
         Ok(found == 1)
     }
 }

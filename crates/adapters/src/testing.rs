@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
-use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
+use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, SigningKeyRecords, StoreInventory, StoreUnavailable,
     TokenArchive, TokenSigner as _, WaitTimeRecords,
@@ -94,6 +94,10 @@ impl ClientRecords for Switched {
     async fn set_status(&self, client_id: &ClientId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
         self.switch.check()?;
         self.inner.clients.set_status(client_id, status).await
+    }
+    async fn set_addresses(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.clients.set_addresses(client_id, addresses).await
     }
 }
 

@@ -19,7 +19,7 @@ use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::client::{ChannelScope, ClientId, ClientRegistration};
+use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore};
 use domain::token::{IssuedToken, TokenId};
 use tokio::sync::Mutex;
@@ -57,6 +57,25 @@ pub struct ViewSettings {
     pub max_staleness: Duration,
 }
 
+/// The registered clients, by id, and the origins the active ones allow.
+#[derive(Default)]
+struct ClientTable {
+    by_id: HashMap<ClientId, ClientRegistration>,
+    origins: HashSet<String>,
+}
+
+impl ClientTable {
+    fn of(clients: Vec<ClientRegistration>) -> Self {
+        let origins = clients
+            .iter()
+            .filter(|client| client.status == ClientStatus::Active)
+            .flat_map(ClientRegistration::origins)
+            .map(|origin| origin.as_str().to_owned())
+            .collect();
+        Self { by_id: clients.into_iter().map(|c| (c.client_id.clone(), c)).collect(), origins }
+    }
+}
+
 /// The in-memory view; implements the read ports and the token ledger.
 pub struct StoreView {
     store: Store,
@@ -70,7 +89,7 @@ pub struct StoreView {
     refreshed_at: AtomicU64,
     seen: Mutex<Option<Revisions>>,
     atms: ArcSwap<AtmCatalog>,
-    clients: ArcSwap<HashMap<ClientId, ClientRegistration>>,
+    clients: ArcSwap<ClientTable>,
     channels: ArcSwap<HashSet<ChannelScope>>,
     wait_times: ArcSwap<WaitTable>,
     revoked: ArcSwap<HashSet<TokenId>>,
@@ -99,7 +118,7 @@ impl StoreView {
             refreshed_at: AtomicU64::new(0),
             seen: Mutex::new(None),
             atms: ArcSwap::from_pointee(AtmCatalog::empty(0)),
-            clients: ArcSwap::from_pointee(HashMap::new()),
+            clients: ArcSwap::from_pointee(ClientTable::default()),
             channels: ArcSwap::from_pointee(HashSet::new()),
             wait_times: ArcSwap::from_pointee(WaitTable::empty()),
             revoked: ArcSwap::from_pointee(HashSet::new()),
@@ -124,7 +143,7 @@ impl StoreView {
 
         if moved(|r| r.clients) {
             let clients = self.store.clients.all().await?;
-            self.clients.store(Arc::new(clients.into_iter().map(|c| (c.client_id.clone(), c)).collect()));
+            self.clients.store(Arc::new(ClientTable::of(clients)));
             done.clients = now.clients;
         }
         if moved(|r| r.access) {
@@ -198,7 +217,12 @@ impl StoreView {
 impl ClientRegistry for StoreView {
     async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable> {
         self.vouch()?;
-        Ok(self.clients.load().get(client_id).cloned())
+        Ok(self.clients.load().by_id.get(client_id).cloned())
+    }
+
+    async fn origin_registered(&self, origin: &str) -> Result<bool, StoreUnavailable> {
+        self.vouch()?;
+        Ok(self.clients.load().origins.contains(origin))
     }
 }
 

@@ -15,7 +15,7 @@ use adapters::system::SystemClock;
 use adapters::view::{StoreView, ViewSettings};
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
-use domain::client::{ClientId, ClientRegistration, ClientStatus, RedirectUri};
+use domain::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, KeyGenerator as _, TokenLedger, WaitTimeStore};
 use domain::store_contents::StoreContents;
 use domain::testing::scope;
@@ -28,6 +28,7 @@ fn client(id: &str) -> ClientRegistration {
         client_id: ClientId::parse(id).unwrap(),
         scope: scope("MOBILE"),
         redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").unwrap()],
+        allowed_origins: Vec::new(),
         status: ClientStatus::Active,
     }
 }
@@ -78,6 +79,26 @@ async fn clients_round_trip_and_cannot_be_registered_twice(store: &Store) {
     assert!(!store.clients.insert(&client("a-app"), NOW).await.unwrap(), "a client id is inserted once");
     let listed = store.clients.all().await.unwrap();
     assert_eq!(listed, vec![client("a-app"), client("b-app")]);
+}
+
+async fn a_clients_addresses_are_replaced_list_by_list(store: &Store) {
+    let mut registered = client("a-app");
+    registered.allowed_origins = vec![Origin::parse("https://one.example.mx").unwrap()];
+    assert!(store.clients.insert(&registered, NOW).await.unwrap());
+    assert_eq!(store.clients.all().await.unwrap(), vec![registered.clone()], "origins round-trip");
+    let origins =
+        vec![Origin::parse("https://two.example.mx").unwrap(), Origin::parse("http://127.0.0.1:8000").unwrap()];
+    let only_origins = ClientAddresses { redirect_uris: None, allowed_origins: Some(origins.clone()) };
+    let id = ClientId::parse("a-app").unwrap();
+    assert!(store.clients.set_addresses(&id, &only_origins).await.unwrap());
+    let updated = store.clients.all().await.unwrap().remove(0);
+    assert_eq!((updated.allowed_origins, updated.redirect_uris), (origins, registered.redirect_uris.clone()));
+    let uris = vec![RedirectUri::parse("https://three.example.mx/cb").unwrap()];
+    let only_uris = ClientAddresses { redirect_uris: Some(uris.clone()), allowed_origins: None };
+    assert!(store.clients.set_addresses(&id, &only_uris).await.unwrap());
+    let updated = store.clients.all().await.unwrap().remove(0);
+    assert_eq!((updated.redirect_uris, updated.allowed_origins.len()), (uris, 2));
+    assert!(!store.clients.set_addresses(&ClientId::parse("nobody").unwrap(), &only_uris).await.unwrap());
 }
 
 async fn a_clients_status_is_set_and_its_live_tokens_revoked(store: &Store) {
@@ -296,6 +317,10 @@ macro_rules! contract_suite {
         #[tokio::test]
         async fn clients_round_trip_and_cannot_be_registered_twice() {
             super::clients_round_trip_and_cannot_be_registered_twice(&$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn a_clients_addresses_are_replaced_list_by_list() {
+            super::a_clients_addresses_are_replaced_list_by_list(&$fresh.await).await;
         }
         #[tokio::test]
         async fn a_clients_status_is_set_and_its_live_tokens_revoked() {

@@ -7,7 +7,8 @@ use std::sync::Arc;
 
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
-    BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
+    BusinessCode, ChannelId, ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus, CountryCode,
+    Origin, RedirectUri,
 };
 use domain::input::Expected;
 use domain::ports::Clock;
@@ -75,6 +76,14 @@ fn english(shape: Expected) -> &'static str {
     crate::texts::expected(shape, crate::texts::Language::En)
 }
 
+fn parse_all<T>(
+    what: &str,
+    raw: &[String],
+    parse_one: fn(&str) -> Result<T, Expected>,
+) -> Result<Vec<T>, CommandError> {
+    raw.iter().map(|value| parse(what, value, parse_one)).collect()
+}
+
 fn channel_scope(country: &str, business: &str, channel: &str) -> Result<ChannelScope, CommandError> {
     Ok(ChannelScope {
         country: parse("country code", country, CountryCode::parse)?,
@@ -89,25 +98,42 @@ fn channel_scope(country: &str, business: &str, channel: &str) -> Result<Channel
 /// [`CommandError`] with the reason.
 pub async fn clients(admin: &ClientAdmin, action: ClientsAction) -> Result<(), CommandError> {
     match action {
-        ClientsAction::Add { client_id, business_code, country_code, channel_id, redirect_uris } => {
+        ClientsAction::Add { client_id, business_code, country_code, channel_id, redirect_uris, allowed_origins } => {
             let client = ClientRegistration {
                 client_id: parse("client id", &client_id, ClientId::parse)?,
                 scope: channel_scope(&country_code, &business_code, &channel_id)?,
-                redirect_uris: redirect_uris
-                    .iter()
-                    .map(|uri| parse("redirect URI", uri, RedirectUri::parse))
-                    .collect::<Result<_, _>>()?,
+                redirect_uris: parse_all("redirect URI", &redirect_uris, RedirectUri::parse)?,
+                allowed_origins: parse_all("origin", &allowed_origins, Origin::parse)?,
                 status: ClientStatus::Active,
             };
             admin.register(&client).await.map_err(|e| CommandError::of(&e))?;
             println!("registered client {client_id}");
         }
+        ClientsAction::Update { client_id, redirect_uris, allowed_origins, no_allowed_origins } => {
+            let id = parse("client id", &client_id, ClientId::parse)?;
+            let addresses = ClientAddresses {
+                redirect_uris: (!redirect_uris.is_empty())
+                    .then(|| parse_all("redirect URI", &redirect_uris, RedirectUri::parse))
+                    .transpose()?,
+                allowed_origins: (no_allowed_origins || !allowed_origins.is_empty())
+                    .then(|| parse_all("origin", &allowed_origins, Origin::parse))
+                    .transpose()?,
+            };
+            if addresses == ClientAddresses::default() {
+                return Err(CommandError(
+                    "nothing to update: give --redirect-uri, --allowed-origin or --no-allowed-origins".into(),
+                ));
+            }
+            admin.update(&id, &addresses).await.map_err(|e| CommandError::of(&e))?;
+            println!("updated client {client_id}");
+        }
         ClientsAction::List => {
-            println!("client_id\tstatus\tcountryCode\tbusinessCode\tchannelId\tredirect_uris");
+            println!("client_id\tstatus\tcountryCode\tbusinessCode\tchannelId\tredirect_uris\torigins");
             for client in admin.list().await.map_err(|e| CommandError::of(&e))? {
                 let uris: Vec<&str> = client.redirect_uris.iter().map(RedirectUri::as_str).collect();
+                let origins: Vec<String> = client.origins().iter().map(|o| o.as_str().to_owned()).collect();
                 println!(
-                    "{}\t{}\t{}\t{}\t{}\t{}",
+                    "{}\t{}\t{}\t{}\t{}\t{}\t{}",
                     client.client_id,
                     match client.status {
                         ClientStatus::Active => "active",
@@ -116,7 +142,8 @@ pub async fn clients(admin: &ClientAdmin, action: ClientsAction) -> Result<(), C
                     client.scope.country,
                     client.scope.business,
                     client.scope.channel,
-                    uris.join(" ")
+                    uris.join(" "),
+                    origins.join(" ")
                 );
             }
         }

@@ -89,9 +89,28 @@ pub enum ClientsAction {
         /// Channel id, e.g. MOBILE.
         #[arg(long)]
         channel_id: String,
-        /// A redirect URI the client may send; repeat for several.
+        /// A redirect URI the client may send; repeat for several. A page at its origin
+        /// may call the API from a browser.
         #[arg(long = "redirect-uri", value_name = "URI")]
         redirect_uris: Vec<String>,
+        /// Another web origin whose pages may call the API (`https://app.example.mx`);
+        /// repeat for several.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+    },
+    /// Replace a client's redirect URIs or added origins (the lists given; the others stay).
+    Update {
+        /// The client id.
+        client_id: String,
+        /// Its redirect URIs from now on; repeat for several.
+        #[arg(long = "redirect-uri", value_name = "URI")]
+        redirect_uris: Vec<String>,
+        /// Its added web origins from now on; repeat for several.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+        /// Remove every added origin (its redirect URIs' origins stay allowed).
+        #[arg(long, conflicts_with = "allowed_origins")]
+        no_allowed_origins: bool,
     },
     /// List registered clients, tab-separated.
     List,

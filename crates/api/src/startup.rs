@@ -250,6 +250,7 @@ impl Application {
             ),
             bearer: BearerCheck::new(jwt.clone(), ledger),
             wait_times: WaitTimeService::new(view.clone(), view.clone()),
+            clients: view.clone(),
             verifier: jwt,
             readiness: Arc::clone(&readiness),
             atms: AtmLocator::new(view, settings.atm_page_size),

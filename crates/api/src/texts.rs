@@ -101,6 +101,10 @@ pub fn expected(expected: Expected, language: Language) -> &'static str {
         (Language::Es, Expected::ClientId) => "de 1 a 64 letras, dígitos, '.', '-' o '_'",
         (Language::En, Expected::RedirectUri) => "an absolute https URI",
         (Language::Es, Expected::RedirectUri) => "un URI https absoluto",
+        (Language::En, Expected::Origin) => "a web origin such as https://app.example.mx (no path, no default port)",
+        (Language::Es, Expected::Origin) => {
+            "un origen web como https://app.example.mx (sin ruta ni puerto por defecto)"
+        }
         (Language::En, Expected::SessionId) => "the session id returned by /v1/authorize",
         (Language::Es, Expected::SessionId) => "el identificador de sesión devuelto por /v1/authorize",
         (Language::En, Expected::Scope) => "the scope 'visitor'",
@@ -244,6 +248,7 @@ mod tests {
             Expected::ChannelId,
             Expected::ClientId,
             Expected::RedirectUri,
+            Expected::Origin,
             Expected::SessionId,
             Expected::Scope,
             Expected::Uuid,

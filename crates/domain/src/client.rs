@@ -80,18 +80,51 @@ pub struct ChannelScope {
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct RedirectUri(String);
 
+/// Whether `raw` is `https`, or `http` on a loopback host (RFC 8252 §7.3).
+fn secure_or_loopback(raw: &str) -> bool {
+    let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
+        .iter()
+        .any(|prefix| raw.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
+    raw.starts_with("https://") || loopback
+}
+
 impl RedirectUri {
     /// Parses a URI to register; compared later by exact string match (RFC 9700 §2.1).
     pub fn parse(raw: &str) -> Result<Self, Expected> {
-        let loopback = ["http://127.0.0.1", "http://localhost", "http://[::1]"]
-            .iter()
-            .any(|prefix| raw.strip_prefix(prefix).is_some_and(|rest| rest.is_empty() || rest.starts_with([':', '/'])));
-        let acceptable =
-            (raw.starts_with("https://") || loopback) && !raw.contains('#') && raw.len() <= 2048 && raw.validate_url();
+        let acceptable = secure_or_loopback(raw) && !raw.contains('#') && raw.len() <= 2048 && raw.validate_url();
         if acceptable { Ok(Self(raw.to_owned())) } else { Err(Expected::RedirectUri) }
     }
 
     /// The URI as registered.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+
+    /// The web origin of the URI: a page there may call the API from a browser.
+    pub fn origin(&self) -> Option<Origin> {
+        Origin::of_url(&self.0)
+    }
+}
+
+/// A web origin a browser app calls from, as browsers write it in the `Origin` header
+/// (RFC 6454 §6.2): `https://host[:port]`, or `http` on a loopback host; lower case, no
+/// default port, no path.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct Origin(String);
+
+impl Origin {
+    /// Parses an origin to register; it must be written as a browser sends it
+    /// (`https://app.example.mx`, not `https://App.example.mx:443/`).
+    pub fn parse(raw: &str) -> Result<Self, Expected> {
+        Self::of_url(raw).filter(|origin| origin.0 == raw).ok_or(Expected::Origin)
+    }
+
+    fn of_url(raw: &str) -> Option<Self> {
+        let serialized = url::Url::parse(raw).ok()?.origin().ascii_serialization();
+        secure_or_loopback(&serialized).then_some(Self(serialized))
+    }
+
+    /// The origin as browsers write it.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -115,8 +148,41 @@ pub struct ClientRegistration {
     pub scope: ChannelScope,
     /// The redirect URIs it registered; a `redirect_uri` sent to authorize must be one.
     pub redirect_uris: Vec<RedirectUri>,
+    /// Web origins its pages call from, beside those of its redirect URIs.
+    pub allowed_origins: Vec<Origin>,
     /// Whether it may obtain tokens.
     pub status: ClientStatus,
+}
+
+/// New lists of where a client's pages live; a list not given stays as it is.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ClientAddresses {
+    /// Its redirect URIs, replaced when given.
+    pub redirect_uris: Option<Vec<RedirectUri>>,
+    /// Its added origins, replaced when given.
+    pub allowed_origins: Option<Vec<Origin>>,
+}
+
+impl ClientRegistration {
+    /// Every origin its pages may call the API from: those of its redirect URIs and
+    /// those added, each once, in order.
+    pub fn origins(&self) -> Vec<Origin> {
+        let mut origins: Vec<Origin> = Vec::new();
+        for origin in
+            self.redirect_uris.iter().filter_map(RedirectUri::origin).chain(self.allowed_origins.iter().cloned())
+        {
+            if !origins.contains(&origin) {
+                origins.push(origin);
+            }
+        }
+        origins
+    }
+
+    /// Whether a page at `origin` (an `Origin` header's value) may call the API as this
+    /// client: the client is active and the origin is one of [`Self::origins`].
+    pub fn allows_origin(&self, origin: &str) -> bool {
+        self.status == ClientStatus::Active && self.origins().iter().any(|allowed| allowed.as_str() == origin)
+    }
 }
 
 #[cfg(test)]
@@ -137,6 +203,34 @@ mod tests {
         for raw in ["", "a b", "a\nb", "é", &"x".repeat(65)] {
             assert_eq!(ClientId::parse(raw), Err(Expected::ClientId), "{raw:?}");
         }
+    }
+
+    #[test]
+    fn an_origin_is_written_as_browsers_write_it() {
+        assert_eq!(Origin::parse("https://app.example.mx").unwrap().as_str(), "https://app.example.mx");
+        assert!(Origin::parse("http://127.0.0.1:7000").is_ok());
+        for raw in [
+            "https://App.example.mx",
+            "https://app.example.mx:443",
+            "https://app.example.mx/",
+            "http://app.example.mx",
+            "null",
+        ] {
+            assert_eq!(Origin::parse(raw), Err(Expected::Origin), "{raw:?}");
+        }
+    }
+
+    #[test]
+    fn a_client_allows_the_origins_of_its_redirect_uris_and_those_added_while_active() {
+        let mut client = crate::testing::registration("web-app");
+        client.redirect_uris = vec![RedirectUri::parse("https://bank.example.mx:8443/app/callback").unwrap()];
+        client.allowed_origins = vec![Origin::parse("https://partner.example.mx").unwrap()];
+        assert!(client.allows_origin("https://bank.example.mx:8443"));
+        assert!(client.allows_origin("https://partner.example.mx"));
+        assert!(!client.allows_origin("https://bank.example.mx"));
+        assert!(!client.allows_origin("https://evil.example"));
+        client.status = ClientStatus::Disabled;
+        assert!(!client.allows_origin("https://partner.example.mx"));
     }
 
     #[test]

@@ -52,6 +52,7 @@ pub fn clients() -> Result<Vec<ClientRegistration>, DemoDataInvalid> {
             client_id: ClientId::parse(client_id).map_err(|_| DemoDataInvalid("demo client id".into()))?,
             scope: scope(channel)?,
             redirect_uris: vec![RedirectUri::parse(redirect).map_err(|_| DemoDataInvalid("demo redirect URI".into()))?],
+            allowed_origins: Vec::new(),
             status: ClientStatus::Active,
         })
     })

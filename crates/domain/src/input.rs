@@ -20,6 +20,8 @@ pub enum Expected {
     ClientId,
     /// An absolute `https` URI, or `http` on a loopback host (RFC 8252 §7.3).
     RedirectUri,
+    /// A web origin as browsers send it: `https://host[:port]`, or `http` on a loopback host.
+    Origin,
     /// 16 to 128 base64url characters, as issued in the `sid` header.
     SessionId,
     /// Space-separated scopes, each `visitor` (the only scope this service grants).

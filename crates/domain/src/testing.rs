@@ -52,6 +52,7 @@ pub fn registration(client_id: &str) -> ClientRegistration {
         client_id: ClientId::parse(client_id).expect("valid client id"),
         scope: scope("MOBILE"),
         redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").expect("valid URI")],
+        allowed_origins: Vec::new(),
         status: ClientStatus::Active,
     }
 }

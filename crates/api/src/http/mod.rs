@@ -8,6 +8,7 @@
 pub mod atms;
 pub mod authorize;
 pub mod caller;
+pub mod cors;
 pub mod errors;
 pub mod language;
 pub mod meta;
@@ -19,14 +20,16 @@ pub mod wait_times;
 
 use std::sync::Arc;
 
-use actix_web::http::header;
+use actix_web::http::{Method, header};
+use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::ports::TokenVerifier;
+use domain::ports::{ClientRegistry, TokenVerifier};
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
 use domain::services::wait_times::WaitTimeService;
 
+use cors::ClientIn;
 use errors::{ApiError, Failure, Shape};
 use request::error_context;
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
@@ -39,6 +42,8 @@ pub struct AppState {
     pub bearer: BearerCheck,
     /// Wait times.
     pub wait_times: WaitTimeService,
+    /// The registered clients, for the origins their pages may call from.
+    pub clients: Arc<dyn ClientRegistry>,
     /// Publishes the JWKS.
     pub verifier: Arc<dyn TokenVerifier>,
     /// Readiness, and whether the service is draining before it stops.
@@ -59,14 +64,21 @@ pub struct AppState {
 pub fn routes(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/api")
-            .service(get_resource("/v1/authorize", authorize::authorize, Shape::Token, Head::Refused))
-            .service(get_resource("/v1/atms", atms::list, Shape::Obie, Head::Answered))
+            .service(
+                get_resource("/v1/authorize", authorize::authorize, Shape::Token, Head::Refused)
+                    .wrap(from_fn(|request, next| cors::cors(Method::GET, ClientIn::Query, request, next))),
+            )
+            .service(
+                get_resource("/v1/atms", atms::list, Shape::Obie, Head::Answered)
+                    .wrap(from_fn(|request, next| cors::cors(Method::GET, ClientIn::Header, request, next))),
+            )
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
                     .route(web::post().to(wait_times::retrieve))
                     .default_service(web::to(|request: HttpRequest| async move {
                         method_not_allowed(&request, "POST", Shape::ErrorResponse)
-                    })),
+                    }))
+                    .wrap(from_fn(|request, next| cors::cors(Method::POST, ClientIn::Header, request, next))),
             )
             .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse, Head::Answered))
             .service(get_resource("/openapi.json", openapi::serve, Shape::ErrorResponse, Head::Answered))

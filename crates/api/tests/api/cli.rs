@@ -284,3 +284,49 @@ fn an_unknown_environment_setting_is_refused_by_name() {
     assert!(stderr(&output).contains("token-ttl"), "{}", stderr(&output));
     assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
 }
+
+/// Whether a browser's preflight from `origin` for the ATM operation is answered for it
+/// within five seconds (the running service sees the store's changes at its next refresh).
+async fn preflight_becomes(app: &TestApp, origin: &str, allowed: bool) -> bool {
+    eventually(|| async {
+        let response = app
+            .http
+            .request(reqwest::Method::OPTIONS, format!("{}/api/v1/atms", app.address))
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "GET")
+            .send()
+            .await
+            .unwrap();
+        let answered = response.headers().get("access-control-allow-origin").is_some_and(|o| o == origin);
+        (answered == allowed).then_some(())
+    })
+    .await
+    .is_some()
+}
+
+#[tokio::test]
+async fn a_clients_allowed_origins_are_added_listed_and_replaced() {
+    let app = TestApp::with_demo().await;
+    let url = app.database_url.clone();
+    let mut add = vec!["clients", "add", "--client-id", "web-two", "--business-code", "GCB", "--country-code", "MX"];
+    add.extend(["--channel-id", "WEB", "--redirect-uri", "https://two.example.mx/app/cb"]);
+    add.extend(["--allowed-origin", "https://cdn.example.mx"]);
+    let added = branch_atm(&url, &add);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let listed = stdout(&branch_atm(&url, &["clients", "list"]));
+    let line = listed.lines().find(|line| line.starts_with("web-two\t")).unwrap();
+    assert!(line.ends_with("\thttps://two.example.mx https://cdn.example.mx"), "{line}");
+    assert!(preflight_becomes(&app, "https://cdn.example.mx", true).await);
+    assert!(preflight_becomes(&app, "https://two.example.mx", true).await, "its redirect URI's origin");
+
+    let cleared = branch_atm(&url, &["clients", "update", "web-two", "--no-allowed-origins"]);
+    assert!(cleared.status.success(), "{}", stderr(&cleared));
+    assert!(preflight_becomes(&app, "https://cdn.example.mx", false).await);
+    assert!(preflight_becomes(&app, "https://two.example.mx", true).await, "the redirect URI's origin stays");
+
+    let refused = branch_atm(&url, &["clients", "update", "web-two", "--allowed-origin", "https://cdn.example.mx/"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("origin \"https://cdn.example.mx/\" is not valid"), "{}", stderr(&refused));
+    let unknown = branch_atm(&url, &["clients", "update", "nobody", "--allowed-origin", "https://cdn.example.mx"]);
+    assert!(stderr(&unknown).contains("client nobody does not exist"), "{}", stderr(&unknown));
+}

@@ -12,7 +12,8 @@ use headless_chrome::{Browser, LaunchOptions};
 
 use crate::helpers::TestApp;
 
-fn chromium() -> Option<PathBuf> {
+/// Debian's Chromium (or another Chrome), where installed.
+pub fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .into_iter()
         .map(PathBuf::from)
@@ -21,7 +22,7 @@ fn chromium() -> Option<PathBuf> {
 
 /// Flags for a sandbox-less, network-less machine (see the machine notes): no GPU, no
 /// background traffic that the closed network would refuse.
-fn launch(path: PathBuf) -> Browser {
+pub fn launch(path: PathBuf) -> Browser {
     let args: Vec<&OsStr> = [
         "--disable-gpu",
         "--disable-quic",

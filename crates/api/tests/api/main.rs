@@ -6,6 +6,7 @@
 mod atms;
 mod authorize;
 mod cli;
+mod cors;
 mod docs_page;
 mod helpers;
 mod limits;

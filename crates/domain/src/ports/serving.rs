@@ -19,6 +19,13 @@ pub trait ClientRegistry: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when the registry cannot be read; never for an unknown id.
     async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable>;
+
+    /// Whether some active client allows pages at `origin` to call the API
+    /// ([`ClientRegistration::allows_origin`]): a browser's preflight names no client.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the registry cannot be read.
+    async fn origin_registered(&self, origin: &str) -> Result<bool, StoreUnavailable>;
 }
 
 /// Which (country, business, channel) combinations the bank supports for the

@@ -149,6 +149,7 @@ mod tests {
             client_id: ClientId::parse("demo-app").unwrap(),
             scope: scope("MOBILE"),
             redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").unwrap()],
+            allowed_origins: Vec::new(),
             status,
         }
     }

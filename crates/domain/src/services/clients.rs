@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::client::{ClientId, ClientRegistration, ClientStatus};
+use crate::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use crate::ports::{ClientRecords, Clock, StoreUnavailable, TokenArchive};
 
 /// Why a client was not registered.
@@ -24,6 +24,17 @@ pub enum DisableClientError {
     NotFound(ClientId),
     /// The store could not be written. Disabling again finishes the job: both steps
     /// can be repeated.
+    #[error(transparent)]
+    Unavailable(#[from] StoreUnavailable),
+}
+
+/// Why a client's addresses were not changed.
+#[derive(Debug, thiserror::Error)]
+pub enum UpdateClientError {
+    /// No client with this id is registered.
+    #[error("client {0} does not exist")]
+    NotFound(ClientId),
+    /// The store could not be written; nothing changed.
     #[error(transparent)]
     Unavailable(#[from] StoreUnavailable),
 }
@@ -58,6 +69,17 @@ impl ClientAdmin {
     /// [`StoreUnavailable`] when they cannot be read.
     pub async fn list(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
         self.clients.all().await
+    }
+
+    /// Replaces the redirect URIs or the added origins of `client_id`, those `addresses` give.
+    ///
+    /// # Errors
+    /// See [`UpdateClientError`].
+    pub async fn update(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<(), UpdateClientError> {
+        if !self.clients.set_addresses(client_id, addresses).await? {
+            return Err(UpdateClientError::NotFound(client_id.clone()));
+        }
+        Ok(())
     }
 
     /// Disables `client_id` and revokes its live tokens: a disabled application's users
@@ -115,6 +137,16 @@ mod tests {
             .returning(|_, _| Ok(3));
         let revoked = admin(clients, tokens).disable(&ClientId::parse("bank-app").unwrap()).await.unwrap();
         assert_eq!(revoked, 3);
+    }
+
+    #[tokio::test]
+    async fn updating_an_unknown_client_is_an_error() {
+        let mut clients = MockClientRecords::new();
+        clients.expect_set_addresses().times(1).returning(|_, _| Ok(false));
+        let result = admin(clients, no_revocations())
+            .update(&ClientId::parse("nobody").unwrap(), &ClientAddresses::default())
+            .await;
+        assert!(matches!(result, Err(UpdateClientError::NotFound(id)) if id.as_str() == "nobody"));
     }
 
     #[tokio::test]
