@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::docs_page::{chromium, launch};
+use crate::docs_page::{chromium_for, launch};
 use crate::helpers::{TestApp, WAIT_TIME_PATH, now};
 
 /// The demo web client's redirect URI is on this origin.
@@ -143,11 +143,7 @@ window.outcome = (async () => {{
 
 #[tokio::test]
 async fn a_page_from_a_registered_origin_calls_every_operation_and_a_page_from_another_cannot() {
-    let Some(path) = chromium() else {
-        assert!(std::env::var("CI").is_err(), "CI must have Chromium (installed by .ci/run)");
-        eprintln!("SKIPPED: no Chromium installed; `apt-get install chromium` to run the browser CORS test");
-        return;
-    };
+    let Some(path) = chromium_for("the browser CORS test") else { return };
     let app = TestApp::with_demo().await;
     let (port, server) = serve_page(browser_app_page(&app.address)).await;
     let registered = format!("http://127.0.0.1:{port}");

@@ -13,11 +13,22 @@ use headless_chrome::{Browser, LaunchOptions};
 use crate::helpers::TestApp;
 
 /// Debian's Chromium (or another Chrome), where installed.
-pub fn chromium() -> Option<PathBuf> {
+fn chromium() -> Option<PathBuf> {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
         .into_iter()
         .map(PathBuf::from)
         .find(|path| path.exists())
+}
+
+/// Chromium for the test `what`: where none is installed, the test says it skipped and
+/// passes outside CI only (under `CI=true` a missing browser fails it).
+pub fn chromium_for(what: &str) -> Option<PathBuf> {
+    let found = chromium();
+    if found.is_none() {
+        assert!(std::env::var("CI").is_err(), "CI must have Chromium (installed by .ci/run)");
+        eprintln!("SKIPPED: no Chromium installed; `apt-get install chromium` to run {what}");
+    }
+    found
 }
 
 /// Flags for a sandbox-less, network-less machine (see the machine notes): no GPU, no
@@ -48,11 +59,7 @@ pub fn launch(path: PathBuf) -> Browser {
 
 #[tokio::test]
 async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
-    let Some(path) = chromium() else {
-        assert!(std::env::var("CI").is_err(), "CI must have Chromium (installed by .ci/run)");
-        eprintln!("SKIPPED: no Chromium installed; `apt-get install chromium` to run the docs page test");
-        return;
-    };
+    let Some(path) = chromium_for("the docs page test") else { return };
     let app = TestApp::with_demo().await;
     let url = format!("{}/api/docs", app.address);
     let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("docs-try-it-out.png");
