@@ -82,3 +82,33 @@ async fn an_invalid_uuid_is_not_echoed() {
         app.http.get(format!("{}/api/health/live", app.address)).header("uuid", "<script>").send().await.unwrap();
     assert!(response.headers().get("uuid").is_none());
 }
+
+/// Sends `request` as raw bytes and reads what comes back until the server closes.
+async fn raw_exchange(app: &TestApp, request: &[u8]) -> String {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    let _ = stream.write_all(request).await;
+    let mut answer = Vec::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_end(&mut answer)).await;
+    assert!(read.is_ok(), "the server answers and closes");
+    String::from_utf8_lossy(&answer).into_owned()
+}
+
+/// The HTTP parser's own answers (actix-http writes them below the application, so no
+/// middleware sees them; docs/decisions.md) carry no body at all: nothing a browser could
+/// sniff, frame or run, which is what the security headers guard. This pins that: if a
+/// later actix-http gave them a body, this test says so.
+#[tokio::test]
+async fn the_parsers_own_400_and_431_have_no_body_and_close_the_connection() {
+    let app = TestApp::empty().await;
+    let malformed = raw_exchange(&app, b"GET /api/health/live HTTP/1.1\r\nHo st: x\r\n\r\n").await;
+    let oversized_head =
+        format!("GET /api/health/live HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(200 * 1024));
+    let too_large = raw_exchange(&app, oversized_head.as_bytes()).await;
+    for (answer, status) in [(malformed, "400"), (too_large, "431")] {
+        assert!(answer.starts_with(&format!("HTTP/1.1 {status} ")), "expected {status}: {answer}");
+        let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+        assert!(head.to_ascii_lowercase().contains("content-length: 0"), "{head}");
+        assert!(body.is_empty(), "no body: {body:?}");
+    }
+}
