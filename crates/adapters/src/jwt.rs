@@ -95,6 +95,7 @@ impl KeyGenerator for Ed25519Keys {
             private_pkcs8: pkcs8.as_ref().to_vec(),
             public_key,
             created_at: now,
+            activates_at: now,
             retired_at: None,
         })
     }
@@ -116,11 +117,24 @@ struct CurrentKey {
     kid: String,
     pair: Ed25519KeyPair,
     encoded_header: String,
+    /// When it signs from.
+    activates_at: i64,
+    /// When it stops signing, once decided.
+    retired_at: Option<i64>,
+}
+
+impl CurrentKey {
+    fn signs_at(&self, now: i64) -> bool {
+        self.activates_at <= now && self.retired_at.is_none_or(|retired| now < retired)
+    }
 }
 
 /// The keys loaded from the store, swapped whole when they change.
 struct KeySet {
-    current: Option<CurrentKey>,
+    /// The keys that sign now or will: which one signs is decided at each signature,
+    /// by the clock, so every instance switches to a next key at its activation
+    /// without a reload.
+    signers: Vec<CurrentKey>,
     verifying: HashMap<String, DecodingKey>,
     document: String,
     /// Tokens whose signature, algorithm, key, issuer and audience these keys verified,
@@ -132,7 +146,11 @@ struct KeySet {
 
 impl KeySet {
     fn new(document: String) -> Self {
-        Self { current: None, verifying: HashMap::new(), document, verified: Cache::new(VERIFIED_TOKENS) }
+        Self { signers: Vec::new(), verifying: HashMap::new(), document, verified: Cache::new(VERIFIED_TOKENS) }
+    }
+
+    fn signer_at(&self, now: i64) -> Option<&CurrentKey> {
+        self.signers.iter().find(|signer| signer.signs_at(now))
     }
 }
 
@@ -166,23 +184,30 @@ impl JwtTokens {
         }
     }
 
-    /// Replaces the loaded keys: the first key without `retired_at` signs, all verify.
+    /// Replaces the loaded keys: each signs within its activation window (next keys
+    /// from their activation, by the clock), all verify and are published.
     ///
     /// # Errors
     /// [`KeyError`] if a stored key is unusable; the previous keys stay loaded.
     pub fn install(&self, stored: &[SigningKey]) -> Result<(), KeyError> {
+        let now = self.clock.unix_now();
         let mut set = KeySet::new(String::new());
         let mut published = Vec::with_capacity(stored.len());
         for key in stored {
             let pair = Ed25519KeyPair::from_pkcs8(&key.private_pkcs8)
                 .map_err(|e| KeyError(format!("key {} does not load: {e}", key.kid)))?;
-            if key.retired_at.is_none() && set.current.is_none() {
+            if key.retired_at.is_none_or(|retired| now < retired) {
                 let mut header = Header::new(Algorithm::EdDSA);
                 header.kid = Some(key.kid.clone());
                 header.typ = Some(ACCESS_TOKEN_TYPE.to_owned());
                 let header = serde_json::to_vec(&header).map_err(|e| KeyError(e.to_string()))?;
-                set.current =
-                    Some(CurrentKey { kid: key.kid.clone(), pair, encoded_header: URL_SAFE_NO_PAD.encode(header) });
+                set.signers.push(CurrentKey {
+                    kid: key.kid.clone(),
+                    pair,
+                    encoded_header: URL_SAFE_NO_PAD.encode(header),
+                    activates_at: key.activates_at,
+                    retired_at: key.retired_at,
+                });
             }
             set.verifying.insert(key.kid.clone(), DecodingKey::from_ed_der(&key.public_key));
             published.push(serde_json::json!({
@@ -199,16 +224,18 @@ impl JwtTokens {
         Ok(())
     }
 
-    /// The id of the key that signs new tokens, if one is loaded.
+    /// The id of the key that signs new tokens now, if one is loaded.
     pub fn current_kid(&self) -> Option<String> {
-        self.keys.load().current.as_ref().map(|current| current.kid.clone())
+        self.keys.load().signer_at(self.clock.unix_now()).map(|current| current.kid.clone())
     }
 }
 
 impl TokenSigner for JwtTokens {
     fn sign(&self, claims: &AccessClaims) -> Result<String, SigningFailed> {
         let keys = self.keys.load();
-        let current = keys.current.as_ref().ok_or_else(|| SigningFailed("no current signing key is loaded".into()))?;
+        let current = keys
+            .signer_at(self.clock.unix_now())
+            .ok_or_else(|| SigningFailed("no key signs now among those loaded".into()))?;
         let out = ClaimsOut {
             iss: &self.issuer,
             aud: &self.audience,
@@ -472,10 +499,27 @@ mod tests {
         let retired = SigningKey { retired_at: Some(now()), ..old.clone() };
         let after = tokens_with(&[new.clone(), retired]);
 
-        assert_eq!(after.current_kid(), Some(new.kid));
+        assert_eq!(after.current_kid(), Some(new.kid.clone()));
         assert!(after.verify(&old_token).is_ok());
         let document: serde_json::Value = serde_json::from_str(&after.key_set_document()).unwrap();
         assert_eq!(document["keys"].as_array().unwrap().len(), 2);
+    }
+
+    #[test]
+    fn a_next_key_is_published_at_once_and_signs_from_its_activation_without_a_reload() {
+        const NOW: i64 = 1_800_000_000;
+        let clock = SetClock::at(NOW * 1000);
+        let current = SigningKey { retired_at: Some(NOW + 300), ..key_at(NOW - 600).unwrap() };
+        let next = SigningKey { activates_at: NOW + 300, ..key_at(NOW).unwrap() };
+        let tokens = tokens_on(&[next.clone(), current.clone()], clock.clone());
+        let document: serde_json::Value = serde_json::from_str(&tokens.key_set_document()).unwrap();
+        assert_eq!(document["keys"].as_array().unwrap().len(), 2, "the next key is published before it signs");
+        assert_eq!(tokens.current_kid(), Some(current.kid.clone()));
+        let before = tokens.sign(&claims(NOW, 60)).unwrap();
+        clock.set(NOW * 1000 + 300_000);
+        assert_eq!(tokens.current_kid(), Some(next.kid.clone()), "at its activation, by the clock");
+        let after = tokens.sign(&claims(NOW + 300, 60)).unwrap();
+        assert_ne!(before.split('.').next(), after.split('.').next(), "another kid in the header");
     }
 
     const EXP: i64 = 1_800_000_000;
@@ -496,7 +540,7 @@ mod tests {
 
     #[test]
     fn a_token_is_refused_until_one_second_before_its_nbf() {
-        let key = key_at(EXP).unwrap();
+        let key = key_at(EXP - 600).unwrap();
         let clock = SetClock::at(EXP * 1000 - 1001);
         let tokens = tokens_on(&[key], clock.clone());
         let token = tokens.sign(&claims(EXP, 60)).unwrap();

@@ -154,10 +154,12 @@ pub fn token(
     })
 }
 
-/// `signing_keys`: kid, private key, public key, created at, retired at.
-pub type SigningKeyRow = (String, Vec<u8>, Vec<u8>, i64, Option<i64>);
+/// `signing_keys`: kid, private key, public key, created at, activates at, retired at.
+pub type SigningKeyRow = (String, Vec<u8>, Vec<u8>, i64, i64, Option<i64>);
 
 /// A signing key.
-pub fn signing_key((kid, private_pkcs8, public_key, created_at, retired_at): SigningKeyRow) -> SigningKey {
-    SigningKey { kid, private_pkcs8, public_key, created_at, retired_at }
+pub fn signing_key(
+    (kid, private_pkcs8, public_key, created_at, activates_at, retired_at): SigningKeyRow,
+) -> SigningKey {
+    SigningKey { kid, private_pkcs8, public_key, created_at, activates_at, retired_at }
 }

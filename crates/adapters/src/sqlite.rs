@@ -371,8 +371,8 @@ impl AtmRecords for SqliteStore {
 impl SigningKeyRecords for SqliteStore {
     async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable> {
         let found: Vec<SigningKeyRow> = sqlx::query_as(
-            "SELECT kid, private_key, public_key, created_at, retired_at FROM signing_keys \
-             WHERE retired_at IS NULL OR retired_at > ? ORDER BY created_at DESC, kid",
+            "SELECT kid, private_key, public_key, created_at, activates_at, retired_at FROM signing_keys \
+             WHERE retired_at IS NULL OR retired_at > ? ORDER BY activates_at DESC, kid",
         )
         .bind(retired_after)
         .fetch_all(&self.pool)
@@ -381,21 +381,28 @@ impl SigningKeyRecords for SqliteStore {
         Ok(found.into_iter().map(rows::signing_key).collect())
     }
 
-    async fn make_current(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
+    async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
         let mut transaction = self.write().await?;
-        sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL")
+        sqlx::query("DELETE FROM signing_keys WHERE activates_at > ?")
             .bind(now)
             .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
+        sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL OR retired_at > ?")
+            .bind(key.activates_at)
+            .bind(key.activates_at)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
         sqlx::query(
-            "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at) \
-             VALUES (?, 'EdDSA', ?, ?, ?)",
+            "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at, activates_at) \
+             VALUES (?, 'EdDSA', ?, ?, ?, ?)",
         )
         .bind(&key.kid)
         .bind(&key.private_pkcs8)
         .bind(&key.public_key)
         .bind(key.created_at)
+        .bind(key.activates_at)
         .execute(&mut *transaction)
         .await
         .map_err(unavailable)?;

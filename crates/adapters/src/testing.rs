@@ -139,9 +139,9 @@ impl SigningKeyRecords for Switched {
         self.switch.check()?;
         self.inner.keys.published(retired_after).await
     }
-    async fn make_current(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
+    async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
         self.switch.check()?;
-        self.inner.keys.make_current(key, now).await
+        self.inner.keys.schedule(key, now).await
     }
 }
 

@@ -105,3 +105,34 @@ async fn atms_imported_before_their_columns_existed_are_listed_as_if_imported_to
     assert_eq!(upgraded.len(), 1_201);
     assert_eq!(upgraded, today, "services, accessibility and coordinates derived as an import derives them");
 }
+
+#[tokio::test]
+async fn keys_stored_before_pre_publication_sign_from_when_they_were_made() {
+    use domain::ports::KeyGenerator as _;
+    let folder = tempfile::tempdir().unwrap();
+    let (pool, url) = migrated_to(folder.path(), "20261122000005").await;
+    let old = adapters::jwt::Ed25519Keys.generate(NOW - 600).unwrap();
+    let current = adapters::jwt::Ed25519Keys.generate(NOW).unwrap();
+    for (key, retired_at) in [(&old, Some(NOW)), (&current, None)] {
+        sqlx::query(
+            "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at, retired_at) \
+             VALUES (?, 'EdDSA', ?, ?, ?, ?)",
+        )
+        .bind(&key.kid)
+        .bind(&key.private_pkcs8)
+        .bind(&key.public_key)
+        .bind(key.created_at)
+        .bind(retired_at)
+        .execute(&pool)
+        .await
+        .unwrap();
+    }
+    pool.close().await;
+
+    let store = Store::open(&url).await.unwrap();
+    store.lifecycle.migrate().await.unwrap();
+    let keys = store.keys.published(i64::MIN).await.unwrap();
+    let kids: Vec<(&str, i64, bool)> =
+        keys.iter().map(|key| (key.kid.as_str(), key.activates_at, key.signs_at(NOW + 1))).collect();
+    assert_eq!(kids, [(current.kid.as_str(), NOW, true), (old.kid.as_str(), NOW - 600, false)]);
+}

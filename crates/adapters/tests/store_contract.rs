@@ -19,7 +19,7 @@ use domain::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, KeyGenerator as _, TokenLedger, WaitTimeStore};
 use domain::store_contents::StoreContents;
 use domain::testing::scope;
-use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, TokenId};
+use domain::token::{CodeChallenge, IssuedToken, KeyState, OpaqueToken, SessionId, SigningKey, TokenId};
 
 const NOW: i64 = 1_800_000_000;
 
@@ -163,8 +163,8 @@ async fn expired_tokens_are_purged(store: &Store) {
 async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones(store: &Store) {
     let first = Ed25519Keys.generate(NOW - 100).unwrap();
     let second = Ed25519Keys.generate(NOW).unwrap();
-    store.keys.make_current(&first, NOW - 100).await.unwrap();
-    store.keys.make_current(&second, NOW).await.unwrap();
+    store.keys.schedule(&first, NOW - 100).await.unwrap();
+    store.keys.schedule(&second, NOW).await.unwrap();
     let keys = store.keys.published(NOW - 1).await.unwrap();
     assert_eq!(keys.len(), 2);
     assert_eq!(keys[0].kid, second.kid);
@@ -173,12 +173,31 @@ async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones(stor
     assert_eq!(store.keys.published(NOW).await.unwrap().len(), 1, "a key retired before the window is dropped");
 }
 
+async fn a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it(store: &Store) {
+    let current = Ed25519Keys.generate(NOW - 100).unwrap();
+    store.keys.schedule(&current, NOW - 100).await.unwrap();
+    let next = SigningKey { activates_at: NOW + 300, ..Ed25519Keys.generate(NOW).unwrap() };
+    store.keys.schedule(&next, NOW).await.unwrap();
+    let keys = store.keys.published(NOW).await.unwrap();
+    let states: Vec<(String, KeyState)> = keys.iter().map(|key| (key.kid.clone(), key.state_at(NOW))).collect();
+    assert_eq!(states, [(next.kid.clone(), KeyState::Next), (current.kid.clone(), KeyState::Current)]);
+    assert_eq!(keys[1].retired_at, Some(NOW + 300), "the current key signs until the next one does");
+
+    let urgent = Ed25519Keys.generate(NOW + 10).unwrap();
+    store.keys.schedule(&urgent, NOW + 10).await.unwrap();
+    let keys = store.keys.published(i64::MIN).await.unwrap();
+    let kids: Vec<&str> = keys.iter().map(|key| key.kid.as_str()).collect();
+    assert_eq!(kids, [urgent.kid.as_str(), current.kid.as_str()], "the waiting key is dropped");
+    assert_eq!(keys[1].retired_at, Some(NOW + 10));
+    assert!(keys[0].signs_at(NOW + 10));
+}
+
 async fn every_write_moves_its_change_counter(store: &Store) {
     let before = store.view.revisions().await.unwrap();
     assert!(store.clients.insert(&client("a-app"), NOW).await.unwrap());
     store.channels.allow(&scope("WEB")).await.unwrap();
     store.wait_times.upsert(&[estimate("00001", 1)]).await.unwrap();
-    store.keys.make_current(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
+    store.keys.schedule(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
     store.tokens.record(&[token(1, "a-app", NOW + 60)]).await.unwrap();
     store.tokens.revoke(&TokenId::new("jti-1".into()), NOW).await.unwrap();
     let after = store.view.revisions().await.unwrap();
@@ -190,7 +209,9 @@ async fn every_write_moves_its_change_counter(store: &Store) {
 }
 
 async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Store) {
-    store.keys.make_current(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
+    // The view signs by the system clock: a key that signs from long before it.
+    const LONG_AGO: i64 = 1_000_000_000;
+    store.keys.schedule(&Ed25519Keys.generate(LONG_AGO).unwrap(), LONG_AGO).await.unwrap();
     assert!(store.clients.insert(&client("a-app"), NOW).await.unwrap());
     store.wait_times.upsert(&[estimate("00001", 3)]).await.unwrap();
     let tokens = Arc::new(JwtTokens::new("iss", "aud", Arc::new(SystemClock)));
@@ -226,7 +247,7 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Sto
 }
 
 async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: Store) {
-    store.keys.make_current(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
+    store.keys.schedule(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
     store.wait_times.upsert(&[estimate("00001", 3)]).await.unwrap();
     let settings = ViewSettings {
         token_lifetime: Duration::from_secs(1800),
@@ -349,6 +370,11 @@ macro_rules! contract_suite {
         #[tokio::test]
         async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones() {
             super::rotation_keeps_one_current_key_and_publishes_recently_retired_ones(&$fresh.await).await;
+        }
+        #[tokio::test]
+        async fn a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it() {
+            super::a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it(&$fresh.await)
+                .await;
         }
         #[tokio::test]
         async fn every_write_moves_its_change_counter() {

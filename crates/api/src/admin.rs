@@ -4,6 +4,7 @@
 use std::io::Read;
 use std::path::Path;
 use std::sync::Arc;
+use std::time::Duration;
 
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
@@ -17,7 +18,7 @@ use domain::services::clients::ClientAdmin;
 use domain::services::imports::{DataImport, ImportWaitTimesError};
 use domain::services::keys::KeyManagement;
 use domain::services::token_records::{Revocation, TokenRecords};
-use domain::token::OpaqueToken;
+use domain::token::{KeyState, OpaqueToken};
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -274,15 +275,50 @@ fn open(path: &Path) -> Result<std::fs::File, CommandError> {
     std::fs::File::open(path).map_err(|e| CommandError(format!("cannot open {}: {e}", path.display())))
 }
 
-/// `keys …`
+/// `keys …`; a rotation's new key signs after `activation_delay`.
 ///
 /// # Errors
 /// [`CommandError`] with the reason.
-pub async fn keys(keys: &KeyManagement, action: KeysAction) -> Result<(), CommandError> {
-    let KeysAction::Rotate = action;
-    let kid = keys.rotate().await.map_err(|e| CommandError::of(&e))?;
-    println!("signing key {kid} is now current; the previous one stays published until its tokens expire");
+pub async fn keys(keys: &KeyManagement, action: KeysAction, activation_delay: Duration) -> Result<(), CommandError> {
+    match action {
+        KeysAction::Rotate { now: true } => {
+            let key = keys.rotate_now().await.map_err(|e| CommandError::of(&e))?;
+            println!("signing key {} signs now; the previous one stays published until its tokens expire", key.kid);
+        }
+        KeysAction::Rotate { now: false } => {
+            // Whole seconds, rounded up: never earlier than the caches allow.
+            let seconds = activation_delay.as_secs() + u64::from(activation_delay.subsec_nanos() > 0);
+            let delay = i64::try_from(seconds).unwrap_or(i64::MAX);
+            let key = keys.rotate(delay).await.map_err(|e| CommandError::of(&e))?;
+            println!(
+                "signing key {} is published now and signs from {} ({} s from now); the current key signs until then",
+                key.kid,
+                utc(key.activates_at),
+                delay
+            );
+        }
+        KeysAction::List => {
+            println!("kid\tstate\tcreated_at\tactivates_at\tretired_at");
+            for key in keys.list().await.map_err(|e| CommandError::of(&e))? {
+                let state = match key.state {
+                    KeyState::Next => "next",
+                    KeyState::Current => "current",
+                    KeyState::Retired => "retired",
+                };
+                let retired = key.retired_at.map(utc).unwrap_or_default();
+                println!("{}\t{state}\t{}\t{}\t{retired}", key.kid, utc(key.created_at), utc(key.activates_at));
+            }
+        }
+    }
     Ok(())
+}
+
+/// A Unix time as RFC 3339 UTC (the number itself if it is out of range).
+fn utc(unix: i64) -> String {
+    OffsetDateTime::from_unix_timestamp(unix)
+        .ok()
+        .and_then(|at| at.format(&Rfc3339).ok())
+        .unwrap_or_else(|| unix.to_string())
 }
 
 /// `tokens …`
@@ -293,18 +329,12 @@ pub async fn tokens(tokens: &TokenRecords, action: TokensAction) -> Result<(), C
     match action {
         TokensAction::Show { opaque_token } => {
             let record = tokens.show(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
-            let time = |unix: i64| {
-                OffsetDateTime::from_unix_timestamp(unix)
-                    .ok()
-                    .and_then(|t| t.format(&Rfc3339).ok())
-                    .unwrap_or_else(|| unix.to_string())
-            };
             println!("jti\t{}", record.token.token_id);
             println!("client_id\t{}", record.token.client_id);
             println!("sid\t{}", record.token.session);
-            println!("issued_at\t{}", time(record.token.issued_at));
-            println!("expires_at\t{}", time(record.token.expires_at));
-            println!("revoked_at\t{}", record.revoked_at.map_or_else(|| "-".to_owned(), time));
+            println!("issued_at\t{}", utc(record.token.issued_at));
+            println!("expires_at\t{}", utc(record.token.expires_at));
+            println!("revoked_at\t{}", record.revoked_at.map_or_else(|| "-".to_owned(), utc));
         }
         TokensAction::Revoke { opaque_token } => {
             let revocation = tokens.revoke(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;

@@ -161,8 +161,17 @@ pub enum AtmsAction {
 /// `keys …`
 #[derive(Debug, Subcommand)]
 pub enum KeysAction {
-    /// Make a new signing key current; the old one stays published until its tokens expire.
-    Rotate,
+    /// Publish a new signing key now; it signs once every verifier's cached JWKS has
+    /// expired (jwks-max-age-seconds plus one refresh-interval-ms, as the config file and
+    /// environment set them for serve). The old key stays published until its tokens expire.
+    Rotate {
+        /// Sign with the new key at once (a compromised key); verifiers holding a cached
+        /// JWKS meet an unknown kid until they fetch it again. Drops a waiting next key.
+        #[arg(long)]
+        now: bool,
+    },
+    /// List the keys with their state (next, current, retired) and times, tab-separated.
+    List,
 }
 
 /// `tokens …`

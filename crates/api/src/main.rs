@@ -43,7 +43,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Access { action } => admin::access(&operators.access, action).await,
         Command::Waittimes { action } => admin::wait_times(&operators, action).await,
         Command::Atms { action } => admin::atms(&operators.imports, action).await,
-        Command::Keys { action } => admin::keys(&operators.keys, action).await,
+        Command::Keys { action } => admin::keys(&operators.keys, action, settings.key_activation_delay()).await,
         Command::Tokens { action } => admin::tokens(&operators.tokens, action).await,
         Command::Serve(_) => Ok(()),
     }

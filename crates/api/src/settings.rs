@@ -44,6 +44,9 @@ pub const DEFAULT_CALLER_RATE: (u32, u32) = (200, 400);
 pub const DEFAULT_ISSUE_RATE: (u32, u32) = (10, 100);
 /// Default ceiling on token requests per client id, over every caller.
 pub const DEFAULT_ISSUE_CLIENT_RATE: (u32, u32) = (200, 2000);
+/// Default lifetime verifiers may cache the JWKS for (its `Cache-Control: max-age`); a
+/// rotated key signs only this long (plus one refresh) after it is published.
+pub const DEFAULT_JWKS_MAX_AGE_SECONDS: u32 = 300;
 /// Default time a client has to send its request head (actix-web's own default).
 pub const DEFAULT_CLIENT_REQUEST_TIMEOUT_MS: u64 = 5000;
 /// Default time the in-memory view serves without hearing from the store.
@@ -142,6 +145,10 @@ pub struct ServeOptions {
     /// Burst of token requests per client id above that rate [default: 2000].
     #[arg(long, value_name = "N")]
     pub issue_client_rate_limit_burst: Option<u32>,
+    /// How long verifiers may cache the JWKS, in seconds; `keys rotate` lets a new key
+    /// sign only this long plus one refresh interval after publishing it [default: 300].
+    #[arg(long, value_name = "S")]
+    pub jwks_max_age_seconds: Option<u32>,
     /// Proxies whose X-Forwarded-For / Forwarded headers name the caller, as
     /// comma-separated addresses or CIDR networks [default: none].
     #[arg(long, value_name = "CIDR,...")]
@@ -253,6 +260,8 @@ pub struct Settings {
     pub workers: Option<usize>,
     /// ATMs per page.
     pub atm_page_size: usize,
+    /// How long verifiers may cache the JWKS.
+    pub jwks_max_age: Duration,
     /// Request limits.
     pub limits: RateLimits,
     /// Proxies whose forwarding headers are believed.
@@ -266,6 +275,12 @@ pub struct Settings {
 }
 
 impl Settings {
+    /// How long after publishing a new signing key it may start signing: every
+    /// verifier's cached JWKS has expired and every instance has refreshed by then.
+    pub fn key_activation_delay(&self) -> Duration {
+        self.jwks_max_age + self.refresh_interval
+    }
+
     /// Settings for tests and embedding: `database_url`, listening on `127.0.0.1:0`,
     /// without demo data, every other value its default, the rate limits out of the way.
     pub fn for_database(database_url: &str) -> Self {
@@ -420,6 +435,10 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         )?,
         per_client: rate(options.rate_limit_per_second, options.rate_limit_burst, DEFAULT_CLIENT_RATE, "")?,
     };
+    let jwks_max_age_seconds = options.jwks_max_age_seconds.unwrap_or(DEFAULT_JWKS_MAX_AGE_SECONDS);
+    if jwks_max_age_seconds > 86_400 {
+        return Err(SettingsError("jwks-max-age-seconds must be from 0 to 86400".into()));
+    }
     let trusted_proxies = options.trusted_proxies.as_deref().map(proxy_networks).transpose()?.unwrap_or_default();
     let client_request_timeout_ms = options.client_request_timeout_ms.unwrap_or(DEFAULT_CLIENT_REQUEST_TIMEOUT_MS);
     if !(100..=600_000).contains(&client_request_timeout_ms) {
@@ -443,6 +462,7 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         refresh_interval: Duration::from_millis(refresh_ms),
         workers: options.workers,
         atm_page_size,
+        jwks_max_age: Duration::from_secs(u64::from(jwks_max_age_seconds)),
         limits,
         trusted_proxies,
         client_request_timeout: Duration::from_millis(client_request_timeout_ms),

@@ -7,6 +7,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use actix_web::dev::{Server, ServerHandle};
+use actix_web::http::header::HeaderValue;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
@@ -252,6 +253,9 @@ impl Application {
             wait_times: WaitTimeService::new(view.clone(), view.clone()),
             clients: view.clone(),
             verifier: jwt,
+            // Digits only after the static text: always a valid header value.
+            jwks_cache_control: HeaderValue::from_str(&format!("public, max-age={}", settings.jwks_max_age.as_secs()))
+                .unwrap_or(HeaderValue::from_static("no-cache")),
             readiness: Arc::clone(&readiness),
             atms: AtmLocator::new(view, settings.atm_page_size),
             limits: Limits::new(&settings.limits),

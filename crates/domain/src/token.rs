@@ -178,14 +178,39 @@ pub struct SigningKey {
     pub public_key: Vec<u8>,
     /// When it was made, seconds since the Unix epoch.
     pub created_at: i64,
-    /// When it stopped signing, if it has.
+    /// When it starts signing: published from the moment it is stored, so verifiers
+    /// holding a cached key set know it before it signs (a *next* key until then).
+    pub activates_at: i64,
+    /// When it stops signing (the next key's activation), once that is decided.
     pub retired_at: Option<i64>,
 }
 
+/// Where a signing key is in its life at some moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum KeyState {
+    /// Published, not signing yet.
+    Next,
+    /// Signing new tokens.
+    Current,
+    /// No longer signing; published while tokens it signed may live.
+    Retired,
+}
+
 impl SigningKey {
-    /// Whether it signs new tokens (it has not been retired).
-    pub fn is_current(&self) -> bool {
-        self.retired_at.is_none()
+    /// Its state at `now`.
+    pub fn state_at(&self, now: i64) -> KeyState {
+        if now < self.activates_at {
+            KeyState::Next
+        } else if self.retired_at.is_some_and(|retired| retired <= now) {
+            KeyState::Retired
+        } else {
+            KeyState::Current
+        }
+    }
+
+    /// Whether it signs new tokens at `now`.
+    pub fn signs_at(&self, now: i64) -> bool {
+        self.state_at(now) == KeyState::Current
     }
 }
 
@@ -194,6 +219,7 @@ impl fmt::Debug for SigningKey {
         f.debug_struct("SigningKey")
             .field("kid", &self.kid)
             .field("created_at", &self.created_at)
+            .field("activates_at", &self.activates_at)
             .field("retired_at", &self.retired_at)
             .finish_non_exhaustive()
     }
@@ -242,10 +268,26 @@ mod tests {
             private_pkcs8: b"very-private".to_vec(),
             public_key: vec![1, 2, 3],
             created_at: 0,
+            activates_at: 0,
             retired_at: None,
         };
         let shown = format!("{key:?}");
         assert!(shown.contains("kid-1") && !shown.contains("private") && !shown.contains("118"), "{shown}");
+    }
+
+    #[test]
+    fn a_key_is_next_until_it_activates_current_until_it_retires_then_retired() {
+        let key = SigningKey {
+            kid: "k".into(),
+            private_pkcs8: vec![],
+            public_key: vec![],
+            created_at: 0,
+            activates_at: 100,
+            retired_at: Some(200),
+        };
+        let states: Vec<KeyState> = [99, 100, 199, 200].into_iter().map(|now| key.state_at(now)).collect();
+        assert_eq!(states, [KeyState::Next, KeyState::Current, KeyState::Current, KeyState::Retired]);
+        assert!(key.signs_at(150) && !key.signs_at(200));
     }
 
     #[test]

@@ -10,11 +10,6 @@ use domain::ports::ServingHealth;
 use super::AppState;
 use super::errors::mime_json;
 
-/// Verifiers may cache the key set this long; a rotated-in key is published well before
-/// it signs anything a verifier sees (DECISIONS.md: keys rotate without invalidating
-/// live tokens).
-const JWKS_MAX_AGE: &str = "public, max-age=300";
-
 /// GET /api/.well-known/jwks.json: the public keys that verify access tokens (RFC 7517).
 #[utoipa::path(
     get,
@@ -27,7 +22,7 @@ const JWKS_MAX_AGE: &str = "public, max-age=300";
 pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {
     HttpResponse::Ok()
         .content_type(HeaderValue::from_static("application/jwk-set+json"))
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(JWKS_MAX_AGE)))
+        .insert_header((header::CACHE_CONTROL, state.jwks_cache_control.clone()))
         .body(state.verifier.key_set_document())
 }
 

@@ -46,6 +46,9 @@ pub struct AppState {
     pub clients: Arc<dyn ClientRegistry>,
     /// Publishes the JWKS.
     pub verifier: Arc<dyn TokenVerifier>,
+    /// The JWKS's `Cache-Control` (`public, max-age=<--jwks-max-age-seconds>`): a
+    /// rotated key signs only after this has run out (`keys rotate`).
+    pub jwks_cache_control: header::HeaderValue,
     /// Readiness, and whether the service is draining before it stops.
     pub readiness: Arc<meta::Readiness>,
     /// ATM listings.

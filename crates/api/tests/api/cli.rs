@@ -151,25 +151,99 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
     );
 }
 
-#[tokio::test]
-async fn after_a_key_rotation_new_tokens_use_the_new_key_and_old_ones_still_work() {
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
-    let old = app.session().await;
-    let old_kid = jsonwebtoken::decode_header(&old.token).unwrap().kid.unwrap();
-    let rotate = branch_atm(&app.database_url, &["keys", "rotate"]);
-    assert!(rotate.status.success(), "{}", stderr(&rotate));
+/// `branch-atm keys …` with the serve settings a deployment gives every instance (and
+/// the command) through the environment: JWKS cached 2 s, refreshed every 100 ms.
+fn keys_command(app: &TestApp, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_branch-atm"))
+        .args(["--database-url", &app.database_url, "keys"])
+        .args(args)
+        .env_remove("BRANCH_ATM_LOG_FILTER")
+        .env("BRANCH_ATM_JWKS_MAX_AGE_SECONDS", "2")
+        .env("BRANCH_ATM_REFRESH_INTERVAL_MS", "100")
+        .output()
+        .unwrap()
+}
 
-    let new_kid = eventually(|| async {
-        let kid = jsonwebtoken::decode_header(&app.session().await.token).ok()?.kid?;
-        (kid != old_kid).then_some(kid)
+fn kid_of(token: &str) -> String {
+    jsonwebtoken::decode_header(token).unwrap().kid.unwrap()
+}
+
+async fn published_kids(app: &TestApp) -> (Vec<String>, String) {
+    let response = app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap();
+    let cache_control = response.headers()["cache-control"].to_str().unwrap().to_owned();
+    let jwks: Value = response.json().await.unwrap();
+    let kids = jwks["keys"].as_array().unwrap().iter().map(|key| key["kid"].as_str().unwrap().to_owned()).collect();
+    (kids, cache_control)
+}
+
+/// The finding: `keys rotate` signed with the new key at once, while verifiers may cache
+/// the JWKS for its max-age, so they met an unknown `kid`. Now the new key is published
+/// at once and signs only after the JWKS max-age plus one refresh; every token a
+/// verifier sees is signed by a key in the JWKS it fetched at least max-age before.
+#[tokio::test]
+async fn a_rotated_key_is_published_at_once_and_signs_only_after_verifiers_caches_expired() {
+    let app = TestApp::with_demo_and(|settings| {
+        settings.refresh_interval = std::time::Duration::from_millis(100);
+        settings.jwks_max_age = std::time::Duration::from_secs(2);
     })
     .await;
-    assert!(new_kid.is_some(), "new tokens are signed with the new key");
-    let jwks: Value =
-        app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
-    assert_eq!(jwks["keys"].as_array().unwrap().len(), 2);
+    let old = app.session().await;
+    let (cached, cache_control) = published_kids(&app).await;
+    assert_eq!(cache_control, "public, max-age=2");
+    assert_eq!(cached, [kid_of(&old.token)]);
+
+    let rotate = keys_command(&app, &["rotate"]);
+    assert!(rotate.status.success(), "{}", stderr(&rotate));
+    assert!(stdout(&rotate).contains("signs from"), "{}", stdout(&rotate));
+    let published_at = std::time::Instant::now();
+    let new_kid = eventually(|| async {
+        let (kids, _) = published_kids(&app).await;
+        kids.into_iter().find(|kid| !cached.contains(kid))
+    })
+    .await
+    .expect("the next key is published within a refresh");
+    assert_eq!(kid_of(&app.session().await.token), cached[0], "the old key still signs while caches may be stale");
+    let listed = stdout(&keys_command(&app, &["list"]));
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{new_kid}\tnext\t"))), "{listed}");
+
+    // The new key signs from its activation: not before the cached JWKS has expired.
+    let mut signed_by_new = None;
+    for _ in 0..100 {
+        if kid_of(&app.session().await.token) == new_kid {
+            signed_by_new = Some(published_at.elapsed());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let after = signed_by_new.expect("the new key signs within 10 s");
+    assert!(after >= std::time::Duration::from_secs(1), "not before the caches expired: {after:?}");
     assert_eq!(app.wait_times(&old, &["00001"]).await.status(), 200, "a token of the old key still works");
+    let listed = stdout(&keys_command(&app, &["list"]));
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{new_kid}\tcurrent\t"))), "{listed}");
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{}\tretired\t", cached[0]))), "{listed}");
+}
+
+#[tokio::test]
+async fn rotate_now_signs_at_once_and_a_second_rotation_waits_for_the_first() {
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let first = kid_of(&app.session().await.token);
+    assert!(keys_command(&app, &["rotate"]).status.success());
+    let again = keys_command(&app, &["rotate"]);
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("is already next") && stderr(&again).contains("--now"), "{}", stderr(&again));
+
+    let now = keys_command(&app, &["rotate", "--now"]);
+    assert!(now.status.success(), "{}", stderr(&now));
+    let urgent = eventually(|| async {
+        let kid = kid_of(&app.session().await.token);
+        (kid != first).then_some(kid)
+    })
+    .await
+    .expect("the new key signs within a refresh");
+    let (kids, _) = published_kids(&app).await;
+    assert_eq!(kids.len(), 2, "the new key and the old one; the waiting one was dropped: {kids:?}");
+    assert!(kids.contains(&urgent) && kids.contains(&first));
 }
 
 #[tokio::test]

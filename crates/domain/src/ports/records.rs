@@ -94,17 +94,19 @@ pub trait AtmRecords: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SigningKeyRecords: Send + Sync {
-    /// The current key and the keys retired after `retired_after`, newest first.
+    /// Every key not retired by `retired_after` (next, current, and recently retired
+    /// ones), newest activation first.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when they cannot be read.
     async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable>;
 
-    /// Makes `key` the current key, retiring the current one at `now`, in one step.
+    /// Adds `key`, to sign from its `activates_at`, in one step: the key signing then is
+    /// retired at that moment, and keys still waiting to sign at `now` are dropped.
     ///
     /// # Errors
-    /// [`StoreUnavailable`] when it could not be written; then the old key stays current.
-    async fn make_current(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable>;
+    /// [`StoreUnavailable`] when it could not be written; then nothing changed.
+    async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable>;
 }
 
 /// Makes new signing keys (the signing adapter knows the algorithm).

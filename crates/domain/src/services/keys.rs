@@ -1,19 +1,58 @@
 //! The keys that sign access tokens: there is always a current one, and rotating
-//! replaces it without invalidating live tokens.
+//! replaces it without invalidating live tokens or surprising verifiers.
+//!
+//! A rotation publishes the next key at once and lets it sign only once every verifier's
+//! cached key set has had time to expire and be fetched again, so nobody meets a `kid`
+//! they do not know. Each key's activation (and its predecessor's retirement) is stored
+//! with it, so every instance switches at the same moment without being told.
 
 use std::sync::Arc;
 
 use crate::ports::{Clock, KeyGenerationFailed, KeyGenerator, SigningKeyRecords, StoreUnavailable};
+use crate::token::{KeyState, SigningKey};
 
-/// Why a key was not made current.
+/// Why a key was not made or scheduled.
 #[derive(Debug, thiserror::Error)]
 pub enum KeyManagementError {
+    /// A next key is already published and waiting; a second would make the first one's
+    /// publication useless. `--now` replaces it.
+    #[error("key {kid} is already next and signs from {activates_at} (Unix time); rotate --now replaces it")]
+    NextAlreadyWaiting {
+        /// The waiting key.
+        kid: String,
+        /// When it starts signing.
+        activates_at: i64,
+    },
     /// No key could be generated.
     #[error(transparent)]
     Generation(#[from] KeyGenerationFailed),
     /// The store could not be read or written.
     #[error(transparent)]
     Unavailable(#[from] StoreUnavailable),
+}
+
+/// A key and where it is in its life now.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct KeyStatus {
+    /// Its id.
+    pub kid: String,
+    /// Next, current or retired, now.
+    pub state: KeyState,
+    /// When it was made.
+    pub created_at: i64,
+    /// When it signs from.
+    pub activates_at: i64,
+    /// When it stops (or stopped) signing, once decided.
+    pub retired_at: Option<i64>,
+}
+
+/// A key that was made, and when it signs from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ScheduledKey {
+    /// Its id.
+    pub kid: String,
+    /// When it signs from (now, for an immediate rotation).
+    pub activates_at: i64,
 }
 
 /// The operators' and the service's commands on signing keys.
@@ -29,29 +68,71 @@ impl KeyManagement {
         Self { keys, generator, clock }
     }
 
-    /// Makes sure a key signs new tokens: a new store (or one whose keys were all
-    /// retired) gets one. Returns the new key's id when one was made.
+    /// Makes sure a key signs new tokens now: a new store (or one whose keys were all
+    /// retired) gets one at once. Returns the new key's id when one was made.
     ///
     /// # Errors
     /// See [`KeyManagementError`].
     pub async fn ensure_current(&self) -> Result<Option<String>, KeyManagementError> {
         let now = self.clock.unix_now();
-        if self.keys.published(now).await?.iter().any(|key| key.is_current()) {
+        if self.keys.published(now).await?.iter().any(|key| key.signs_at(now)) {
             return Ok(None);
         }
-        self.rotate().await.map(Some)
+        self.rotate_now().await.map(|key| Some(key.kid))
     }
 
-    /// Makes a new key current; the previous one is retired now but stays published
-    /// (and verifies) until the tokens it signed have expired. Returns the new key's id.
+    /// Publishes a new key now and lets it sign after `delay_seconds` (the verifiers'
+    /// key-set cache lifetime plus one refresh); the current key signs until then and
+    /// stays published while its tokens live.
+    ///
+    /// # Errors
+    /// [`KeyManagementError::NextAlreadyWaiting`] if a next key is already waiting;
+    /// otherwise see [`KeyManagementError`].
+    pub async fn rotate(&self, delay_seconds: i64) -> Result<ScheduledKey, KeyManagementError> {
+        let now = self.clock.unix_now();
+        let waiting = self.keys.published(now).await?.into_iter().find(|key| key.state_at(now) == KeyState::Next);
+        if let Some(key) = waiting {
+            return Err(KeyManagementError::NextAlreadyWaiting { kid: key.kid, activates_at: key.activates_at });
+        }
+        self.schedule(now, now + delay_seconds.max(0)).await
+    }
+
+    /// Makes a new key sign at once (for a key that may be compromised), dropping a
+    /// waiting next key. Verifiers with a cached key set meet its `kid` before they
+    /// refresh: the price of stopping a compromised key now.
     ///
     /// # Errors
     /// See [`KeyManagementError`].
-    pub async fn rotate(&self) -> Result<String, KeyManagementError> {
+    pub async fn rotate_now(&self) -> Result<ScheduledKey, KeyManagementError> {
         let now = self.clock.unix_now();
-        let key = self.generator.generate(now)?;
-        self.keys.make_current(&key, now).await?;
-        Ok(key.kid)
+        self.schedule(now, now).await
+    }
+
+    async fn schedule(&self, now: i64, activates_at: i64) -> Result<ScheduledKey, KeyManagementError> {
+        let key = SigningKey { activates_at, ..self.generator.generate(now)? };
+        self.keys.schedule(&key, now).await?;
+        Ok(ScheduledKey { kid: key.kid, activates_at })
+    }
+
+    /// Every key in the store, newest activation first, with its state now.
+    ///
+    /// # Errors
+    /// See [`KeyManagementError`].
+    pub async fn list(&self) -> Result<Vec<KeyStatus>, KeyManagementError> {
+        let now = self.clock.unix_now();
+        Ok(self
+            .keys
+            .published(i64::MIN)
+            .await?
+            .into_iter()
+            .map(|key| KeyStatus {
+                state: key.state_at(now),
+                kid: key.kid,
+                created_at: key.created_at,
+                activates_at: key.activates_at,
+                retired_at: key.retired_at,
+            })
+            .collect())
     }
 }
 
@@ -60,33 +141,78 @@ mod tests {
     use super::*;
     use crate::ports::{MockKeyGenerator, MockSigningKeyRecords};
     use crate::testing::clock_at;
-    use crate::token::SigningKey;
 
-    fn key(kid: &str, retired_at: Option<i64>) -> SigningKey {
-        SigningKey { kid: kid.into(), private_pkcs8: vec![], public_key: vec![], created_at: 0, retired_at }
+    fn key(kid: &str, activates_at: i64, retired_at: Option<i64>) -> SigningKey {
+        SigningKey {
+            kid: kid.into(),
+            private_pkcs8: vec![],
+            public_key: vec![],
+            created_at: activates_at,
+            activates_at,
+            retired_at,
+        }
     }
 
     fn generator() -> MockKeyGenerator {
         let mut generator = MockKeyGenerator::new();
-        generator.expect_generate().returning(|now| Ok(SigningKey { created_at: now, ..key("new", None) }));
+        generator.expect_generate().returning(|now| Ok(key("new", now, None)));
         generator
     }
 
-    #[tokio::test]
-    async fn a_store_without_a_current_key_gets_one() {
-        let mut keys = MockSigningKeyRecords::new();
-        keys.expect_published().returning(|_| Ok(vec![key("old", Some(10))]));
-        keys.expect_make_current().withf(|key, now| key.kid == "new" && *now == 500).times(1).returning(|_, _| Ok(()));
-        let management = KeyManagement::new(Arc::new(keys), Arc::new(generator()), Arc::new(clock_at(500)));
-        assert_eq!(management.ensure_current().await.unwrap().as_deref(), Some("new"));
+    fn management(keys: MockSigningKeyRecords, now: i64) -> KeyManagement {
+        KeyManagement::new(Arc::new(keys), Arc::new(generator()), Arc::new(clock_at(now)))
     }
 
     #[tokio::test]
-    async fn a_store_with_a_current_key_keeps_it() {
+    async fn a_store_without_a_signing_key_gets_one_that_signs_at_once() {
         let mut keys = MockSigningKeyRecords::new();
-        keys.expect_published().returning(|_| Ok(vec![key("current", None)]));
-        keys.expect_make_current().never();
-        let management = KeyManagement::new(Arc::new(keys), Arc::new(generator()), Arc::new(clock_at(500)));
-        assert_eq!(management.ensure_current().await.unwrap(), None);
+        keys.expect_published().returning(|_| Ok(vec![key("old", 0, Some(10))]));
+        keys.expect_schedule()
+            .withf(|key, now| key.kid == "new" && key.activates_at == 500 && *now == 500)
+            .times(1)
+            .returning(|_, _| Ok(()));
+        assert_eq!(management(keys, 500).ensure_current().await.unwrap().as_deref(), Some("new"));
+    }
+
+    #[tokio::test]
+    async fn a_store_with_a_signing_key_keeps_it() {
+        let mut keys = MockSigningKeyRecords::new();
+        keys.expect_published().returning(|_| Ok(vec![key("current", 0, None)]));
+        keys.expect_schedule().never();
+        assert_eq!(management(keys, 500).ensure_current().await.unwrap(), None);
+    }
+
+    #[tokio::test]
+    async fn a_rotation_publishes_now_and_signs_after_the_delay() {
+        let mut keys = MockSigningKeyRecords::new();
+        keys.expect_published().returning(|_| Ok(vec![key("current", 0, None)]));
+        keys.expect_schedule()
+            .withf(|key, now| key.activates_at == 800 && key.created_at == 500 && *now == 500)
+            .times(1)
+            .returning(|_, _| Ok(()));
+        let scheduled = management(keys, 500).rotate(300).await.unwrap();
+        assert_eq!(scheduled, ScheduledKey { kid: "new".into(), activates_at: 800 });
+    }
+
+    #[tokio::test]
+    async fn a_second_rotation_while_a_key_waits_is_refused_and_now_replaces_it() {
+        let mut keys = MockSigningKeyRecords::new();
+        keys.expect_published().returning(|_| Ok(vec![key("waiting", 800, None), key("current", 0, Some(800))]));
+        keys.expect_schedule().withf(|key, _| key.activates_at == 500).times(1).returning(|_, _| Ok(()));
+        let management = management(keys, 500);
+        let refused = management.rotate(300).await.unwrap_err();
+        assert!(
+            matches!(refused, KeyManagementError::NextAlreadyWaiting { ref kid, activates_at: 800 } if kid == "waiting")
+        );
+        assert_eq!(management.rotate_now().await.unwrap().activates_at, 500);
+    }
+
+    #[tokio::test]
+    async fn keys_are_listed_with_their_state_now() {
+        let mut keys = MockSigningKeyRecords::new();
+        keys.expect_published()
+            .returning(|_| Ok(vec![key("next", 800, None), key("current", 100, Some(800)), key("old", 0, Some(100))]));
+        let states: Vec<KeyState> = management(keys, 500).list().await.unwrap().iter().map(|k| k.state).collect();
+        assert_eq!(states, [KeyState::Next, KeyState::Current, KeyState::Retired]);
     }
 }
