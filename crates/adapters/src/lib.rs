@@ -19,11 +19,13 @@
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
+//! - [`key_seal`] — signing keys encrypted at rest (AES-256-GCM under a key-encryption key).
 //! - [`system`] — the system clock and the CSPRNG id generator.
 //! - `testing` — an outage switch for a store and forged tokens, for other crates' tests
 //!   (with the `testing` feature).
 
 pub mod jwt;
+pub mod key_seal;
 pub mod rows;
 pub mod sqlite;
 pub mod store;

@@ -18,7 +18,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection as _, QueryBuilder, Sqlite, SqlitePool};
 
 use crate::rows::{self, AtmRow, ClientRow, SigningKeyRow, TokenRow, WaitTimeRow};
-use crate::store::{AtmSet, Revisions, StoreLifecycle, ViewSource};
+use crate::store::{AtmSet, KeyVault, Revisions, StoreLifecycle, ViewSource};
 
 /// Connections in the pool: measured best of 1/2/4/8 on a 2-core machine
 /// (shared/DEPENDENCIES.md). The hot paths do not use the pool at all.
@@ -407,6 +407,21 @@ impl SigningKeyRecords for SqliteStore {
         .await
         .map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)
+    }
+}
+
+#[async_trait]
+impl KeyVault for SqliteStore {
+    async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable> {
+        let changed = sqlx::query("UPDATE signing_keys SET private_key = ? WHERE kid = ? AND private_key = ?")
+            .bind(to)
+            .bind(kid)
+            .bind(from)
+            .execute(&self.pool)
+            .await
+            .map_err(unavailable)?
+            .rows_affected();
+        Ok(changed == 1)
     }
 }
 

@@ -15,6 +15,7 @@ use domain::ports::{
     WaitTimeRecords,
 };
 
+use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 use crate::sqlite::SqliteStore;
 
 /// Change counters, one per topic, bumped by the database itself on every write,
@@ -81,6 +82,19 @@ pub trait StoreLifecycle: Send + Sync {
     async fn close(&self);
 }
 
+/// Where signing keys are sealed in place, beside the domain's key records: rewriting a
+/// key's stored private bytes is an adapter's concern (encryption at rest), not the
+/// domain's.
+#[async_trait]
+pub trait KeyVault: Send + Sync {
+    /// Replaces the stored private bytes of key `kid` with `to` if they are still `from`;
+    /// whether they were replaced.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable>;
+}
+
 /// One database, as each of its users sees it.
 #[derive(Clone)]
 pub struct Store {
@@ -96,8 +110,10 @@ pub struct Store {
     pub wait_times: Arc<dyn WaitTimeRecords>,
     /// The ATM set.
     pub atms: Arc<dyn AtmRecords>,
-    /// Signing keys.
+    /// Signing keys, as stored (see [`Store::with_key_encryption`]).
     pub keys: Arc<dyn SigningKeyRecords>,
+    /// Sealing stored signing keys in place.
+    pub vault: Arc<dyn KeyVault>,
     /// Issued-token records.
     pub tokens: Arc<dyn TokenArchive>,
     /// What the store holds.
@@ -117,6 +133,7 @@ impl Store {
             + SigningKeyRecords
             + TokenArchive
             + StoreInventory
+            + KeyVault
             + 'static,
     {
         let backend = Arc::new(backend);
@@ -128,9 +145,29 @@ impl Store {
             wait_times: backend.clone(),
             atms: backend.clone(),
             keys: backend.clone(),
+            vault: backend.clone(),
             tokens: backend.clone(),
             inventory: backend,
         }
+    }
+
+    /// This store with its signing keys sealed under `key` (or, without one, stored
+    /// plain, and any sealed key refused with a one-line reason, never skipped), after
+    /// sealing every key still stored plain. Every process that opens a store goes
+    /// through here, so a key encryption key given once seals the store's keys.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the keys cannot be read or sealed.
+    pub async fn with_key_encryption(mut self, key: Option<KeyEncryptionKey>) -> Result<Self, StoreUnavailable> {
+        let key = key.map(Arc::new);
+        if let Some(key) = &key {
+            let sealed = crate::key_seal::seal_plain_keys(self.keys.as_ref(), self.vault.as_ref(), key).await?;
+            if sealed > 0 {
+                tracing::info!(sealed, "signing keys stored plain were encrypted at rest");
+            }
+        }
+        self.keys = Arc::new(SealedKeys::new(Arc::clone(&self.keys), key));
+        Ok(self)
     }
 
     /// Opens the database named by `url`: `sqlite://path/to/file.db`.

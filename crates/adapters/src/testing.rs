@@ -17,7 +17,7 @@ use domain::store_contents::StoreContents;
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
 use crate::jwt::JwtTokens;
-use crate::store::{AtmSet, Revisions, Store, StoreLifecycle, ViewSource};
+use crate::store::{AtmSet, KeyVault, Revisions, Store, StoreLifecycle, ViewSource};
 
 /// Takes a [`Store`] made by [`with_outage_switch`] down and brings it back, as a
 /// database restarted under the service would (crates.io's chaos proxy, at the store).
@@ -142,6 +142,14 @@ impl SigningKeyRecords for Switched {
     async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
         self.switch.check()?;
         self.inner.keys.schedule(key, now).await
+    }
+}
+
+#[async_trait]
+impl KeyVault for Switched {
+    async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.vault.reseal(kid, from, to).await
     }
 }
 

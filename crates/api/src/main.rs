@@ -33,7 +33,9 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
     if let Some(filter) = &common.log_filter {
         telemetry::init(filter, common.log_format, Sink::Stderr);
     }
-    let operators = open_operators(common.database_url.expose_secret()).await.map_err(|e| CommandError::of(&e))?;
+    let operators = open_operators(common.database_url.expose_secret(), common.key_encryption_key_file.as_deref())
+        .await
+        .map_err(|e| CommandError::of(&e))?;
     match command {
         Command::Migrate => {
             println!("migrations applied");

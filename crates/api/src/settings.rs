@@ -74,6 +74,10 @@ pub struct CommonOptions {
     /// Database URL [default: sqlite://data/branch-atm.db].
     #[arg(long, global = true, value_name = "URL")]
     pub database_url: Option<String>,
+    /// File holding the key that encrypts signing keys at rest: 32 bytes, or 64
+    /// hexadecimal characters [default: none: keys are stored unencrypted].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub key_encryption_key_file: Option<PathBuf>,
     /// Log filter, tracing-subscriber syntax [default: info for serve; commands log nothing unless set].
     #[arg(long, global = true, value_name = "FILTER")]
     pub log_filter: Option<String>,
@@ -200,6 +204,8 @@ pub struct CommonSettings {
     pub log_filter: Option<String>,
     /// Log format, if one was asked for.
     pub log_format: Option<LogFormat>,
+    /// The key-encryption key's file, if signing keys are encrypted at rest.
+    pub key_encryption_key_file: Option<PathBuf>,
 }
 
 /// A sustained rate with bursts above it.
@@ -262,6 +268,8 @@ pub struct Settings {
     pub atm_page_size: usize,
     /// How long verifiers may cache the JWKS.
     pub jwks_max_age: Duration,
+    /// The key-encryption key's file, if signing keys are encrypted at rest.
+    pub key_encryption_key_file: Option<PathBuf>,
     /// Request limits.
     pub limits: RateLimits,
     /// Proxies whose forwarding headers are believed.
@@ -361,8 +369,11 @@ pub fn resolve(cli: &Cli) -> Result<(CommonSettings, Settings), SettingsError> {
         database_url: SecretString::from(database_url.clone()),
         log_filter: common_options.log_filter,
         log_format: common_options.log_format,
+        key_encryption_key_file: common_options.key_encryption_key_file.clone(),
     };
-    Ok((common, serve_settings(&database_url, serve_options)?))
+    let mut settings = serve_settings(&database_url, serve_options)?;
+    settings.key_encryption_key_file = common_options.key_encryption_key_file;
+    Ok((common, settings))
 }
 
 /// `serve`'s settings from its options: each default applied and each value checked.
@@ -463,6 +474,7 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         workers: options.workers,
         atm_page_size,
         jwks_max_age: Duration::from_secs(u64::from(jwks_max_age_seconds)),
+        key_encryption_key_file: None,
         limits,
         trusted_proxies,
         client_request_timeout: Duration::from_millis(client_request_timeout_ms),

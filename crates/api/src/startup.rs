@@ -3,6 +3,7 @@
 //! `.port()`, then `.run_until_stopped()`.
 
 use std::net::TcpListener;
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -11,6 +12,7 @@ use actix_web::http::header::HeaderValue;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
+use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
 use adapters::store::Store;
 use adapters::store_watch::{StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
@@ -56,6 +58,9 @@ pub enum StartupError {
     /// No signing key could be made current.
     #[error(transparent)]
     Keys(#[from] KeyManagementError),
+    /// The key-encryption key could not be read.
+    #[error(transparent)]
+    KeyFile(#[from] KeyFileError),
     /// The demo data set could not be loaded.
     #[error(transparent)]
     Demo(#[from] DemoLoadError),
@@ -66,9 +71,10 @@ pub enum StartupError {
 ///
 /// # Errors
 /// [`StartupError::Store`] when the store cannot be opened or migrated.
-pub async fn open_operators(database_url: &str) -> Result<Operators, StartupError> {
+pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Result<Operators, StartupError> {
     let store = Store::open(database_url).await?;
     store.lifecycle.migrate().await?;
+    let store = with_key_encryption(store, key_file).await?;
     let clock: Arc<dyn Clock> = Arc::new(SystemClock);
     Ok(Operators {
         clients: ClientAdmin::new(Arc::clone(&store.clients), Arc::clone(&store.tokens), Arc::clone(&clock)),
@@ -80,15 +86,24 @@ pub async fn open_operators(database_url: &str) -> Result<Operators, StartupErro
     })
 }
 
-/// Migrates, makes sure a key signs tokens, and loads the demo data set when asked to
-/// (the domain decides whether the store takes it).
-async fn prepare(store: &Store, clock: &Arc<dyn Clock>, demo_data: bool) -> Result<(), StartupError> {
+/// `store` with its signing keys sealed under the key in `key_file`, or, without one,
+/// refusing sealed keys (a one-line error, never a silently new key).
+async fn with_key_encryption(store: Store, key_file: Option<&Path>) -> Result<Store, StartupError> {
+    let key = key_file.map(KeyEncryptionKey::from_file).transpose()?;
+    Ok(store.with_key_encryption(key).await?)
+}
+
+/// Migrates, seals the signing keys when a key-encryption key is given, makes sure a
+/// key signs tokens, and loads the demo data set when asked to (the domain decides
+/// whether the store takes it). Returns the store as the service uses it.
+async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> Result<Store, StartupError> {
     store.lifecycle.migrate().await?;
+    let store = with_key_encryption(store, settings.key_encryption_key_file.as_deref()).await?;
     let keys = KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock));
     if let Some(kid) = keys.ensure_current().await? {
         tracing::info!(%kid, "created a signing key");
     }
-    if demo_data {
+    if settings.demo_data {
         let targets = DemoTargets {
             inventory: Arc::clone(&store.inventory),
             clients: Arc::clone(&store.clients),
@@ -103,7 +118,7 @@ async fn prepare(store: &Store, clock: &Arc<dyn Clock>, demo_data: bool) -> Resu
             }
         }
     }
-    Ok(())
+    Ok(store)
 }
 
 /// How often expired token records are purged.
@@ -223,7 +238,7 @@ impl Application {
     pub async fn build_on(settings: Settings, store: Store) -> Result<Self, StartupError> {
         // One clock for the whole service: issuer and verifier, view, retention.
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
-        prepare(&store, &clock, settings.demo_data).await?;
+        let store = prepare(store, &clock, &settings).await?;
 
         let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
         let issuer = format!("{}/api", settings.public_base_url);

@@ -404,3 +404,74 @@ async fn a_clients_allowed_origins_are_added_listed_and_replaced() {
     let unknown = branch_atm(&url, &["clients", "update", "nobody", "--allowed-origin", "https://cdn.example.mx"]);
     assert!(stderr(&unknown).contains("client nobody does not exist"), "{}", stderr(&unknown));
 }
+
+/// The private key bytes of every signing key, as the store file holds them (a store
+/// opened without a key-encryption key reads the rows as they are).
+async fn stored_private_keys(database_url: &str) -> Vec<Vec<u8>> {
+    let store = adapters::store::Store::open(database_url).await.unwrap();
+    let keys = store.keys.published(i64::MIN).await.unwrap();
+    store.lifecycle.close().await;
+    keys.into_iter().map(|key| key.private_pkcs8).collect()
+}
+
+/// PKCS#8 DER starts with a SEQUENCE byte; a sealed key does not.
+fn all_sealed(keys: &[Vec<u8>]) -> bool {
+    !keys.is_empty() && keys.iter().all(|key| key.first() != Some(&0x30))
+}
+
+/// The finding: Ed25519 private keys sat unencrypted in the store. With a key-encryption
+/// key they are sealed (keys stored before are sealed at the next start); without it, or
+/// with another one, the command stops with one line and makes no new key.
+#[tokio::test]
+async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a_one_line_error() {
+    let (folder, url) = fresh_database();
+    let key_file = folder.path().join("kek.hex");
+    std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).unwrap();
+    let wrong_file = folder.path().join("wrong.bin");
+    std::fs::write(&wrong_file, [9_u8; 32]).unwrap();
+    let with_key = |file: &std::path::Path, args: &[&str]| {
+        let mut all = vec!["--key-encryption-key-file", file.to_str().unwrap()];
+        all.extend_from_slice(args);
+        branch_atm(&url, &all)
+    };
+
+    // A key made before any key-encryption key was given is stored plain...
+    assert!(branch_atm(&url, &["keys", "rotate", "--now"]).status.success());
+    assert!(!all_sealed(&stored_private_keys(&url).await));
+    // ...and sealed by the next process that opens the store with one.
+    let listed = with_key(&key_file, &["keys", "list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(all_sealed(&stored_private_keys(&url).await));
+    // New keys are sealed as they are stored.
+    assert!(with_key(&key_file, &["keys", "rotate", "--now"]).status.success());
+    let keys = stored_private_keys(&url).await;
+    assert_eq!(keys.len(), 2);
+    assert!(all_sealed(&keys));
+
+    let missing = branch_atm(&url, &["keys", "rotate", "--now"]);
+    assert!(!missing.status.success());
+    assert_eq!(stderr(&missing).lines().count(), 1, "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("--key-encryption-key-file"), "{}", stderr(&missing));
+    let wrong = with_key(&wrong_file, &["keys", "list"]);
+    assert!(!wrong.status.success());
+    assert_eq!(stderr(&wrong).lines().count(), 1, "{}", stderr(&wrong));
+    assert!(stderr(&wrong).contains("does not open"), "{}", stderr(&wrong));
+    assert_eq!(stored_private_keys(&url).await.len(), 2, "no new key was made");
+}
+
+#[tokio::test]
+async fn the_service_signs_and_verifies_with_keys_sealed_at_rest() {
+    let folder = tempfile::tempdir().unwrap();
+    let key_file = folder.path().join("kek.bin");
+    std::fs::write(&key_file, [3_u8; 32]).unwrap();
+    let app = TestApp::with_demo_and(|settings| settings.key_encryption_key_file = Some(key_file.clone())).await;
+    assert!(all_sealed(&stored_private_keys(&app.database_url).await));
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
+
+    // Another instance started on the same store without the key file does not start.
+    let without = api::settings::Settings::for_database(&app.database_url);
+    let error = api::startup::Application::build(without).await.err().expect("no start without the key file");
+    let line = api::admin::one_line(&error);
+    assert!(line.contains("--key-encryption-key-file"), "{line}");
+}

@@ -1,0 +1,216 @@
+//! Signing keys encrypted at rest: AES-256-GCM (aws-lc-rs) under a key-encryption key
+//! the operator keeps outside the store (`--key-encryption-key-file`), each key's id
+//! bound as associated data, so a sealed key copied onto another key's row does not open.
+//!
+//! A sealed private key is stored as `MAGIC ‖ nonce (12 bytes) ‖ ciphertext ‖ tag`. A
+//! plain one is PKCS#8 DER, which starts with a SEQUENCE byte (0x30), never with the
+//! magic, so both can sit in one store while it is being sealed. [`SealedKeys`] stands in
+//! front of a store's signing-key records: it seals what it writes and opens what it
+//! reads, and refuses (never skips) a key it cannot open.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use aws_lc_rs::aead::{AES_256_GCM, Aad, LessSafeKey, NONCE_LEN, Nonce, UnboundKey};
+use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
+use domain::ports::{SigningKeyRecords, StoreUnavailable};
+use domain::token::SigningKey;
+
+use crate::store::KeyVault;
+
+/// The first bytes of a sealed private key (format version 1).
+const MAGIC: &[u8; 4] = b"BAK1";
+
+/// The key-encryption key could not be read from its file.
+#[derive(Debug, thiserror::Error)]
+#[error("key-encryption-key-file {path}: {reason}")]
+pub struct KeyFileError {
+    path: String,
+    reason: String,
+}
+
+/// The key that encrypts the signing keys at rest: 32 bytes.
+pub struct KeyEncryptionKey(LessSafeKey);
+
+impl KeyEncryptionKey {
+    /// A key of exactly 32 bytes.
+    ///
+    /// # Errors
+    /// A message if `bytes` is not 32 bytes long.
+    pub fn from_bytes(bytes: &[u8]) -> Result<Self, String> {
+        let key = UnboundKey::new(&AES_256_GCM, bytes).map_err(|_| format!("{} bytes, not 32", bytes.len()))?;
+        Ok(Self(LessSafeKey::new(key)))
+    }
+
+    /// The key in `path`: 32 raw bytes (`head -c 32 /dev/urandom > FILE`), or 64
+    /// hexadecimal characters with optional surrounding whitespace
+    /// (`openssl rand -hex 32 > FILE`).
+    ///
+    /// # Errors
+    /// [`KeyFileError`] naming the file and what is wrong with it.
+    pub fn from_file(path: &Path) -> Result<Self, KeyFileError> {
+        let error = |reason: String| KeyFileError { path: path.display().to_string(), reason };
+        let content = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+        let bytes = match std::str::from_utf8(&content).map(str::trim) {
+            Ok(text) if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) => (0..32)
+                .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16))
+                .collect::<Result<Vec<u8>, _>>()
+                .map_err(|e| error(e.to_string()))?,
+            _ => content,
+        };
+        Self::from_bytes(&bytes)
+            .map_err(|found| error(format!("must hold 32 bytes or 64 hexadecimal characters; it holds {found}")))
+    }
+
+    /// `private` (of key `kid`) sealed.
+    fn seal(&self, kid: &str, private: &[u8]) -> Result<Vec<u8>, StoreUnavailable> {
+        let mut nonce = [0_u8; NONCE_LEN];
+        SystemRandom::new().fill(&mut nonce).map_err(|_| StoreUnavailable::new("no random nonce to seal a key"))?;
+        let mut sealed = Vec::with_capacity(MAGIC.len() + NONCE_LEN + private.len() + AES_256_GCM.tag_len());
+        sealed.extend_from_slice(MAGIC);
+        sealed.extend_from_slice(&nonce);
+        let mut body = private.to_vec();
+        self.0
+            .seal_in_place_append_tag(Nonce::assume_unique_for_key(nonce), Aad::from(kid.as_bytes()), &mut body)
+            .map_err(|_| StoreUnavailable::new(format!("signing key {kid} could not be sealed")))?;
+        sealed.extend_from_slice(&body);
+        Ok(sealed)
+    }
+
+    /// The private key `sealed` holds, if this key and `kid` open it.
+    fn open(&self, kid: &str, sealed: &[u8]) -> Option<Vec<u8>> {
+        let rest = sealed.strip_prefix(MAGIC.as_slice())?;
+        let (nonce, body) = rest.split_at_checked(NONCE_LEN)?;
+        let nonce = Nonce::try_assume_unique_for_key(nonce).ok()?;
+        let mut body = body.to_vec();
+        let plain = self.0.open_in_place(nonce, Aad::from(kid.as_bytes()), &mut body).ok()?;
+        Some(plain.to_vec())
+    }
+}
+
+/// Whether a stored private key is sealed.
+fn is_sealed(private: &[u8]) -> bool {
+    private.starts_with(MAGIC)
+}
+
+/// The signing-key records of a store, sealed with `key` when there is one.
+pub struct SealedKeys {
+    inner: Arc<dyn SigningKeyRecords>,
+    key: Option<Arc<KeyEncryptionKey>>,
+}
+
+impl SealedKeys {
+    /// `inner`'s records, sealed under `key` (or, without one, left plain, and a sealed
+    /// one refused).
+    pub fn new(inner: Arc<dyn SigningKeyRecords>, key: Option<Arc<KeyEncryptionKey>>) -> Self {
+        Self { inner, key }
+    }
+
+    fn open(&self, mut stored: SigningKey) -> Result<SigningKey, StoreUnavailable> {
+        if !is_sealed(&stored.private_pkcs8) {
+            return Ok(stored);
+        }
+        let Some(key) = &self.key else {
+            return Err(StoreUnavailable::new(format!(
+                "signing key {} is encrypted at rest; give the --key-encryption-key-file it was sealed with",
+                stored.kid
+            )));
+        };
+        stored.private_pkcs8 = key.open(&stored.kid, &stored.private_pkcs8).ok_or_else(|| {
+            StoreUnavailable::new(format!(
+                "the key-encryption key does not open signing key {} (another key file?)",
+                stored.kid
+            ))
+        })?;
+        Ok(stored)
+    }
+}
+
+#[async_trait]
+impl SigningKeyRecords for SealedKeys {
+    async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable> {
+        self.inner.published(retired_after).await?.into_iter().map(|stored| self.open(stored)).collect()
+    }
+
+    async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
+        match &self.key {
+            Some(sealer) => {
+                let sealed = SigningKey { private_pkcs8: sealer.seal(&key.kid, &key.private_pkcs8)?, ..key.clone() };
+                self.inner.schedule(&sealed, now).await
+            }
+            None => {
+                // A store whose keys are sealed takes no plain key: a process started
+                // without the key file stops here, as it would on reading them.
+                for stored in self.inner.published(i64::MIN).await? {
+                    self.open(stored)?;
+                }
+                self.inner.schedule(key, now).await
+            }
+        }
+    }
+}
+
+/// Seals every signing key still stored plain, under `key`; returns how many.
+///
+/// # Errors
+/// [`StoreUnavailable`] if the keys cannot be read or written (then those sealed so far
+/// stay sealed, and the next start seals the rest).
+pub async fn seal_plain_keys(
+    records: &dyn SigningKeyRecords,
+    vault: &dyn KeyVault,
+    key: &KeyEncryptionKey,
+) -> Result<usize, StoreUnavailable> {
+    let mut sealed = 0;
+    for stored in records.published(i64::MIN).await? {
+        if !is_sealed(&stored.private_pkcs8)
+            && vault.reseal(&stored.kid, &stored.private_pkcs8, &key.seal(&stored.kid, &stored.private_pkcs8)?).await?
+        {
+            sealed += 1;
+        }
+    }
+    Ok(sealed)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(byte: u8) -> KeyEncryptionKey {
+        KeyEncryptionKey::from_bytes(&[byte; 32]).unwrap()
+    }
+
+    #[test]
+    fn a_sealed_key_opens_only_with_its_key_and_its_kid() {
+        let private = b"\x30\x2e pkcs8 bytes".to_vec();
+        let sealed = key(1).seal("kid-a", &private).unwrap();
+        assert!(is_sealed(&sealed) && !is_sealed(&private));
+        assert!(!sealed.windows(private.len()).any(|w| w == private.as_slice()), "no plain bytes in it");
+        assert_eq!(key(1).open("kid-a", &sealed), Some(private.clone()));
+        assert_eq!(key(2).open("kid-a", &sealed), None, "another key-encryption key");
+        assert_eq!(key(1).open("kid-b", &sealed), None, "moved onto another key's row");
+        assert_ne!(key(1).seal("kid-a", &private).unwrap(), sealed, "a fresh nonce each time");
+    }
+
+    #[test]
+    fn a_key_file_holds_32_bytes_or_64_hex_characters() {
+        let folder = tempfile::tempdir().unwrap();
+        let write = |name: &str, content: &[u8]| {
+            let path = folder.path().join(name);
+            std::fs::write(&path, content).unwrap();
+            path
+        };
+        let raw = write("raw", &[7; 32]);
+        let hex = write("hex", format!("{}\n", "07".repeat(32)).as_bytes());
+        let sealed = KeyEncryptionKey::from_file(&raw).unwrap().seal("k", b"secret").unwrap();
+        assert_eq!(KeyEncryptionKey::from_file(&hex).unwrap().open("k", &sealed).as_deref(), Some(&b"secret"[..]));
+        let short = write("short", &[7; 16]);
+        let error = KeyEncryptionKey::from_file(&short).err().unwrap().to_string();
+        assert!(
+            error.contains("must hold 32 bytes or 64 hexadecimal characters") && error.contains("short"),
+            "{error}"
+        );
+        let missing = KeyEncryptionKey::from_file(&folder.path().join("none")).err().unwrap().to_string();
+        assert!(missing.starts_with("key-encryption-key-file "), "{missing}");
+    }
+}
