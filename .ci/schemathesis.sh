@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Property-based conformance run: schemathesis (from PyPI, in a virtual environment)
-# against a live server on loopback, every check, a fixed seed. Stops everything by
+# against a live server on loopback, every check, several fixed seeds (each seed walks
+# other examples; a failure names its seed and replays). Stops everything by
 # itself. One worker: hypothesis' source inspection is not thread-safe on CPython 3.11
 # (a SystemError "AST constructor recursion depth mismatch" with two workers).
 # Usage: .ci/schemathesis.sh [path to branch-atm binary]
@@ -8,7 +9,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 binary=${1:-target/debug/branch-atm}
 venv=${SCHEMATHESIS_VENV:-target/schemathesis-venv}
-seed=${SCHEMATHESIS_SEED:-20261121}
+seeds=${SCHEMATHESIS_SEEDS:-20261121 20261122 4242}
 
 if [ ! -x "$venv/bin/st" ]; then
   python3 -m venv "$venv"
@@ -36,6 +37,9 @@ ST_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["acce
 ST_SID=$(grep -i '^sid:' "$work/headers" | cut -d' ' -f2 | tr -d '\r')
 export ST_TOKEN ST_SID
 
-"$venv/bin/st" --config-file .ci/schemathesis.toml run "$base/api/openapi.json" \
-  --checks all --seed "$seed" --workers 1 --no-color --generation-database none \
-  --report junit --report-dir "$work/report"
+for seed in $seeds; do
+  echo "--- schemathesis, seed $seed"
+  "$venv/bin/st" --config-file .ci/schemathesis.toml run "$base/api/openapi.json" \
+    --checks all --seed "$seed" --workers 1 --no-color --generation-database none \
+    --report junit --report-dir "$work/report-$seed"
+done

@@ -83,6 +83,80 @@ fn obie_atm_schema() -> Option<Value> {
     Some(atm)
 }
 
+/// Query parameters that only make sense together, as one exploded form object
+/// (OpenAPI 3.1 §4.8.12.4: `style: form, explode: true` puts each property in the query
+/// as its own `name=value`, so the wire is unchanged): `required` inside the object says
+/// which must come together, which separate parameters cannot say (issue 11, contract).
+struct ParameterGroup {
+    path: &'static str,
+    method: &'static str,
+    name: &'static str,
+    members: &'static [&'static str],
+    required: &'static [&'static str],
+    description: &'static str,
+}
+
+const PARAMETER_GROUPS: [ParameterGroup; 2] = [
+    ParameterGroup {
+        path: "/v1/atms",
+        method: "get",
+        name: "near",
+        members: &["latitude", "longitude", "radiusKm"],
+        required: &["latitude", "longitude"],
+        description: "Near-me search, sent as separate query parameters: `latitude` and `longitude` together \
+                      (nearest ATMs first, each with `DistanceInMetres`), optionally `radiusKm`. Any of them \
+                      without `latitude` and `longitude` is a 400.",
+    },
+    ParameterGroup {
+        path: "/v1/authorize",
+        method: "get",
+        name: "pkce",
+        members: &["code_challenge", "code_challenge_method"],
+        required: &["code_challenge_method"],
+        description: "PKCE (RFC 7636), sent as separate query parameters: `code_challenge` needs \
+                      `code_challenge_method=S256` (a missing method would mean `plain`, which is refused); \
+                      the method alone asks for nothing.",
+    },
+];
+
+/// Replaces the group's separate parameters with one exploded object parameter.
+fn group_parameters(document: &mut Value, group: &ParameterGroup) -> Option<()> {
+    let pointer = format!("/paths/{}/{}/parameters", group.path.replace('/', "~1"), group.method);
+    let parameters = document.pointer_mut(&pointer)?.as_array_mut()?;
+    let first = parameters.iter().position(|p| group.members.contains(&p["name"].as_str().unwrap_or_default()))?;
+    let mut properties = serde_json::Map::new();
+    for member in group.members {
+        let at = parameters.iter().position(|p| p["name"] == *member)?;
+        let parameter = parameters.remove(at);
+        let mut schema = parameter["schema"].clone();
+        // The generated schema allows null for an optional parameter; a property that is
+        // sent has a value.
+        if let Some(types) = schema.get("type").and_then(Value::as_array).cloned() {
+            let kinds: Vec<Value> = types.into_iter().filter(|t| t != "null").collect();
+            schema["type"] = if kinds.len() == 1 { kinds[0].clone() } else { Value::Array(kinds) };
+        }
+        if let Some(description) = parameter.get("description") {
+            schema["description"] = description.clone();
+        }
+        properties.insert((*member).to_owned(), schema);
+    }
+    let grouped = serde_json::json!({
+        "name": group.name,
+        "in": "query",
+        "required": false,
+        "style": "form",
+        "explode": true,
+        "description": group.description,
+        "schema": {
+            "type": "object",
+            "properties": properties,
+            "required": group.required
+        }
+    });
+    parameters.insert(first, grouped);
+    Some(())
+}
+
 /// The whole document as JSON.
 pub fn document() -> Value {
     let mut document = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
@@ -90,6 +164,9 @@ pub fn document() -> Value {
         (document.pointer_mut("/components/schemas").and_then(Value::as_object_mut), obie_atm_schema())
     {
         schemas.insert("ATM".to_owned(), atm);
+    }
+    for group in &PARAMETER_GROUPS {
+        group_parameters(&mut document, group);
     }
     document
 }
