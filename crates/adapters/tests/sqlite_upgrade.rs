@@ -31,6 +31,15 @@ async fn migrated_to(folder: &Path, last: &str) -> (SqlitePool, String) {
     (pool, url)
 }
 
+/// The store at `url`, written through `pool` by an older release, opened and migrated
+/// as a new release does it.
+async fn upgraded(pool: SqlitePool, url: &str) -> Store {
+    pool.close().await;
+    let store = Store::open(url).await.unwrap();
+    store.lifecycle.migrate().await.unwrap();
+    store
+}
+
 /// A store as of `last`, holding two tokens.
 async fn store_as_of(folder: &Path, last: &str) -> String {
     let (pool, url) = migrated_to(folder, last).await;
@@ -95,10 +104,7 @@ async fn atms_imported_before_their_columns_existed_are_listed_as_if_imported_to
             .await
             .unwrap();
     }
-    pool.close().await;
-
-    let store = Store::open(&url).await.unwrap();
-    store.lifecycle.migrate().await.unwrap();
+    let store = upgraded(pool, &url).await;
 
     let upgraded = store.view.atms().await.unwrap().atms;
     today.sort_by(|a, b| (&a.brand, &a.identification).cmp(&(&b.brand, &b.identification)));
@@ -127,10 +133,7 @@ async fn keys_stored_before_pre_publication_sign_from_when_they_were_made() {
         .await
         .unwrap();
     }
-    pool.close().await;
-
-    let store = Store::open(&url).await.unwrap();
-    store.lifecycle.migrate().await.unwrap();
+    let store = upgraded(pool, &url).await;
     let keys = store.keys.published(i64::MIN).await.unwrap();
     let kids: Vec<(&str, i64, bool)> =
         keys.iter().map(|key| (key.kid.as_str(), key.activates_at, key.signs_at(NOW + 1))).collect();
