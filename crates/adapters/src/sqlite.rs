@@ -388,9 +388,11 @@ impl SigningKeyRecords for SqliteStore {
             .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
+        // The key signing at `now` (its retirement not yet reached: none, or the
+        // activation of a waiting key just dropped) signs until the new one does.
         sqlx::query("UPDATE signing_keys SET retired_at = ? WHERE retired_at IS NULL OR retired_at > ?")
             .bind(key.activates_at)
-            .bind(key.activates_at)
+            .bind(now)
             .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
@@ -422,6 +424,14 @@ impl KeyVault for SqliteStore {
             .map_err(unavailable)?
             .rows_affected();
         Ok(changed == 1)
+    }
+
+    async fn scrub(&self) -> Result<(), StoreUnavailable> {
+        // VACUUM rewrites every page from the live rows only; the checkpoint then copies
+        // the rewritten pages into the database file and empties the write-ahead log.
+        sqlx::query("VACUUM").execute(&self.pool).await.map_err(unavailable)?;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await.map_err(unavailable)?;
+        Ok(())
     }
 }
 

@@ -93,6 +93,14 @@ pub trait KeyVault: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written.
     async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable>;
+
+    /// Leaves no copy of replaced bytes in the database's files (free pages, a page's
+    /// unused space, the write-ahead log), after keys were sealed in place.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not (another process holding the database,
+    /// say); the next start that seals nothing does not retry it.
+    async fn scrub(&self) -> Result<(), StoreUnavailable>;
 }
 
 /// One database, as each of its users sees it.
@@ -164,6 +172,9 @@ impl Store {
             let sealed = crate::key_seal::seal_plain_keys(self.keys.as_ref(), self.vault.as_ref(), key).await?;
             if sealed > 0 {
                 tracing::info!(sealed, "signing keys stored plain were encrypted at rest");
+                if let Err(error) = self.vault.scrub().await {
+                    tracing::warn!(%error, "the plain copies of the sealed keys may remain in the database's free space");
+                }
             }
         }
         self.keys = Arc::new(SealedKeys::new(Arc::clone(&self.keys), key));

@@ -151,6 +151,10 @@ impl KeyVault for Switched {
         self.switch.check()?;
         self.inner.vault.reseal(kid, from, to).await
     }
+    async fn scrub(&self) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.vault.scrub().await
+    }
 }
 
 #[async_trait]

@@ -190,6 +190,19 @@ async fn a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_o
     assert_eq!(kids, [urgent.kid.as_str(), current.kid.as_str()], "the waiting key is dropped");
     assert_eq!(keys[1].retired_at, Some(NOW + 10));
     assert!(keys[0].signs_at(NOW + 10));
+
+    // Two delayed rotations that both saw no waiting key (run at once): the second
+    // replaces the first's waiting key, and some key signs at every moment.
+    let late = Ed25519Keys.generate(NOW + 20).unwrap();
+    let first = SigningKey { activates_at: NOW + 320, ..late.clone() };
+    store.keys.schedule(&first, NOW + 20).await.unwrap();
+    let second = SigningKey { activates_at: NOW + 350, ..Ed25519Keys.generate(NOW + 50).unwrap() };
+    store.keys.schedule(&second, NOW + 50).await.unwrap();
+    let keys = store.keys.published(i64::MIN).await.unwrap();
+    for moment in NOW + 10..NOW + 400 {
+        assert_eq!(keys.iter().filter(|key| key.signs_at(moment)).count(), 1, "one key signs at {moment}");
+    }
+    assert!(!keys.iter().any(|key| key.kid == first.kid), "the first waiting key was replaced");
 }
 
 async fn every_write_moves_its_change_counter(store: &Store) {

@@ -67,6 +67,18 @@ pub enum LogFormat {
     Json,
 }
 
+/// Which header the trusted proxies write the caller's address in. Only that one is
+/// read: a proxy passes the other through as the client sent it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum ForwardedHeader {
+    /// `X-Forwarded-For` (nginx, HAProxy, AWS and most load balancers).
+    #[default]
+    XForwardedFor,
+    /// `Forwarded` (RFC 7239).
+    Forwarded,
+}
+
 /// Options of every command.
 #[derive(Debug, Default, Clone, Args, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -157,6 +169,10 @@ pub struct ServeOptions {
     /// comma-separated addresses or CIDR networks [default: none].
     #[arg(long, value_name = "CIDR,...")]
     pub trusted_proxies: Option<String>,
+    /// The header the trusted proxies write the caller's address in; the other is
+    /// ignored [default: x-forwarded-for].
+    #[arg(long, value_enum)]
+    pub forwarded_header: Option<ForwardedHeader>,
     /// Time a client has to send its request head before a 408, in ms [default: 5000].
     #[arg(long, value_name = "MS")]
     pub client_request_timeout_ms: Option<u64>,
@@ -274,6 +290,8 @@ pub struct Settings {
     pub limits: RateLimits,
     /// Proxies whose forwarding headers are believed.
     pub trusted_proxies: Vec<IpNet>,
+    /// The forwarding header they write.
+    pub forwarded_header: ForwardedHeader,
     /// Time to send a request head.
     pub client_request_timeout: Duration,
     /// How long the view may go without hearing from the store.
@@ -477,6 +495,7 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         key_encryption_key_file: None,
         limits,
         trusted_proxies,
+        forwarded_header: options.forwarded_header.unwrap_or_default(),
         client_request_timeout: Duration::from_millis(client_request_timeout_ms),
         max_staleness: Duration::from_millis(max_staleness_ms),
         shutdown_drain: Duration::from_millis(shutdown_drain_ms),

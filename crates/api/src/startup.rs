@@ -274,7 +274,7 @@ impl Application {
             readiness: Arc::clone(&readiness),
             atms: AtmLocator::new(view, settings.atm_page_size),
             limits: Limits::new(&settings.limits),
-            proxies: TrustedProxies::new(settings.trusted_proxies.clone()),
+            proxies: TrustedProxies::new(settings.trusted_proxies.clone(), settings.forwarded_header),
             public_base_url: settings.public_base_url.clone(),
             body_timeout: settings.client_request_timeout,
         });

@@ -1,7 +1,9 @@
 //! Who is calling: the peer's address, or the address a trusted proxy reports for it.
 //!
 //! `X-Forwarded-For` and `Forwarded` (RFC 7239) are anyone's to write, so they count
-//! only when the peer is one of the operator's proxies (`--trusted-proxies`). The chain
+//! only when the peer is one of the operator's proxies (`--trusted-proxies`), and only
+//! the one those proxies write (`--forwarded-header`): a proxy that appends to
+//! `X-Forwarded-For` passes a client's own `Forwarded` through untouched. The chain
 //! is read from the right, the hop nearest us: each address a trusted proxy wrote is
 //! believed, and the first one that is not itself a trusted proxy is the caller. An entry
 //! that is not an address (`unknown`, an obfuscated name, garbage) ends the walk: the
@@ -17,19 +19,24 @@ use actix_web::HttpRequest;
 use actix_web::http::header::HeaderMap;
 use ipnet::IpNet;
 
-/// The operator's proxies, whose forwarding headers are believed.
+use crate::settings::ForwardedHeader;
+
+/// The operator's proxies, whose forwarding header is believed.
 #[derive(Debug, Clone, Default)]
-pub struct TrustedProxies(Vec<IpNet>);
+pub struct TrustedProxies {
+    networks: Vec<IpNet>,
+    header: ForwardedHeader,
+}
 
 impl TrustedProxies {
-    /// Proxies in `networks`.
-    pub fn new(networks: Vec<IpNet>) -> Self {
-        Self(networks)
+    /// Proxies in `networks`, writing the caller's address in `header`.
+    pub fn new(networks: Vec<IpNet>, header: ForwardedHeader) -> Self {
+        Self { networks, header }
     }
 
     fn trusts(&self, address: IpAddr) -> bool {
         let address = address.to_canonical();
-        self.0.iter().any(|network| network.contains(&address))
+        self.networks.iter().any(|network| network.contains(&address))
     }
 
     /// The caller of `request` (the unspecified address only when the connection has
@@ -41,11 +48,11 @@ impl TrustedProxies {
 
     /// The caller of a request from `peer` with `headers`.
     pub fn caller_behind(&self, peer: IpAddr, headers: &HeaderMap) -> IpAddr {
-        if self.0.is_empty() || !self.trusts(peer) {
+        if self.networks.is_empty() || !self.trusts(peer) {
             return peer;
         }
         let mut reported = peer;
-        for hop in forwarded_chain(headers).into_iter().rev() {
+        for hop in forwarded_chain(headers, self.header).into_iter().rev() {
             match hop {
                 Some(address) if self.trusts(address) => reported = address,
                 Some(address) => return address,
@@ -56,16 +63,13 @@ impl TrustedProxies {
     }
 }
 
-/// The addresses of the forwarding chain, client first: from `Forwarded`'s `for=` if the
-/// request has that header, else from `X-Forwarded-For`. `None` for an entry that is
-/// not an address.
-fn forwarded_chain(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
-    let forwarded: Vec<&str> =
-        headers.get_all("forwarded").map(|value| value.to_str().unwrap_or("for=unknown")).collect();
-    if !forwarded.is_empty() {
-        return forwarded
-            .iter()
-            .flat_map(|value| value.split(','))
+/// The addresses of the forwarding chain in `header`, client first (copies of the
+/// header make one list). `None` for an entry that is not an address.
+fn forwarded_chain(headers: &HeaderMap, header: ForwardedHeader) -> Vec<Option<IpAddr>> {
+    match header {
+        ForwardedHeader::Forwarded => headers
+            .get_all("forwarded")
+            .flat_map(|value| value.to_str().unwrap_or("for=unknown").split(','))
             .map(|element| {
                 element
                     .split(';')
@@ -73,13 +77,13 @@ fn forwarded_chain(headers: &HeaderMap) -> Vec<Option<IpAddr>> {
                     .find(|(name, _)| name.trim().eq_ignore_ascii_case("for"))
                     .and_then(|(_, node)| node_address(node.trim()))
             })
-            .collect();
+            .collect(),
+        ForwardedHeader::XForwardedFor => headers
+            .get_all("x-forwarded-for")
+            .flat_map(|value| value.to_str().unwrap_or("unknown").split(','))
+            .map(|entry| node_address(entry.trim()))
+            .collect(),
     }
-    headers
-        .get_all("x-forwarded-for")
-        .flat_map(|value| value.to_str().unwrap_or("unknown").split(','))
-        .map(|entry| node_address(entry.trim()))
-        .collect()
 }
 
 /// The address of a node as `Forwarded` (RFC 7239 §6) or `X-Forwarded-For` write it:
@@ -104,7 +108,11 @@ mod tests {
     use super::*;
 
     fn proxies(networks: &[&str]) -> TrustedProxies {
-        TrustedProxies::new(networks.iter().map(|n| n.parse().unwrap()).collect())
+        proxies_writing(networks, ForwardedHeader::XForwardedFor)
+    }
+
+    fn proxies_writing(networks: &[&str], header: ForwardedHeader) -> TrustedProxies {
+        TrustedProxies::new(networks.iter().map(|n| n.parse().unwrap()).collect(), header)
     }
 
     fn headers(pairs: &[(&'static str, &'static str)]) -> HeaderMap {
@@ -133,18 +141,24 @@ mod tests {
         let sent = headers(&[("x-forwarded-for", "1.2.3.4, 198.51.100.7, 10.0.0.2")]);
         assert_eq!(trusted.caller_behind(ip("10.0.0.1"), &sent), ip("198.51.100.7"));
         let forwarded = headers(&[("forwarded", r#"for=1.2.3.4, for="[2001:db8::7]:4711";proto=https, for=10.0.0.2"#)]);
-        assert_eq!(trusted.caller_behind(ip("10.0.0.1"), &forwarded), ip("2001:db8::7"));
+        let rfc7239 = proxies_writing(&["10.0.0.0/8"], ForwardedHeader::Forwarded);
+        assert_eq!(rfc7239.caller_behind(ip("10.0.0.1"), &forwarded), ip("2001:db8::7"));
     }
 
     #[test]
-    fn forwarded_wins_over_x_forwarded_for_and_copies_of_a_header_make_one_list() {
-        let trusted = proxies(&["10.0.0.0/8"]);
+    fn only_the_header_the_proxies_write_is_read_and_its_copies_make_one_list() {
         let sent = headers(&[
             ("x-forwarded-for", "198.51.100.1"),
             ("forwarded", "for=198.51.100.2"),
             ("forwarded", "for=10.0.0.3"),
         ]);
-        assert_eq!(trusted.caller_behind(ip("10.0.0.1"), &sent), ip("198.51.100.2"));
+        // A proxy appending to X-Forwarded-For passes the client's own Forwarded through.
+        let xff = proxies(&["10.0.0.0/8"]);
+        assert_eq!(xff.caller_behind(ip("10.0.0.1"), &sent), ip("198.51.100.1"));
+        let spoofed = headers(&[("forwarded", "for=203.0.113.9")]);
+        assert_eq!(xff.caller_behind(ip("10.0.0.1"), &spoofed), ip("10.0.0.1"), "Forwarded is not read");
+        let rfc7239 = proxies_writing(&["10.0.0.0/8"], ForwardedHeader::Forwarded);
+        assert_eq!(rfc7239.caller_behind(ip("10.0.0.1"), &sent), ip("198.51.100.2"));
     }
 
     #[test]

@@ -123,6 +123,10 @@ const PARAMETER_GROUPS: [ParameterGroup; 2] = [
 fn group_parameters(document: &mut Value, group: &ParameterGroup) -> Option<()> {
     let pointer = format!("/paths/{}/{}/parameters", group.path.replace('/', "~1"), group.method);
     let parameters = document.pointer_mut(&pointer)?.as_array_mut()?;
+    // All members there, or nothing changes (a unit test checks every group took).
+    if !group.members.iter().all(|member| parameters.iter().any(|p| p["name"] == *member)) {
+        return None;
+    }
     let first = parameters.iter().position(|p| group.members.contains(&p["name"].as_str().unwrap_or_default()))?;
     let mut properties = serde_json::Map::new();
     for member in group.members {
@@ -147,6 +151,8 @@ fn group_parameters(document: &mut Value, group: &ParameterGroup) -> Option<()> 
         "style": "form",
         "explode": true,
         "description": group.description,
+        // No `additionalProperties: false`: a reader of an exploded object cannot tell
+        // its properties from the operation's other query parameters.
         "schema": {
             "type": "object",
             "properties": properties,
@@ -217,6 +223,20 @@ mod tests {
             let responses = &document["paths"][path][method]["responses"];
             for status in statuses {
                 assert!(responses.get(status).is_some(), "{method} {path} documents {status}");
+            }
+        }
+    }
+
+    #[test]
+    fn parameters_that_go_together_are_one_object_each() {
+        let document = document();
+        for group in &PARAMETER_GROUPS {
+            let parameters = document["paths"][group.path][group.method]["parameters"].as_array().unwrap();
+            let grouped = parameters.iter().find(|p| p["name"] == group.name).expect("the group took");
+            assert_eq!((&grouped["style"], &grouped["explode"]), (&Value::from("form"), &Value::from(true)));
+            for member in group.members {
+                assert!(grouped["schema"]["properties"][*member].is_object(), "{member} in {}", group.name);
+                assert!(!parameters.iter().any(|p| p["name"] == *member), "{member} no longer on its own");
             }
         }
     }

@@ -437,11 +437,19 @@ async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a
 
     // A key made before any key-encryption key was given is stored plain...
     assert!(branch_atm(&url, &["keys", "rotate", "--now"]).status.success());
-    assert!(!all_sealed(&stored_private_keys(&url).await));
-    // ...and sealed by the next process that opens the store with one.
+    let plain = stored_private_keys(&url).await;
+    assert!(!all_sealed(&plain));
+    // ...and sealed by the next process that opens the store with one, leaving no plain
+    // copy anywhere in the database's files.
     let listed = with_key(&key_file, &["keys", "list"]);
     assert!(listed.status.success(), "{}", stderr(&listed));
     assert!(all_sealed(&stored_private_keys(&url).await));
+    let database = folder.path().join("cli/branch-atm.db");
+    for file in [database.clone(), database.with_extension("db-wal")] {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        let private = &plain[0];
+        assert!(!bytes.windows(private.len()).any(|w| w == private.as_slice()), "a plain key left in {file:?}");
+    }
     // New keys are sealed as they are stored.
     assert!(with_key(&key_file, &["keys", "rotate", "--now"]).status.success());
     let keys = stored_private_keys(&url).await;

@@ -96,8 +96,12 @@ async fn behind_a_trusted_proxy_each_forwarded_caller_has_its_own_token_rate() {
     let first = [("X-Forwarded-For", "198.51.100.1")];
     assert_eq!(authorize_from(&app, &app.http, &first).await.status(), 200);
     assert_too_many_token_requests(authorize_from(&app, &app.http, &first).await).await;
-    let second = [("Forwarded", "for=\"[2001:db8::7]:4711\"")];
+    let second = [("X-Forwarded-For", "2001:db8::7")];
     assert_eq!(authorize_from(&app, &app.http, &second).await.status(), 200);
+    // The proxy writes X-Forwarded-For (the default): a Forwarded header is the client's
+    // own, passed through, and gets no bucket of its own.
+    let spoofed = [("X-Forwarded-For", "198.51.100.1"), ("Forwarded", "for=203.0.113.77")];
+    assert_too_many_token_requests(authorize_from(&app, &app.http, &spoofed).await).await;
     // The proxy's other hosts are not trusted: their headers are theirs to write.
     let untrusted = client_from(OTHER_CALLER);
     assert_eq!(authorize_from(&app, &untrusted, &first).await.status(), 200);
