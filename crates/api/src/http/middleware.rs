@@ -40,7 +40,8 @@ pub fn docs_headers() -> DefaultHeaders {
 }
 
 /// Runs each request in a span carrying its `uuid` (the correlation id), echoes a valid
-/// `uuid` as a response header, and logs one line per request with status and latency.
+/// `uuid` as a response header, marks answers to browser pages for CORS
+/// ([`super::cors`]), and logs one line per request with status and latency.
 /// While the service drains before it stops, every response says `Connection: close`,
 /// so a keep-alive client sends its next request elsewhere instead of into a connection
 /// about to close.
@@ -51,6 +52,7 @@ pub async fn observe(
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
     let uuid = valid_uuid_header(request.headers()).cloned();
+    let page = super::cors::allowed_origin(&request).await;
     let span = tracing::info_span!(
         "request",
         method = %request.method(),
@@ -60,6 +62,9 @@ pub async fn observe(
     let mut response = next.call(request).instrument(span.clone()).await?;
     if let Some(uuid) = uuid {
         response.headers_mut().insert(HeaderName::from_static(UUID_HEADER), uuid);
+    }
+    if let Some(allowed) = page {
+        super::cors::expose(response.headers_mut(), allowed);
     }
     if readiness.is_draining() {
         response.response_mut().head_mut().set_connection_type(ConnectionType::Close);

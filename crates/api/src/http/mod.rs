@@ -21,7 +21,6 @@ pub mod wait_times;
 use std::sync::Arc;
 
 use actix_web::http::{Method, header};
-use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::ports::{ClientRegistry, TokenVerifier};
 use domain::services::atms::AtmLocator;
@@ -29,7 +28,6 @@ use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
 use domain::services::wait_times::WaitTimeService;
 
-use cors::ClientIn;
 use errors::{ApiError, Failure, Shape};
 use request::error_context;
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
@@ -67,21 +65,14 @@ pub struct AppState {
 pub fn routes(config: &mut web::ServiceConfig) {
     config.service(
         web::scope("/api")
-            .service(
-                get_resource("/v1/authorize", authorize::authorize, Shape::Token, Head::Refused)
-                    .wrap(from_fn(|request, next| cors::cors(Method::GET, ClientIn::Query, request, next))),
-            )
-            .service(
-                get_resource("/v1/atms", atms::list, Shape::Obie, Head::Answered)
-                    .wrap(from_fn(|request, next| cors::cors(Method::GET, ClientIn::Header, request, next))),
-            )
+            .service(get_resource("/v1/authorize", authorize::authorize, Shape::Token, Head::Refused))
+            .service(get_resource("/v1/atms", atms::list, Shape::Obie, Head::Answered))
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
                     .route(web::post().to(wait_times::retrieve))
                     .default_service(web::to(|request: HttpRequest| async move {
-                        method_not_allowed(&request, "POST", Shape::ErrorResponse)
-                    }))
-                    .wrap(from_fn(|request, next| cors::cors(Method::POST, ClientIn::Header, request, next))),
+                        other_method(&request, Method::POST, "POST", Shape::ErrorResponse).await
+                    })),
             )
             .service(get_resource("/.well-known/jwks.json", meta::jwks, Shape::ErrorResponse, Head::Answered))
             .service(get_resource("/openapi.json", openapi::serve, Shape::ErrorResponse, Head::Answered))
@@ -118,8 +109,23 @@ where
         Head::Answered => (resource.route(web::head().to(handler)), "GET, HEAD"),
         Head::Refused => (resource, "GET"),
     };
-    resource
-        .default_service(web::to(move |request: HttpRequest| async move { method_not_allowed(&request, allow, shape) }))
+    resource.default_service(web::to(move |request: HttpRequest| async move {
+        other_method(&request, Method::GET, allow, shape).await
+    }))
+}
+
+/// A method the resource does not take: a browser's preflight for one of the
+/// operations ([`cors::preflight`]), or a 405.
+async fn other_method(
+    request: &HttpRequest,
+    method: Method,
+    allow: &'static str,
+    shape: Shape,
+) -> Result<HttpResponse, ApiError> {
+    match cors::preflight(request, &method).await {
+        Some(answer) => Ok(answer),
+        None => method_not_allowed(request, allow, shape),
+    }
 }
 
 fn method_not_allowed(request: &HttpRequest, allow: &'static str, shape: Shape) -> Result<HttpResponse, ApiError> {
