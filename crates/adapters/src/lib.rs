@@ -1,7 +1,7 @@
 //! The world behind the domain's ports.
 //!
 //! This crate owns everything that talks to something outside the process or needs a
-//! library the domain must not know: the SQLite store (sqlx), JWT signing and
+//! library the domain must not know: the SQLite and PostgreSQL stores (sqlx), JWT signing and
 //! verification (jsonwebtoken, Ed25519 through aws-lc-rs), the system clock and the
 //! CSPRNG. It depends on `domain` and never on the web layer.
 //!
@@ -13,9 +13,11 @@
 //! # Layout
 //! - [`store`] — a database seen through each role it plays ([`store::Store`]), and the
 //!   roles only adapters need (the view's source, the lifecycle).
+//! - [`store_copy`] — a whole store copied into an empty one (SQLite to PostgreSQL).
 //! - [`rows`] — rows to and from the domain's values, for every SQL backend.
 //! - [`store_watch`] — whether the store answers, probed in the background for readiness.
-//! - [`sqlite`] — the SQLite store.
+//! - [`sqlite`] — the SQLite store: the embedded default, one file.
+//! - [`postgres`] — the PostgreSQL store: one database for every host.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
@@ -26,9 +28,11 @@
 
 pub mod jwt;
 pub mod key_seal;
+pub mod postgres;
 pub mod rows;
 pub mod sqlite;
 pub mod store;
+pub mod store_copy;
 pub mod store_watch;
 pub mod system;
 #[cfg(feature = "testing")]

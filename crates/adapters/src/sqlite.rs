@@ -149,6 +149,11 @@ impl StoreLifecycle for SqliteStore {
             .map_err(unavailable)
     }
 
+    /// Nothing to prepare: one file, one table of token records.
+    async fn prepare(&self, _now: i64) -> Result<(), StoreUnavailable> {
+        Ok(())
+    }
+
     async fn close(&self) {
         self.pool.close().await;
     }
@@ -161,20 +166,7 @@ impl ViewSource for SqliteStore {
             .fetch_all(&self.pool)
             .await
             .map_err(unavailable)?;
-        let mut revisions = Revisions::default();
-        for (topic, revision) in rows {
-            let slot = match topic.as_str() {
-                "clients" => &mut revisions.clients,
-                "access" => &mut revisions.access,
-                "wait_times" => &mut revisions.wait_times,
-                "revocations" => &mut revisions.revocations,
-                "signing_keys" => &mut revisions.signing_keys,
-                "atms" => &mut revisions.atms,
-                _ => continue,
-            };
-            *slot = revision;
-        }
-        Ok(revisions)
+        Ok(Revisions::from_topics(rows))
     }
 
     #[tracing::instrument(skip(self))]
@@ -509,6 +501,19 @@ impl TokenArchive for SqliteStore {
         Ok(found.into_iter().map(|(jti,)| TokenId::new(jti)).collect())
     }
 
+    async fn live(&self, now: i64) -> Result<Vec<TokenRecord>, StoreUnavailable> {
+        let found: Vec<TokenRow> = sqlx::query_as(
+            "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, revoked_at \
+             FROM issued_tokens WHERE expires_at >= ? ORDER BY expires_at, jti",
+        )
+        .bind(now)
+        .fetch_all(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        found.into_iter().map(rows::token).collect()
+    }
+
+    /// Deletes exactly the records that expired before `before`.
     async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable> {
         sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ?")
             .bind(before)

@@ -16,7 +16,29 @@ use domain::ports::{
 };
 
 use crate::key_seal::{KeyEncryptionKey, SealedKeys};
+use crate::postgres::PostgresStore;
 use crate::sqlite::SqliteStore;
+
+/// The database systems a store can live in.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Backend {
+    /// An embedded SQLite file: one host.
+    Sqlite,
+    /// A PostgreSQL server: any number of hosts.
+    Postgres,
+}
+
+impl Backend {
+    /// The backend a database URL names, by its scheme.
+    pub fn of_url(url: &str) -> Option<Self> {
+        let scheme = url.split_once(':')?.0;
+        match scheme {
+            "sqlite" => Some(Self::Sqlite),
+            "postgres" | "postgresql" => Some(Self::Postgres),
+            _ => None,
+        }
+    }
+}
 
 /// Change counters, one per topic, bumped by the database itself on every write,
 /// whoever makes it: this server, the CLI, or the bank's branch systems.
@@ -34,6 +56,27 @@ pub struct Revisions {
     pub signing_keys: i64,
     /// The ATM set.
     pub atms: i64,
+}
+
+impl Revisions {
+    /// The counters from `change_log` rows of (topic, revision); unknown topics are
+    /// ignored, missing ones stay 0.
+    pub fn from_topics(rows: impl IntoIterator<Item = (String, i64)>) -> Self {
+        let mut revisions = Self::default();
+        for (topic, revision) in rows {
+            let slot = match topic.as_str() {
+                "clients" => &mut revisions.clients,
+                "access" => &mut revisions.access,
+                "wait_times" => &mut revisions.wait_times,
+                "revocations" => &mut revisions.revocations,
+                "signing_keys" => &mut revisions.signing_keys,
+                "atms" => &mut revisions.atms,
+                _ => continue,
+            };
+            *slot = revision;
+        }
+        revisions
+    }
 }
 
 /// The ATM set as stored, in brand then identification order: records as their OBIE
@@ -77,6 +120,14 @@ pub trait StoreLifecycle: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it cannot.
     async fn ping(&self) -> Result<(), StoreUnavailable>;
+
+    /// Readies the store for the coming day's writes at `now` (PostgreSQL makes the
+    /// token partitions of the hours ahead); run when a process opens the store to
+    /// write tokens, then every hour.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the store cannot be read or changed.
+    async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable>;
 
     /// Closes its connections; later calls fail as an unreachable store's would.
     async fn close(&self);
@@ -181,15 +232,18 @@ impl Store {
         Ok(self)
     }
 
-    /// Opens the database named by `url`: `sqlite://path/to/file.db`.
+    /// Opens the database named by `url`: `sqlite://path/to/file.db`, or
+    /// `postgres://user@host:port/database` (also `postgresql://`).
     ///
     /// # Errors
     /// [`StoreUnavailable`] for an unsupported URL or a database that cannot be opened.
     pub async fn open(url: &str) -> Result<Self, StoreUnavailable> {
-        if url.starts_with("sqlite:") {
-            Ok(Self::of(SqliteStore::connect(url).await?))
-        } else {
-            Err(StoreUnavailable::new("unsupported database URL: expected sqlite://…"))
+        match Backend::of_url(url) {
+            Some(Backend::Sqlite) => Ok(Self::of(SqliteStore::connect(url).await?)),
+            Some(Backend::Postgres) => Ok(Self::of(PostgresStore::connect(url).await?)),
+            None => Err(StoreUnavailable::new(
+                "unsupported database URL: expected sqlite://… or postgres://… (postgresql://…)",
+            )),
         }
     }
 }

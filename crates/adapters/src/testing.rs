@@ -64,6 +64,10 @@ impl StoreLifecycle for Switched {
         self.switch.check()?;
         self.inner.lifecycle.ping().await
     }
+    async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.lifecycle.prepare(now).await
+    }
     async fn close(&self) {
         self.inner.lifecycle.close().await;
     }
@@ -179,6 +183,10 @@ impl TokenArchive for Switched {
         self.switch.check()?;
         self.inner.tokens.revoked_live(now).await
     }
+    async fn live(&self, now: i64) -> Result<Vec<TokenRecord>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.tokens.live(now).await
+    }
     async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable> {
         self.switch.check()?;
         self.inner.tokens.purge_expired(before).await
@@ -210,4 +218,120 @@ pub async fn forge_token(
     let signer = JwtTokens::new(issuer, audience, clock);
     signer.install(&keys).expect("usable keys");
     signer.sign(claims).expect("a current key")
+}
+
+/// Databases of their own on a PostgreSQL server, for tests.
+pub mod postgres {
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    use sqlx::{AssertSqlSafe, Connection as _, Executor as _, PgConnection};
+
+    /// The variable that names the PostgreSQL server tests may create databases on:
+    /// a URL whose user may `CREATE DATABASE` (`postgres://postgres@127.0.0.1:5432/postgres`).
+    pub const SERVER_VARIABLE: &str = "TEST_POSTGRES_URL";
+
+    static CREATED: AtomicU32 = AtomicU32::new(0);
+
+    /// The server's URL from [`SERVER_VARIABLE`]. Without it the test cannot run: it
+    /// says so and the caller skips, except under `CI=true`, where this fails the test.
+    ///
+    /// # Panics
+    /// Under `CI=true` without the variable.
+    #[allow(clippy::panic)]
+    pub fn server(what: &str) -> Option<String> {
+        match std::env::var(SERVER_VARIABLE) {
+            Ok(url) if !url.is_empty() => Some(url),
+            _ if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
+                panic!("CI must run {what} on PostgreSQL: set {SERVER_VARIABLE} (.ci/run does)")
+            }
+            _ => {
+                eprintln!(
+                    "SKIPPED: {what} on PostgreSQL: set {SERVER_VARIABLE}=postgres://user@host:port/db to run it"
+                );
+                None
+            }
+        }
+    }
+
+    /// A new, empty database on the server, dropped (with its connections) when this is.
+    pub struct TestDatabase {
+        /// The database's URL.
+        pub url: String,
+        server: String,
+        name: String,
+    }
+
+    impl TestDatabase {
+        /// A new database on the server at [`server`]'s URL, or `None` (said) without one.
+        ///
+        /// # Panics
+        /// If the server named cannot be reached or refuses to create a database.
+        #[allow(clippy::expect_used)]
+        pub async fn create(what: &str) -> Option<Self> {
+            let server = server(what)?;
+            let name = format!(
+                "branch_atm_test_{}_{}_{}",
+                std::process::id(),
+                CREATED.fetch_add(1, Ordering::Relaxed),
+                uuid::Uuid::new_v4().simple()
+            );
+            let mut admin = PgConnection::connect(&server).await.expect("the test PostgreSQL server answers");
+            admin
+                .execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
+                .await
+                .expect("the test PostgreSQL user may create databases");
+            let url = database_url(&server, &name);
+            Some(Self { url, server, name })
+        }
+    }
+
+    /// `server`'s URL with its database replaced by `name`.
+    fn database_url(server: &str, name: &str) -> String {
+        let (address, query) = server.split_once('?').map_or((server, None), |(a, q)| (a, Some(q)));
+        let authority_end = address.find("://").map_or(0, |i| i + 3);
+        let base = match address[authority_end..].find('/') {
+            Some(slash) => &address[..authority_end + slash],
+            None => address,
+        };
+        match query {
+            Some(query) => format!("{base}/{name}?{query}"),
+            None => format!("{base}/{name}"),
+        }
+    }
+
+    impl Drop for TestDatabase {
+        fn drop(&mut self) {
+            let (server, name) = (self.server.clone(), self.name.clone());
+            // Drop runs inside the test's runtime, which cannot be blocked on: a thread
+            // with a runtime of its own drops the database, closing what still uses it.
+            let dropped = std::thread::spawn(move || {
+                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+                runtime.block_on(async {
+                    let mut admin = PgConnection::connect(&server).await.ok()?;
+                    admin.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).await.ok()
+                })
+            })
+            .join();
+            if !matches!(dropped, Ok(Some(_))) {
+                eprintln!("the test database {} could not be dropped", self.name);
+            }
+        }
+    }
+
+    #[cfg(test)]
+    mod tests {
+        use super::database_url;
+
+        #[test]
+        fn a_test_database_url_keeps_the_servers_address_user_and_parameters() {
+            assert_eq!(
+                database_url("postgres://postgres@127.0.0.1:5432/test", "t1"),
+                "postgres://postgres@127.0.0.1:5432/t1"
+            );
+            assert_eq!(
+                database_url("postgresql://u:p@db:6543?sslmode=require", "t1"),
+                "postgresql://u:p@db:6543/t1?sslmode=require"
+            );
+        }
+    }
 }

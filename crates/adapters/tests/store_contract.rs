@@ -16,7 +16,10 @@ use adapters::view::{StoreView, ViewSettings};
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
-use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, KeyGenerator as _, TokenLedger, WaitTimeStore};
+use domain::ports::{
+    AccessPolicy, AtmDirectory, ClientRegistry, KeyGenerator as _, TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger,
+    WaitTimeStore,
+};
 use domain::store_contents::StoreContents;
 use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, KeyState, OpaqueToken, SessionId, SigningKey, TokenId};
@@ -154,10 +157,32 @@ async fn a_token_id_cannot_be_recorded_twice(store: &Store) {
     assert!(store.tokens.find(&OpaqueToken::new("opaque-5".into())).await.unwrap().is_none());
 }
 
-async fn expired_tokens_are_purged(store: &Store) {
-    store.tokens.record(&[token(1, "a-app", NOW - 10), token(2, "a-app", NOW + 10)]).await.unwrap();
-    assert_eq!(store.tokens.purge_expired(NOW).await.unwrap(), 1);
-    assert!(store.tokens.find(&OpaqueToken::new("opaque-2".into())).await.unwrap().is_some());
+async fn expired_tokens_are_purged_and_live_ones_kept(store: &Store) {
+    const HOUR: i64 = TOKEN_PURGE_GRANULARITY_SECONDS;
+    // Hours ago (PostgreSQL: in hourly partitions), long ago (outside them), and not yet.
+    let expired =
+        [token(1, "a-app", NOW - 3 * HOUR), token(2, "a-app", NOW - HOUR - 1), token(3, "a-app", NOW - 400 * HOUR)];
+    store.tokens.record(&expired).await.unwrap();
+    store.tokens.record(&[token(4, "a-app", NOW + 10), token(5, "a-app", NOW)]).await.unwrap();
+    assert_eq!(store.tokens.purge_expired(NOW).await.unwrap(), 3);
+    for gone in ["opaque-1", "opaque-2", "opaque-3"] {
+        assert!(store.tokens.find(&OpaqueToken::new(gone.into())).await.unwrap().is_none(), "{gone} purged");
+    }
+    for kept in ["opaque-4", "opaque-5"] {
+        assert!(store.tokens.find(&OpaqueToken::new(kept.into())).await.unwrap().is_some(), "{kept} kept");
+    }
+    assert_eq!(store.tokens.purge_expired(NOW).await.unwrap(), 0, "nothing left to purge");
+}
+
+async fn live_token_records_are_listed_with_their_revocation(store: &Store) {
+    let tokens = [token(1, "a-app", NOW - 1), token(2, "a-app", NOW + 60), token(3, "b-app", NOW + 30)];
+    store.tokens.record(&tokens).await.unwrap();
+    store.tokens.revoke(&TokenId::new("jti-2".into()), NOW - 5).await.unwrap();
+    let live = store.tokens.live(NOW).await.unwrap();
+    let listed: Vec<(String, Option<i64>)> =
+        live.iter().map(|record| (record.token.token_id.as_str().to_owned(), record.revoked_at)).collect();
+    assert_eq!(listed, [("jti-3".to_owned(), None), ("jti-2".to_owned(), Some(NOW - 5))], "by expiry");
+    assert_eq!(live[0].token, tokens[2], "the record as issued");
 }
 
 async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones(store: &Store) {
@@ -221,7 +246,7 @@ async fn every_write_moves_its_change_counter(store: &Store) {
     assert!(after.revocations > before.revocations);
 }
 
-async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Store) {
+async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: &Store) {
     // The view signs by the system clock: a key that signs from long before it.
     const LONG_AGO: i64 = 1_000_000_000;
     store.keys.schedule(&Ed25519Keys.generate(LONG_AGO).unwrap(), LONG_AGO).await.unwrap();
@@ -259,7 +284,7 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: Sto
     assert_eq!((catalog.len(), catalog.last_updated()), (2, NOW));
 }
 
-async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: Store) {
+async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: &Store) {
     store.keys.schedule(&Ed25519Keys.generate(NOW).unwrap(), NOW).await.unwrap();
     store.wait_times.upsert(&[estimate("00001", 3)]).await.unwrap();
     let settings = ViewSettings {
@@ -321,10 +346,12 @@ async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(stor
     let before = store.view.revisions().await.unwrap().atms;
 
     let (zeta, alfa) = (brand("Zeta", &["Z2", "Z1"]), brand("Alfa", &["A1"]));
-    store.atms.replace(&[zeta.clone(), alfa.clone()].concat(), NOW).await.unwrap();
+    let lower = brand("alfa", &["a1"]);
+    store.atms.replace(&[zeta.clone(), lower, alfa.clone()].concat(), NOW).await.unwrap();
     let set = store.view.atms().await.unwrap();
     assert_eq!(set.last_updated, NOW);
-    assert_eq!(ids_of(&set), ["Alfa/A1", "Zeta/Z1", "Zeta/Z2"]);
+    // Byte order (not a language's collation), so every backend pages alike.
+    assert_eq!(ids_of(&set), ["Alfa/A1", "Zeta/Z1", "Zeta/Z2", "alfa/a1"]);
     assert_eq!(set.atms[0], alfa[0], "record, bits and coordinates read back as written");
     assert_eq!(set.atms[2], zeta[0]);
     assert!(store.view.revisions().await.unwrap().atms > before);
@@ -341,90 +368,91 @@ async fn a_closed_store_answers_unavailable(store: &Store) {
     assert!(store.view.revisions().await.is_err());
 }
 
-/// Runs every contract check, each on a fresh store made by `fresh`.
+/// A store for one check, and whatever must live as long as it (its folder, its database).
+struct Fresh {
+    store: Store,
+    _keep: Box<dyn std::any::Any + Send>,
+}
+
+/// Runs every contract check, each on a fresh store made by `fresh` (`None`: the backend
+/// is not reachable here, and `fresh` has said so).
 macro_rules! contract_suite {
-    ($fresh:expr) => {
-        #[tokio::test]
-        async fn a_store_tells_which_kinds_of_data_it_holds() {
-            super::a_store_tells_which_kinds_of_data_it_holds(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn clients_round_trip_and_cannot_be_registered_twice() {
-            super::clients_round_trip_and_cannot_be_registered_twice(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn a_clients_addresses_are_replaced_list_by_list() {
-            super::a_clients_addresses_are_replaced_list_by_list(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn a_clients_status_is_set_and_its_live_tokens_revoked() {
-            super::a_clients_status_is_set_and_its_live_tokens_revoked(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn supported_channels_are_a_set() {
-            super::supported_channels_are_a_set(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn wait_times_are_upserted_and_keep_leading_zeros() {
-            super::wait_times_are_upserted_and_keep_leading_zeros(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn tokens_are_found_by_opaque_token_and_revoked_once() {
-            super::tokens_are_found_by_opaque_token_and_revoked_once(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn a_token_id_cannot_be_recorded_twice() {
-            super::a_token_id_cannot_be_recorded_twice(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn expired_tokens_are_purged() {
-            super::expired_tokens_are_purged(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn rotation_keeps_one_current_key_and_publishes_recently_retired_ones() {
-            super::rotation_keeps_one_current_key_and_publishes_recently_retired_ones(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it() {
-            super::a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it(&$fresh.await)
-                .await;
-        }
-        #[tokio::test]
-        async fn every_write_moves_its_change_counter() {
-            super::every_write_moves_its_change_counter(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order() {
-            super::the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn a_closed_store_answers_unavailable() {
-            super::a_closed_store_answers_unavailable(&$fresh.await).await;
-        }
-        #[tokio::test]
-        async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data() {
-            super::a_view_that_cannot_reach_its_store_stops_vouching_for_its_data($fresh.await).await;
-        }
-        #[tokio::test]
-        async fn the_view_serves_what_the_store_holds_and_follows_its_changes() {
-            super::the_view_serves_what_the_store_holds_and_follows_its_changes($fresh.await).await;
-        }
+    ($fresh:expr; $($check:ident),+ $(,)?) => {
+        $(
+            #[tokio::test]
+            async fn $check() {
+                let fresh: Option<super::Fresh> = $fresh.await;
+                let Some(fresh) = fresh else { return };
+                super::$check(&fresh.store).await;
+            }
+        )+
     };
 }
 
+/// Every check of the contract, for [`contract_suite`].
+macro_rules! every_check {
+    ($fresh:expr) => {
+        contract_suite!($fresh;
+            a_store_tells_which_kinds_of_data_it_holds,
+            clients_round_trip_and_cannot_be_registered_twice,
+            a_clients_addresses_are_replaced_list_by_list,
+            a_clients_status_is_set_and_its_live_tokens_revoked,
+            supported_channels_are_a_set,
+            wait_times_are_upserted_and_keep_leading_zeros,
+            tokens_are_found_by_opaque_token_and_revoked_once,
+            a_token_id_cannot_be_recorded_twice,
+            expired_tokens_are_purged_and_live_ones_kept,
+            live_token_records_are_listed_with_their_revocation,
+            rotation_keeps_one_current_key_and_publishes_recently_retired_ones,
+            a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it,
+            every_write_moves_its_change_counter,
+            the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order,
+            a_closed_store_answers_unavailable,
+            a_view_that_cannot_reach_its_store_stops_vouching_for_its_data,
+            the_view_serves_what_the_store_holds_and_follows_its_changes,
+        );
+    };
+}
+
+/// Readies a migrated store for tokens expiring around [`NOW`]: the token partitions of
+/// a PostgreSQL store begin four hours before it, so the checks write both into
+/// partitions and (far from `NOW`) into the default partition.
+async fn prepared(store: Store) -> Store {
+    store.lifecycle.migrate().await.unwrap();
+    store.lifecycle.prepare(NOW - 4 * 3600).await.unwrap();
+    store
+}
+
 mod sqlite {
-    use super::*;
     use adapters::sqlite::SqliteStore;
+
+    use super::*;
 
     /// A migrated store in a file of its own (a file, not `:memory:`, so WAL and
     /// several pooled connections are exercised as in production).
-    async fn fresh() -> Store {
-        let folder = tempfile::tempdir().unwrap().keep();
-        let url = format!("sqlite://{}/nested/store.db", folder.display());
-        let store = Store::of(SqliteStore::connect(&url).await.unwrap());
-        store.lifecycle.migrate().await.unwrap();
-        store
+    async fn fresh() -> Option<Fresh> {
+        let folder = tempfile::tempdir().unwrap();
+        let url = format!("sqlite://{}/nested/store.db", folder.path().display());
+        let store = prepared(Store::of(SqliteStore::connect(&url).await.unwrap())).await;
+        Some(Fresh { store, _keep: Box::new(folder) })
     }
 
-    contract_suite!(fresh());
+    every_check!(fresh());
+}
+
+mod postgres {
+    use adapters::postgres::PostgresStore;
+    use adapters::testing::postgres::TestDatabase;
+
+    use super::*;
+
+    /// A migrated store in a new database of its own on the test server, dropped after
+    /// the check.
+    async fn fresh() -> Option<Fresh> {
+        let database = TestDatabase::create("the store contract").await?;
+        let store = prepared(Store::of(PostgresStore::connect(&database.url).await.unwrap())).await;
+        Some(Fresh { store, _keep: Box::new(database) })
+    }
+
+    every_check!(fresh());
 }

@@ -313,6 +313,20 @@ pub async fn keys(keys: &KeyManagement, action: KeysAction, activation_delay: Du
     Ok(())
 }
 
+/// `store copy --to URL`: copies the store at `from_url` into the empty one at `to_url`.
+///
+/// # Errors
+/// One line: the copy refused (a target that is not empty) or failed.
+pub async fn copy_store(from_url: &str, to_url: &str) -> Result<(), CommandError> {
+    let copied = crate::startup::copy_store(from_url, to_url).await.map_err(|e| CommandError::of(&e))?;
+    println!(
+        "copied {} clients, {} supported channels, {} wait times, {} ATMs, {} signing keys and {} live token \
+         records ({} revoked) into the target store",
+        copied.clients, copied.channels, copied.wait_times, copied.atms, copied.keys, copied.tokens, copied.revoked
+    );
+    Ok(())
+}
+
 /// A Unix time as RFC 3339 UTC (the number itself if it is out of range).
 fn utc(unix: i64) -> String {
     OffsetDateTime::from_unix_timestamp(unix)

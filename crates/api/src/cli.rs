@@ -70,6 +70,25 @@ pub enum Command {
         #[command(subcommand)]
         action: TokensAction,
     },
+    /// Act on the store as a whole.
+    Store {
+        /// What to do with the store.
+        #[command(subcommand)]
+        action: StoreAction,
+    },
+}
+
+/// `store …`
+#[derive(Debug, Subcommand)]
+pub enum StoreAction {
+    /// Copy everything (clients, channels, wait times, ATMs, signing keys as stored,
+    /// live token records) from the configured store into a new, empty one, for example
+    /// from the SQLite default to PostgreSQL. A target holding anything is refused.
+    Copy {
+        /// The target database: `postgres://user@host:port/db` or `sqlite://path/to/file.db`.
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
 }
 
 /// `clients …`

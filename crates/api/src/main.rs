@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use api::admin::{self, CommandError, one_line};
-use api::cli::{Cli, Command};
+use api::cli::{Cli, Command, StoreAction};
 use api::settings::{Settings, resolve};
 use api::startup::{Application, open_operators};
 use api::telemetry::{self, Sink};
@@ -33,6 +33,10 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
     if let Some(filter) = &common.log_filter {
         telemetry::init(filter, common.log_format, Sink::Stderr);
     }
+    if let Command::Store { action: StoreAction::Copy { to } } = &command {
+        // Keys move as stored, sealed or not: no key-encryption key is needed to copy.
+        return admin::copy_store(common.database_url.expose_secret(), to).await;
+    }
     let operators = open_operators(common.database_url.expose_secret(), common.key_encryption_key_file.as_deref())
         .await
         .map_err(|e| CommandError::of(&e))?;
@@ -47,7 +51,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Atms { action } => admin::atms(&operators.imports, action).await,
         Command::Keys { action } => admin::keys(&operators.keys, action, settings.key_activation_delay()).await,
         Command::Tokens { action } => admin::tokens(&operators.tokens, action).await,
-        Command::Serve(_) => Ok(()),
+        Command::Serve(_) | Command::Store { .. } => Ok(()),
     }
 }
 

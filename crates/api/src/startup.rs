@@ -13,7 +13,8 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
-use adapters::store::Store;
+use adapters::store::{Store, StoreLifecycle};
+use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
@@ -64,6 +65,9 @@ pub enum StartupError {
     /// The demo data set could not be loaded.
     #[error(transparent)]
     Demo(#[from] DemoLoadError),
+    /// A store could not be copied.
+    #[error(transparent)]
+    Copy(#[from] CopyError),
 }
 
 /// The operators' services over the store at `database_url`, migrated first: every
@@ -86,6 +90,22 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
     })
 }
 
+/// Copies the store at `from_url` (migrated first) into the new, empty store at
+/// `to_url`, keys as stored: sealed keys stay sealed and open with the same key file.
+///
+/// # Errors
+/// [`StartupError::Store`] when either store cannot be opened, [`StartupError::Copy`]
+/// when the copy is refused or fails.
+pub async fn copy_store(from_url: &str, to_url: &str) -> Result<CopyReport, StartupError> {
+    let from = Store::open(from_url).await?;
+    from.lifecycle.migrate().await?;
+    let to = Store::open(to_url).await?;
+    let copied = store_copy::copy(&from, &to, SystemClock.unix_now()).await;
+    from.lifecycle.close().await;
+    to.lifecycle.close().await;
+    Ok(copied?)
+}
+
 /// `store` with its signing keys sealed under the key in `key_file`, or, without one,
 /// refusing sealed keys (a one-line error, never a silently new key).
 async fn with_key_encryption(store: Store, key_file: Option<&Path>) -> Result<Store, StartupError> {
@@ -98,6 +118,7 @@ async fn with_key_encryption(store: Store, key_file: Option<&Path>) -> Result<St
 /// whether the store takes it). Returns the store as the service uses it.
 async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> Result<Store, StartupError> {
     store.lifecycle.migrate().await?;
+    store.lifecycle.prepare(clock.unix_now()).await?;
     let store = with_key_encryption(store, settings.key_encryption_key_file.as_deref()).await?;
     let keys = KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock));
     if let Some(kid) = keys.ensure_current().await? {
@@ -121,16 +142,21 @@ async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> R
     Ok(store)
 }
 
-/// How often expired token records are purged.
-const PURGE_INTERVAL: Duration = Duration::from_secs(3600);
+/// How often the store is readied for the coming hours and expired token records are
+/// purged.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(3600);
 
-/// Purges expired token records every hour (the domain keeps them a day after expiry),
-/// so the table holds about one day of issuance whatever the load.
-fn spawn_token_purger(records: TokenRecords) {
+/// Every hour: readies the store for the coming day's token records (PostgreSQL's
+/// partitions), then purges expired ones (the domain keeps them a day after expiry),
+/// so the store holds about one day of issuance whatever the load.
+fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords, clock: Arc<dyn Clock>) {
     tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(PURGE_INTERVAL);
+        let mut ticks = tokio::time::interval(UPKEEP_INTERVAL);
         loop {
             ticks.tick().await;
+            if let Err(error) = lifecycle.prepare(clock.unix_now()).await {
+                tracing::warn!(error = %error, "the store could not be readied for the coming hours");
+            }
             match records.purge_expired().await {
                 Ok(0) => {}
                 Ok(purged) => tracing::info!(purged, "purged expired token records"),
@@ -250,7 +276,11 @@ impl Application {
         };
         let view = StoreView::load(store.clone(), Arc::clone(&jwt), Arc::clone(&clock), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
-        spawn_token_purger(TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)));
+        spawn_store_upkeep(
+            Arc::clone(&store.lifecycle),
+            TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
+            Arc::clone(&clock),
+        );
         let health = StoreHealth::new(StoreWatch::new(Arc::clone(&store.lifecycle)), Arc::clone(&view));
         let readiness = Arc::new(Readiness::new(Arc::new(health)));
 

@@ -4,7 +4,7 @@ use std::process::{Command, Output};
 
 use serde_json::Value;
 
-use crate::helpers::{TestApp, eventually, eventually_status};
+use crate::helpers::{TestApp, eventually, eventually_status, fresh_database as fresh, on_postgres};
 
 fn branch_atm(database_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_branch-atm"))
@@ -24,15 +24,34 @@ fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
-fn fresh_database() -> (tempfile::TempDir, String) {
+/// A new store for one test, on the store the suite runs on, and a folder for files.
+struct Fresh {
+    folder: tempfile::TempDir,
+    url: String,
+    _database: Option<adapters::testing::postgres::TestDatabase>,
+}
+
+fn fresh_database() -> Fresh {
     let folder = tempfile::tempdir().unwrap();
-    let url = format!("sqlite://{}/cli/branch-atm.db", folder.path().display());
-    (folder, url)
+    if !on_postgres() {
+        // In a folder not made yet: the first command makes it.
+        let url = format!("sqlite://{}/cli/branch-atm.db", folder.path().display());
+        return Fresh { folder, url, _database: None };
+    }
+    // Also called from tests on a runtime, which cannot be blocked on: a thread of its own.
+    let path = folder.path().to_owned();
+    let (url, database) = std::thread::spawn(move || {
+        tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap().block_on(fresh(&path))
+    })
+    .join()
+    .unwrap();
+    Fresh { folder, url, _database: database }
 }
 
 #[test]
 fn clients_are_added_listed_and_disabled() {
-    let (_folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let url = fresh.url.clone();
     let add = branch_atm(
         &url,
         &[
@@ -82,7 +101,8 @@ fn clients_are_added_listed_and_disabled() {
 
 #[test]
 fn invalid_arguments_fail_with_one_line_naming_the_value() {
-    let (_folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let url = fresh.url.clone();
     let bad = branch_atm(
         &url,
         &[
@@ -267,7 +287,8 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
 #[tokio::test]
 async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
     use std::io::{BufRead as _, BufReader};
-    let (folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
     let mut server = Command::new(env!("CARGO_BIN_EXE_branch-atm"))
         .args([
             "--database-url",
@@ -300,7 +321,8 @@ async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
 
 #[tokio::test]
 async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
-    let (folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
     let file = folder.path().join("atms.json");
     let atms = serde_json::json!({"meta": {}, "data": [{"Brand": [{"BrandName": "Banco del Operador", "ATM": [
         {"Identification": "OP-1", "SupportedCurrencies": ["MXN"],
@@ -325,7 +347,8 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
 
 #[test]
 fn the_environment_wins_over_the_config_file_and_flags_win_over_the_environment() {
-    let (folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
     let config = folder.path().join("branch-atm.toml");
     std::fs::write(&config, "token-ttl-seconds = 0\n").unwrap();
     let run = |env: Option<&str>, args: &[&str]| {
@@ -347,7 +370,8 @@ fn the_environment_wins_over_the_config_file_and_flags_win_over_the_environment(
 
 #[test]
 fn an_unknown_environment_setting_is_refused_by_name() {
-    let (_folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let url = fresh.url.clone();
     let output = Command::new(env!("CARGO_BIN_EXE_branch-atm"))
         .args(["--database-url", &url, "clients", "list"])
         .env_remove("BRANCH_ATM_LOG_FILTER")
@@ -424,7 +448,8 @@ fn all_sealed(keys: &[Vec<u8>]) -> bool {
 /// with another one, the command stops with one line and makes no new key.
 #[tokio::test]
 async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a_one_line_error() {
-    let (folder, url) = fresh_database();
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
     let key_file = folder.path().join("kek.hex");
     std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).unwrap();
     let wrong_file = folder.path().join("wrong.bin");
@@ -445,7 +470,9 @@ async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a
     assert!(listed.status.success(), "{}", stderr(&listed));
     assert!(all_sealed(&stored_private_keys(&url).await));
     let database = folder.path().join("cli/branch-atm.db");
-    for file in [database.clone(), database.with_extension("db-wal")] {
+    // SQLite's files (PostgreSQL's VACUUM FULL rewrites the table; its files are the server's).
+    let files = if on_postgres() { vec![] } else { vec![database.clone(), database.with_extension("db-wal")] };
+    for file in files {
         let bytes = std::fs::read(&file).unwrap_or_default();
         let private = &plain[0];
         assert!(!bytes.windows(private.len()).any(|w| w == private.as_slice()), "a plain key left in {file:?}");
@@ -482,4 +509,70 @@ async fn the_service_signs_and_verifies_with_keys_sealed_at_rest() {
     let error = api::startup::Application::build(without).await.err().expect("no start without the key file");
     let line = api::admin::one_line(&error);
     assert!(line.contains("--key-encryption-key-file"), "{line}");
+}
+
+/// A target for `store copy`: the other backend when PostgreSQL is reachable (from the
+/// embedded default to PostgreSQL, or back), else another SQLite file.
+async fn copy_target(folder: &std::path::Path) -> (String, Option<adapters::testing::postgres::TestDatabase>) {
+    if !on_postgres()
+        && let Some(database) = adapters::testing::postgres::TestDatabase::create("store copy into PostgreSQL").await
+    {
+        return (database.url.clone(), Some(database));
+    }
+    (format!("sqlite://{}/copy/branch-atm.db", folder.display()), None)
+}
+
+/// The operator's move to PostgreSQL: everything the service holds arrives, so the
+/// copy serves the same answers, honours the same tokens and refusals, and publishes
+/// the same keys; a target holding anything is refused, and left as it was.
+#[tokio::test]
+async fn a_store_is_copied_whole_into_an_empty_one_and_never_into_a_used_one() {
+    let source = TestApp::with_demo().await;
+    let kept = source.session().await;
+    let revoked = source.authorize(&crate::helpers::demo_authorize_query()).await;
+    let revoked_sid = revoked.headers()["sid"].to_str().unwrap().to_owned();
+    let revoked: Value = revoked.json().await.unwrap();
+    assert!(
+        branch_atm(&source.database_url, &["tokens", "revoke", revoked["opaque_token"].as_str().unwrap()])
+            .status
+            .success()
+    );
+    // A next key waiting to sign, beside the current one.
+    assert!(branch_atm(&source.database_url, &["keys", "rotate"]).status.success());
+    let atms = source.get_atms(&kept, "/api/v1/atms", &[]).await;
+    let (etag, last_modified) = (atms.headers()["etag"].clone(), atms.headers()["last-modified"].clone());
+    let atm_body = atms.text().await.unwrap();
+
+    let (target, _database) = copy_target(source.folder.path()).await;
+    let copy = branch_atm(&source.database_url, &["store", "copy", "--to", &target]);
+    assert!(copy.status.success(), "{}", stderr(&copy));
+    assert!(stdout(&copy).contains("2 signing keys and 2 live token records (1 revoked)"), "{}", stdout(&copy));
+
+    let copied = TestApp::on_store(&target).await;
+    assert_eq!(
+        stdout(&branch_atm(&target, &["keys", "list"])),
+        stdout(&branch_atm(&source.database_url, &["keys", "list"])),
+        "the same keys in the same states"
+    );
+    assert_eq!(
+        stdout(&branch_atm(&target, &["clients", "list"])),
+        stdout(&branch_atm(&source.database_url, &["clients", "list"]))
+    );
+    // A token issued before the move works after it; a revoked one stays refused.
+    let answer = copied.wait_times(&kept, &["00001", "00042"]).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.text().await.unwrap(), source.wait_times(&kept, &["00001", "00042"]).await.text().await.unwrap());
+    let refused =
+        crate::helpers::Session { token: revoked["access_token"].as_str().unwrap().to_owned(), sid: revoked_sid };
+    assert_eq!(copied.wait_times(&refused, &["00001"]).await.status(), 401);
+    // The ATM set and its date moved as they were: the same validators, the same page.
+    let atms = copied.get_atms(&kept, "/api/v1/atms", &[]).await;
+    assert_eq!((&atms.headers()["etag"], &atms.headers()["last-modified"]), (&etag, &last_modified));
+    assert_eq!(atms.text().await.unwrap().replace(&copied.address, ""), atm_body.replace(&source.address, ""));
+
+    let again = branch_atm(&source.database_url, &["store", "copy", "--to", &target]);
+    assert!(!again.status.success());
+    assert_eq!(stderr(&again).lines().count(), 1, "{}", stderr(&again));
+    assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
+    assert_eq!(copied.wait_times(&kept, &["00001"]).await.status(), 200, "the used target is left as it was");
 }

@@ -4,6 +4,7 @@ use std::sync::Arc;
 
 use adapters::store::Store;
 use adapters::system::SystemClock;
+use adapters::testing::postgres::TestDatabase;
 use adapters::testing::{OutageSwitch, forge_token, with_outage_switch};
 use api::settings::Settings;
 use api::startup::Application;
@@ -18,13 +19,25 @@ pub const CLIENT: &str = "demo-mobile-app";
 /// The wait-time path.
 pub const WAIT_TIME_PATH: &str = "/api/v1/open-banking/channels/branch/waittime/retrieve";
 
-/// Which store the black-box tests run on, from `BRANCH_ATM_TEST_STORE`: `sqlite` (the
-/// default, a new file per test). The PostgreSQL store will add `postgres` here.
-fn fresh_database_url(folder: &std::path::Path) -> String {
-    match std::env::var("BRANCH_ATM_TEST_STORE").as_deref() {
-        Err(_) | Ok("sqlite") => format!("sqlite://{}/branch-atm.db", folder.display()),
-        Ok(other) => panic!("BRANCH_ATM_TEST_STORE={other:?}: the tests know the store `sqlite`"),
+/// A new database for one test, on the store `STORE_UNDER_TEST` names: `sqlite`
+/// (the default: a new file in `folder`) or `postgres` (a new database on the server at
+/// `TEST_POSTGRES_URL`, dropped with the returned guard).
+pub async fn fresh_database(folder: &std::path::Path) -> (String, Option<TestDatabase>) {
+    match std::env::var("STORE_UNDER_TEST").as_deref() {
+        Err(_) | Ok("sqlite") => (format!("sqlite://{}/branch-atm.db", folder.display()), None),
+        Ok("postgres") => {
+            let database = TestDatabase::create("the black-box tests")
+                .await
+                .expect("STORE_UNDER_TEST=postgres needs TEST_POSTGRES_URL");
+            (database.url.clone(), Some(database))
+        }
+        Ok(other) => panic!("STORE_UNDER_TEST={other:?}: the tests know the stores `sqlite` and `postgres`"),
     }
+}
+
+/// Whether the black-box tests run on PostgreSQL (`STORE_UNDER_TEST=postgres`).
+pub fn on_postgres() -> bool {
+    std::env::var("STORE_UNDER_TEST").is_ok_and(|store| store == "postgres")
 }
 
 /// A running application on its own new database.
@@ -39,6 +52,8 @@ pub struct TestApp {
     pub http: reqwest::Client,
     /// Keeps the database folder alive.
     pub folder: tempfile::TempDir,
+    /// Drops the PostgreSQL database after the test.
+    pub _database: Option<TestDatabase>,
     /// Takes the app's store down and brings it back.
     pub outage: OutageSwitch,
 }
@@ -67,9 +82,25 @@ impl TestApp {
         Self::start(false, |_| {}).await
     }
 
+    /// The app on the existing store at `database_url` (which outlives it), without
+    /// demo data.
+    pub async fn on_store(database_url: &str) -> Self {
+        Self::run(tempfile::tempdir().unwrap(), database_url.to_owned(), None, false, |_| {}).await
+    }
+
     async fn start(demo_data: bool, configure: impl FnOnce(&mut Settings)) -> Self {
         let folder = tempfile::tempdir().unwrap();
-        let database_url = fresh_database_url(folder.path());
+        let (database_url, database) = fresh_database(folder.path()).await;
+        Self::run(folder, database_url, database, demo_data, configure).await
+    }
+
+    async fn run(
+        folder: tempfile::TempDir,
+        database_url: String,
+        database: Option<TestDatabase>,
+        demo_data: bool,
+        configure: impl FnOnce(&mut Settings),
+    ) -> Self {
         let mut settings = Settings::for_database(&database_url);
         settings.demo_data = demo_data;
         configure(&mut settings);
@@ -83,6 +114,7 @@ impl TestApp {
             settings,
             http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
             folder,
+            _database: database,
             outage,
         }
     }

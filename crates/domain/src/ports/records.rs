@@ -124,6 +124,10 @@ pub trait KeyGenerator: Send + Sync {
 #[error("a signing key could not be made: {0}")]
 pub struct KeyGenerationFailed(pub String);
 
+/// The coarsest step in which a [`TokenArchive`] purges expired records: an hour, the
+/// width of the PostgreSQL store's token partitions.
+pub const TOKEN_PURGE_GRANULARITY_SECONDS: i64 = 3600;
+
 /// The records of issued tokens, kept for look-up and revocation.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
@@ -160,7 +164,18 @@ pub trait TokenArchive: Send + Sync {
     /// [`StoreUnavailable`] when they cannot be read.
     async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable>;
 
-    /// Deletes the records of tokens that expired before `before`; how many.
+    /// Every record of a token that has not expired at `now`, revoked or not, ordered by
+    /// expiry then token id.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn live(&self, now: i64) -> Result<Vec<TokenRecord>, StoreUnavailable>;
+
+    /// Deletes the records of tokens that expired before `before`; how many. A backend
+    /// may delete by whole periods of at most [`TOKEN_PURGE_GRANULARITY_SECONDS`]
+    /// (PostgreSQL drops an hour of records at once): a record that expired less than
+    /// that before `before` may stay until a later purge. A record expiring at or after
+    /// `before` is always kept.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written.
