@@ -60,25 +60,188 @@ impl TokenWriter {
     }
 }
 
-async fn write_batches(archive: Arc<dyn TokenArchive>, mut pending: mpsc::Receiver<(IssuedToken, Reply)>) {
-    let mut batch = Vec::with_capacity(MAX_BATCH);
-    let mut tokens = Vec::with_capacity(MAX_BATCH);
-    while pending.recv_many(&mut batch, MAX_BATCH).await > 0 {
-        // Callers that gave up (deadline passed, client gone) were refused: their tokens
-        // are never handed out, so they need not be written.
-        batch.retain(|(_, reply)| !reply.is_closed());
-        if batch.is_empty() {
-            continue;
+/// A batch being written: the store call, and who waits for it.
+type Write = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), StoreUnavailable>> + Send>>;
+
+/// What a record queued while the store is failing is told at once.
+const FAILING: &str = "the token store is failing: refused without waiting";
+
+/// After a failed write, records are refused at once for this long (and while a write is
+/// in flight) before the next one tries the store again: at most one caller in each such
+/// period waits out a failing write, and a store that is back is found within it.
+const RETRY_AFTER: Duration = Duration::from_secs(1);
+
+/// The group commit: while one batch is written, the next gathers; when the write ends,
+/// the next batch starts with whatever gathered (up to [`MAX_BATCH`]). After a failed
+/// write, and until a write succeeds, records are refused at once while a write is in
+/// flight or for [`RETRY_AFTER`] after the failure, instead of queueing: with the store
+/// gone, each write waits out the pool's connection deadline (the pool retries a
+/// refused PostgreSQL connection until then), and one write at a time is enough to find
+/// out whether the store is back.
+async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver<(IssuedToken, Reply)>) {
+    let mut gathering: Vec<(IssuedToken, Reply)> = Vec::with_capacity(MAX_BATCH);
+    let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
+    let mut write: Option<Write> = None;
+    let mut failed_at: Option<tokio::time::Instant> = None;
+    let mut open = true;
+    loop {
+        if write.is_none() {
+            // Callers that gave up (deadline passed, client gone) were refused: their
+            // tokens are never handed out, so they need not be written.
+            gathering.retain(|(_, reply)| !reply.is_closed());
+            if !gathering.is_empty() {
+                let batch = gathering.len().min(MAX_BATCH);
+                let (tokens, replies): (Vec<_>, Vec<_>) = gathering.drain(..batch).unzip();
+                waiting = replies;
+                let archive = Arc::clone(&archive);
+                write = Some(Box::pin(async move { archive.record(&tokens).await }));
+            } else if !open {
+                return;
+            }
         }
-        tokens.extend(batch.iter().map(|(token, _)| token.clone()));
-        let outcome = archive.record(&tokens).await.map_err(|error| {
-            tracing::error!(error = %error, tokens = tokens.len(), "token records were not stored");
-            error.to_string()
+        tokio::select! {
+            received = queue.recv(), if open && gathering.len() < QUEUE_CAPACITY => match received {
+                Some((_, reply)) if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER) => {
+                    let _ = reply.send(Err(FAILING.to_owned()));
+                }
+                Some(record) => gathering.push(record),
+                None => open = false,
+            },
+            outcome = finish(&mut write) => {
+                write = None;
+                failed_at = outcome.is_err().then(tokio::time::Instant::now);
+                let outcome = outcome.map_err(|error| {
+                    tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");
+                    error.to_string()
+                });
+                for reply in waiting.drain(..) {
+                    // A waiter that went away (client disconnected) needs no answer.
+                    let _ = reply.send(outcome.clone());
+                }
+            }
+        }
+    }
+}
+
+/// The outcome of the write in flight; never resolves when there is none.
+async fn finish(write: &mut Option<Write>) -> Result<(), StoreUnavailable> {
+    match write {
+        Some(write) => write.as_mut().await,
+        None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::VecDeque;
+    use std::sync::Mutex;
+    use std::time::Instant;
+
+    use async_trait::async_trait;
+    use domain::client::ClientId;
+    use domain::token::{OpaqueToken, SessionId, TokenId, TokenRecord};
+
+    use super::*;
+
+    /// An archive whose writes each take a set time and then succeed or fail, in order.
+    struct Scripted {
+        writes: Mutex<VecDeque<(Duration, bool)>>,
+        batches: Mutex<Vec<usize>>,
+    }
+
+    impl Scripted {
+        fn new(writes: &[(u64, bool)]) -> Arc<Self> {
+            let writes = writes.iter().map(|&(ms, ok)| (Duration::from_millis(ms), ok)).collect();
+            Arc::new(Self { writes: Mutex::new(writes), batches: Mutex::new(Vec::new()) })
+        }
+    }
+
+    #[async_trait]
+    impl TokenArchive for Scripted {
+        async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+            self.batches.lock().unwrap().push(tokens.len());
+            let (takes, succeeds) = self.writes.lock().unwrap().pop_front().unwrap_or((Duration::ZERO, true));
+            tokio::time::sleep(takes).await;
+            if succeeds { Ok(()) } else { Err(StoreUnavailable::new("down")) }
+        }
+        async fn find(&self, _: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
+            Ok(None)
+        }
+        async fn revoke(&self, _: &TokenId, _: i64) -> Result<bool, StoreUnavailable> {
+            Ok(false)
+        }
+        async fn revoke_live_of(&self, _: &ClientId, _: i64) -> Result<u64, StoreUnavailable> {
+            Ok(0)
+        }
+        async fn revoked_live(&self, _: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
+            Ok(Vec::new())
+        }
+        async fn live(&self, _: i64) -> Result<Vec<TokenRecord>, StoreUnavailable> {
+            Ok(Vec::new())
+        }
+        async fn purge_expired(&self, _: i64) -> Result<u64, StoreUnavailable> {
+            Ok(0)
+        }
+    }
+
+    fn token(n: u32) -> IssuedToken {
+        IssuedToken {
+            token_id: TokenId::new(format!("jti-{n}")),
+            opaque_token: OpaqueToken::new(format!("opaque-{n}")),
+            client_id: ClientId::parse("bank-app").unwrap(),
+            session: SessionId::new(format!("session-{n}")),
+            issued_at: 0,
+            expires_at: 60,
+            code_challenge: None,
+        }
+    }
+
+    #[tokio::test]
+    async fn records_that_arrive_during_a_write_are_written_together_in_the_next() {
+        let archive = Scripted::new(&[(200, true), (0, true)]);
+        let writer = TokenWriter::spawn(archive.clone());
+        let first = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.record(token(0)).await }
         });
-        tokens.clear();
-        for (_, reply) in batch.drain(..) {
-            // A waiter that went away (client disconnected) needs no answer.
-            let _ = reply.send(outcome.clone());
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let later: Vec<_> = (1..=5)
+            .map(|n| {
+                let writer = writer.clone();
+                tokio::spawn(async move { writer.record(token(n)).await })
+            })
+            .collect();
+        assert!(first.await.unwrap().is_ok());
+        for one in later {
+            assert!(one.await.unwrap().is_ok());
         }
+        assert_eq!(*archive.batches.lock().unwrap(), [1, 5]);
+    }
+
+    #[tokio::test]
+    async fn while_the_store_fails_records_are_refused_at_once_and_the_next_write_finds_it_back() {
+        // The first write fails after 100 ms; the next (a trial, a retry period later)
+        // after 600 ms; then the store is back.
+        let archive = Scripted::new(&[(100, false), (600, false), (0, true)]);
+        let writer = TokenWriter::spawn(archive.clone());
+        assert!(writer.record(token(0)).await.is_err());
+        tokio::time::sleep(RETRY_AFTER).await;
+
+        let trial = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.record(token(1)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let asked = Instant::now();
+        assert!(writer.record(token(2)).await.is_err(), "refused while the trial is written");
+        assert!(asked.elapsed() < Duration::from_millis(100), "at once: {:?}", asked.elapsed());
+        assert!(trial.await.unwrap().is_err());
+        let asked = Instant::now();
+        assert!(writer.record(token(3)).await.is_err(), "refused for a while after a failed write");
+        assert!(asked.elapsed() < Duration::from_millis(100), "at once: {:?}", asked.elapsed());
+
+        tokio::time::sleep(RETRY_AFTER).await;
+        assert!(writer.record(token(4)).await.is_ok(), "written once the store is back");
+        assert_eq!(*archive.batches.lock().unwrap(), [1, 1, 1], "the refused record was never written");
     }
 }

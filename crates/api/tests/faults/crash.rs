@@ -14,7 +14,7 @@ use crate::harness::{BINARY, Service, cli, flood, fresh_store, run, said, signal
 #[test]
 fn every_token_answered_before_a_kill_9_is_in_the_store_after_the_restart() {
     run(async {
-        let (_folder, url) = fresh_store();
+        let (_kept, url) = fresh_store().await;
         let mut service = Service::start(&url, &[]).await;
         let pid = service.pid();
         let during = flood(&service, 16, async move {
@@ -100,7 +100,7 @@ async fn kill_imports<Held>(what: &str, files: [PathBuf; 2], holds: impl Fn(Stor
 where
     Held: std::future::Future<Output = Option<usize>>,
 {
-    let (_folder, url) = fresh_store();
+    let (_kept, url) = fresh_store().await;
     let import = |file: &Path| {
         let started = Instant::now();
         let import = cli(&url, &[what, "import", file.to_str().unwrap()]);

@@ -23,7 +23,7 @@ struct Client {
 #[test]
 fn sigterm_under_keep_alive_load_drains_and_loses_no_request() {
     run(async {
-        let (_folder, url) = fresh_store();
+        let (_kept, url) = fresh_store().await;
         let drain_ms = DRAIN.as_millis().to_string();
         let mut service = Service::start(&url, &["--shutdown-drain-ms", &drain_ms]).await;
 

@@ -6,6 +6,7 @@ use std::process::{Child, Command, ExitStatus, Output, Stdio};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
+use adapters::testing::postgres::TestDatabase;
 use serde_json::Value;
 
 /// The binary under test.
@@ -39,11 +40,41 @@ pub fn cannot_run(reason: &str) {
     eprintln!("SKIPPED: {reason}");
 }
 
-/// A new, empty store's folder (kept while the value lives) and its database URL.
-pub fn fresh_store() -> (tempfile::TempDir, String) {
+/// Whether the fault tests run on PostgreSQL (`STORE_UNDER_TEST=postgres`) rather than
+/// the SQLite default.
+pub fn on_postgres() -> bool {
+    std::env::var("STORE_UNDER_TEST").is_ok_and(|store| store == "postgres")
+}
+
+/// What keeps a fresh store alive: its folder, and its database on PostgreSQL.
+pub struct Kept {
+    /// A folder of the test's own (the SQLite file is in it).
+    pub folder: tempfile::TempDir,
+    _database: Option<TestDatabase>,
+}
+
+/// A new, empty store on the store under test (a SQLite file, or a new database on
+/// the server at `TEST_POSTGRES_URL`), and its database URL.
+pub async fn fresh_store() -> (Kept, String) {
     let folder = tempfile::tempdir().unwrap();
+    if on_postgres() {
+        let database =
+            TestDatabase::create("the fault tests").await.expect("STORE_UNDER_TEST=postgres needs TEST_POSTGRES_URL");
+        let url = database.url.clone();
+        return (Kept { folder, _database: Some(database) }, url);
+    }
     let url = format!("sqlite://{}/branch-atm.db", folder.path().display());
-    (folder, url)
+    (Kept { folder, _database: None }, url)
+}
+
+/// For a fault of SQLite's own (its file's disk, its locks): whether to run it, said
+/// when not (the PostgreSQL run of the suite has faults of its own, `postgres.rs`).
+pub fn sqlite_fault(what: &str) -> bool {
+    if on_postgres() {
+        eprintln!("not applicable: {what} is a fault of the SQLite store; this run is on PostgreSQL");
+        return false;
+    }
+    true
 }
 
 /// Every request limit of `serve`, by the start of its `BRANCH_ATM_<LIMIT>_PER_SECOND`

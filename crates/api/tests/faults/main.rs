@@ -1,5 +1,6 @@
 //! Fault tests: the real binary on loopback, with its disk filled, its store locked,
-//! SIGTERM under keep-alive load and SIGKILL in the middle of writes. Each test is
+//! SIGTERM under keep-alive load, SIGKILL in the middle of writes, and PostgreSQL
+//! stopped or crashed under load. Each test is
 //! bounded in time, starts its own processes and stops them by PID, and runs alone (see
 //! `harness::one_at_a_time`). A fault that needs root (a full disk) says plainly that it
 //! was skipped without it, and fails under `CI=true`.
@@ -12,4 +13,5 @@ mod disk_full;
 mod drain;
 mod harness;
 mod malformed;
+mod postgres;
 mod store_locked;

@@ -10,7 +10,7 @@ use crate::harness::{Service, fresh_store, run};
 #[test]
 fn a_burst_of_malformed_requests_is_one_warning_not_an_error_each() {
     run(async {
-        let (_folder, url) = fresh_store();
+        let (_kept, url) = fresh_store().await;
         let service = Service::start(&url, &["--log-filter", "warn"]).await;
         let port = service.address.rsplit(':').next().unwrap().to_owned();
         for _ in 0..50 {
