@@ -19,14 +19,25 @@ fi
 
 work=$(mktemp -d)
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"$binary" --database-url "sqlite://$work/st.db" --listen "127.0.0.1:$port" --log-filter warn --shutdown-drain-ms 0 \
+# The store: a new SQLite file, or with SCHEMATHESIS_POSTGRES_URL (a server URL whose
+# user may create databases) a new database on that server, dropped at the end.
+database_url="sqlite://$work/st.db"
+cleanup() { :; }
+if [ -n "${SCHEMATHESIS_POSTGRES_URL:-}" ]; then
+  database="branch_atm_schemathesis_$$"
+  psql "$SCHEMATHESIS_POSTGRES_URL" -qc "CREATE DATABASE $database"
+  database_url=$(python3 -c 'import sys, urllib.parse as u; p = u.urlsplit(sys.argv[1]); print(u.urlunsplit(p._replace(path="/" + sys.argv[2])))' \
+    "$SCHEMATHESIS_POSTGRES_URL" "$database")
+  cleanup() { psql "$SCHEMATHESIS_POSTGRES_URL" -qc "DROP DATABASE IF EXISTS $database WITH (FORCE)" || true; }
+fi
+"$binary" --database-url "$database_url" --listen "127.0.0.1:$port" --log-filter warn --shutdown-drain-ms 0 \
   --rate-limit-per-second 100000 --rate-limit-burst 100000 \
   --session-rate-limit-per-second 100000 --session-rate-limit-burst 100000 \
   --caller-rate-limit-per-second 100000 --caller-rate-limit-burst 100000 \
   --issue-rate-limit-per-second 100000 --issue-rate-limit-burst 100000 \
   --issue-client-rate-limit-per-second 100000 --issue-client-rate-limit-burst 100000 >"$work/serve.log" 2>&1 &
 server=$!
-trap 'kill $server 2>/dev/null || true; rm -rf "$work"' EXIT
+trap 'kill $server 2>/dev/null || true; wait $server 2>/dev/null || true; cleanup; rm -rf "$work"' EXIT
 base="http://127.0.0.1:$port"
 for _ in $(seq 1 100); do curl -fs "$base/api/health/ready" >/dev/null 2>&1 && break; sleep 0.2; done
 
