@@ -12,6 +12,9 @@
 //!
 //! And then make releases in lockstep with `sqlx-core`. We recommend all driver crates, in-tree
 //! or otherwise, use the same version numbers as `sqlx-core` to avoid confusion.
+// branch-atm: vendored third-party code is not held to the workspace's lints (as a
+// registry crate's would not be: cargo caps them); see ../README.md.
+#![allow(warnings, clippy::all, clippy::pedantic)]
 #![recursion_limit = "512"]
 #![warn(future_incompatible, rust_2018_idioms)]
 #![allow(clippy::needless_doctest_main, clippy::type_complexity)]
@@ -23,75 +26,112 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod ext;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod error;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod arguments;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod pool;
 
+#[rustfmt::skip]
 pub mod connection;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod transaction;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod encode;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod decode;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod types;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod query;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod acquire;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod column;
 
 #[macro_use]
+#[rustfmt::skip]
 pub mod statement;
 
+#[rustfmt::skip]
 pub mod common;
+#[rustfmt::skip]
 pub mod database;
+#[rustfmt::skip]
 pub mod describe;
+#[rustfmt::skip]
 pub mod executor;
+#[rustfmt::skip]
 pub mod from_row;
+#[rustfmt::skip]
 pub mod fs;
+#[rustfmt::skip]
 pub mod io;
+#[rustfmt::skip]
 pub mod logger;
+#[rustfmt::skip]
 pub mod net;
+#[rustfmt::skip]
 pub mod query_as;
+#[rustfmt::skip]
 pub mod query_builder;
+#[rustfmt::skip]
 pub mod query_scalar;
+#[rustfmt::skip]
 pub mod sql_str;
 
+#[rustfmt::skip]
 pub mod raw_sql;
+#[rustfmt::skip]
 pub mod row;
+#[rustfmt::skip]
 pub mod rt;
+#[rustfmt::skip]
 pub mod sync;
+#[rustfmt::skip]
 pub mod type_checking;
+#[rustfmt::skip]
 pub mod type_info;
+#[rustfmt::skip]
 pub mod value;
 
 #[cfg(feature = "migrate")]
+#[rustfmt::skip]
 pub mod migrate;
 
 #[cfg(feature = "any")]
+#[rustfmt::skip]
 pub mod any;
 
 // Implements test support with automatic DB management.
 #[cfg(feature = "migrate")]
+#[rustfmt::skip]
 pub mod testing;
 
+#[rustfmt::skip]
 pub mod config;
 
 pub use error::{Error, Result};
@@ -110,6 +150,7 @@ pub use bytes;
 ///
 /// This module can be glob-imported and should not clash with any modules a driver
 /// would want to implement itself.
+#[rustfmt::skip]
 pub mod driver_prelude {
     pub use crate::{
         acquire, common, decode, describe, encode, executor, ext, from_row, fs, io, logger, net,
