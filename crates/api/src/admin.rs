@@ -360,6 +360,10 @@ pub async fn tokens(tokens: &TokenRecords, action: TokensAction) -> Result<(), C
                 }
             );
         }
+        TokensAction::Purge => {
+            let purged = tokens.purge_expired().await.map_err(|e| CommandError::of(&e))?;
+            println!("purged {purged} records of tokens that expired more than a day ago");
+        }
     }
     Ok(())
 }

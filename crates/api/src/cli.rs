@@ -206,4 +206,7 @@ pub enum TokensAction {
         /// The opaque token.
         opaque_token: String,
     },
+    /// Delete the records of tokens that expired more than a day ago now, as every
+    /// running service does each hour (PostgreSQL: by whole hours of expiry).
+    Purge,
 }
