@@ -220,6 +220,27 @@ pub async fn forge_token(
     signer.sign(claims).expect("a current key")
 }
 
+/// Runs `statement` on the database at `url` over a connection of its own, as a system
+/// other than the service (the bank's branch systems, say) would.
+///
+/// # Errors
+/// The driver's error, as text.
+pub async fn execute_sql(url: &str, statement: &'static str) -> Result<u64, String> {
+    use sqlx::{Connection as _, Executor as _};
+    let done = match crate::store::Backend::of_url(url) {
+        Some(crate::store::Backend::Sqlite) => {
+            let mut connection = sqlx::SqliteConnection::connect(url).await.map_err(|e| e.to_string())?;
+            connection.execute(statement).await.map(|result| result.rows_affected())
+        }
+        Some(crate::store::Backend::Postgres) => {
+            let mut connection = sqlx::PgConnection::connect(url).await.map_err(|e| e.to_string())?;
+            connection.execute(statement).await.map(|result| result.rows_affected())
+        }
+        None => return Err(format!("not a database URL: {url}")),
+    };
+    done.map_err(|e| e.to_string())
+}
+
 /// Databases of their own on a PostgreSQL server, for tests.
 pub mod postgres {
     use std::sync::atomic::{AtomicU32, Ordering};

@@ -289,3 +289,23 @@ async fn errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
     assert_eq!(body["uuid"], UUID);
     assert!(body["details"].as_str().unwrap().contains("sucursales"), "{body}");
 }
+
+/// The bank's branch systems write wait times with plain SQL, beside the service: the
+/// store's triggers count the change, and the service serves it within a refresh.
+#[tokio::test]
+async fn wait_times_written_with_plain_sql_by_another_system_are_served_within_a_refresh() {
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00077"]).await.status(), 200);
+    // The same statement in both dialects: what a bank's system would run.
+    let upsert = "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) VALUES ('00077', 43, 1800000000) \
+                  ON CONFLICT (branch_id) DO UPDATE SET minutes = excluded.minutes, estimated_at = excluded.estimated_at";
+    assert_eq!(adapters::testing::execute_sql(&app.database_url, upsert).await, Ok(1));
+    let served = crate::helpers::eventually(|| async {
+        let body: Value = app.wait_times(&session, &["00077"]).await.json().await.unwrap();
+        (body["branches"][0]["timeTaken"] == "43").then_some(())
+    })
+    .await;
+    assert!(served.is_some(), "the plain-SQL write was served");
+}
