@@ -123,6 +123,27 @@ impl PostgresStore {
         Ok(names.iter().filter_map(|(name,)| partition_start(name)).collect())
     }
 
+    /// How many records the token partition `name` holds, for the purge's report: the
+    /// planner's count once (auto)vacuum or analyze has seen the partition, which is
+    /// exact for a partition nobody writes to any more (an expired hour) and costs
+    /// nothing; otherwise counted, which is cheap for a partition analyze has not reached.
+    async fn partition_rows(&self, name: &str) -> Result<u64, StoreUnavailable> {
+        let (estimate,): (f32,) =
+            sqlx::query_as("SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)")
+                .bind(name)
+                .fetch_one(&self.pool)
+                .await
+                .map_err(unavailable)?;
+        if estimate >= 0.0 {
+            return Ok(estimate as u64);
+        }
+        let (rows,): (i64,) = sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {name}")))
+            .fetch_one(&self.pool)
+            .await
+            .map_err(unavailable)?;
+        Ok(rows as u64)
+    }
+
     /// Runs `statement` (DDL on a token partition) in its own transaction, waiting at most
     /// [`PARTITION_LOCK_WAIT`] for its lock; whether it ran.
     /// The statement is made of the partition's name and bounds only, which are numbers.
@@ -570,13 +591,15 @@ impl TokenArchive for PostgresStore {
                 continue;
             }
             let name = partition_name(start);
-            // Counted before the drop, from the partition's own (expired, unchanging) rows.
-            let (rows,): (i64,) = sqlx::query_as(AssertSqlSafe(format!("SELECT count(*) FROM {name}")))
-                .fetch_one(&self.pool)
-                .await
-                .map_err(unavailable)?;
-            if self.partition_ddl(format!("DROP TABLE IF EXISTS {name}")).await? {
-                purged += rows as u64;
+            let rows = self.partition_rows(&name).await?;
+            // Emptied first, then dropped: TRUNCATE locks only the partition, which no
+            // insert routes to any more, and it is where the files are freed (at its
+            // commit); the DROP of the empty partition then holds the parent's lock,
+            // which token inserts queue behind, for a moment only.
+            if self.partition_ddl(format!("TRUNCATE {name}")).await?
+                && self.partition_ddl(format!("DROP TABLE IF EXISTS {name}")).await?
+            {
+                purged += rows;
             }
         }
         loop {
