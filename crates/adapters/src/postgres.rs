@@ -23,11 +23,11 @@ use domain::ports::{
 };
 use domain::store_contents::StoreContents;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
-use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+use sqlx::postgres::{PgConnectOptions, PgListener, PgPoolOptions};
 use sqlx::{AssertSqlSafe, Executor as _, PgPool};
 
 use crate::rows::{self, AtmRow, ClientRow, SigningKeyRow, TokenRow, WaitTimeRow};
-use crate::store::{AtmSet, KeyVault, Revisions, StoreLifecycle, ViewSource};
+use crate::store::{AtmSet, ChangeFeed, KeyVault, Notice, Revisions, StoreLifecycle, ViewSource};
 
 /// Connections per instance. The request paths do not use the pool (they read the
 /// in-memory view); its users are the group commit, the view's refresher, readiness
@@ -128,12 +128,11 @@ impl PostgresStore {
     /// exact for a partition nobody writes to any more (an expired hour) and costs
     /// nothing; otherwise counted, which is cheap for a partition analyze has not reached.
     async fn partition_rows(&self, name: &str) -> Result<u64, StoreUnavailable> {
-        let (estimate,): (f32,) =
-            sqlx::query_as("SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)")
-                .bind(name)
-                .fetch_one(&self.pool)
-                .await
-                .map_err(unavailable)?;
+        let (estimate,): (f32,) = sqlx::query_as("SELECT reltuples FROM pg_class WHERE oid = to_regclass($1)")
+            .bind(name)
+            .fetch_one(&self.pool)
+            .await
+            .map_err(unavailable)?;
         if estimate >= 0.0 {
             return Ok(estimate as u64);
         }
@@ -243,6 +242,33 @@ impl ViewSource for PostgresStore {
         transaction.commit().await.map_err(unavailable)?;
         let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
         Ok(AtmSet { atms, last_updated })
+    }
+
+    async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
+        let mut listener = PgListener::connect_with(&self.pool).await.map_err(unavailable)?;
+        listener.listen(CHANGES_CHANNEL).await.map_err(unavailable)?;
+        Ok(Some(Box::new(Listening(listener))))
+    }
+}
+
+/// The channel the change triggers notify (`migrations/postgres`, second migration).
+const CHANGES_CHANNEL: &str = "branch_atm_changes";
+
+/// LISTEN on [`CHANGES_CHANNEL`], on a connection of its own that sqlx makes again
+/// (and listens on again) when it is lost.
+struct Listening(PgListener);
+
+#[async_trait]
+impl ChangeFeed for Listening {
+    async fn next(&mut self) -> Result<Notice, StoreUnavailable> {
+        match self.0.try_recv().await.map_err(unavailable)? {
+            Some(_) => {
+                // A burst of writes is one reload: take what has arrived with it.
+                while self.0.next_buffered().is_some() {}
+                Ok(Notice::Changed)
+            }
+            None => Ok(Notice::Reconnected),
+        }
     }
 }
 

@@ -104,6 +104,35 @@ pub trait ViewSource: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it cannot be read.
     async fn atms(&self) -> Result<AtmSet, StoreUnavailable>;
+
+    /// A feed of the store's change notices, when the database pushes them (PostgreSQL's
+    /// LISTEN/NOTIFY); `None` when changes are only found by polling (SQLite).
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the database pushes notices but cannot be listened to now.
+    async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
+        Ok(None)
+    }
+}
+
+/// What a [`ChangeFeed`] heard.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Notice {
+    /// Something changed (one or more notices, read together).
+    Changed,
+    /// The feed's connection was lost and is back: notices sent meanwhile are lost.
+    Reconnected,
+}
+
+/// Change notices pushed by the database, as they come.
+#[async_trait]
+pub trait ChangeFeed: Send {
+    /// Waits for the next notice (and takes any others already arrived with it).
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the feed's connection is lost and cannot be made again
+    /// now; subscribe again later.
+    async fn next(&mut self) -> Result<Notice, StoreUnavailable>;
 }
 
 /// The database itself: its schema, whether it answers, and closing it.

@@ -83,6 +83,10 @@ impl ViewSource for Switched {
         self.switch.check()?;
         self.inner.view.atms().await
     }
+    async fn subscribe(&self) -> Result<Option<Box<dyn crate::store::ChangeFeed>>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.view.subscribe().await
+    }
 }
 
 #[async_trait]

@@ -25,7 +25,7 @@ use domain::token::{IssuedToken, TokenId};
 use tokio::sync::Mutex;
 
 use crate::jwt::JwtTokens;
-use crate::store::{Revisions, Store};
+use crate::store::{Notice, Revisions, Store};
 use crate::token_writer::TokenWriter;
 
 /// Wait times indexed by branch id: the id space is five digits, so a dense table of
@@ -44,6 +44,9 @@ impl WaitTable {
 fn key_publication_window(token_lifetime: Duration, refresh_interval: Duration) -> i64 {
     (token_lifetime + refresh_interval * 2 + Duration::from_secs(60)).as_secs() as i64
 }
+
+/// How long to wait before listening for change notices again after the feed failed.
+const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
 
 /// How the view keeps itself current.
 #[derive(Debug, Clone, Copy)]
@@ -134,6 +137,12 @@ impl StoreView {
     /// the topics that failed and they are retried next time.
     pub async fn refresh(&self) -> Result<(), StoreUnavailable> {
         let mut seen = self.seen.lock().await;
+        self.refresh_from(&mut seen).await
+    }
+
+    /// Reloads every topic whose counter differs from `seen` (all of them when `seen` is
+    /// `None`), and records what it reloaded.
+    async fn refresh_from(&self, seen: &mut Option<Revisions>) -> Result<(), StoreUnavailable> {
         let now = self.store.view.revisions().await?;
         let before = *seen;
         let moved = |pick: fn(&Revisions) -> i64| before.is_none_or(|old| pick(&old) != pick(&now));
@@ -180,6 +189,18 @@ impl StoreView {
         Ok(())
     }
 
+    /// Reloads every topic, whatever the change counters say: after notices may have
+    /// been lost, or the counters may not have moved as they should (a database restored
+    /// from a backup has older counters than the view has seen).
+    ///
+    /// # Errors
+    /// As [`StoreView::refresh`].
+    pub async fn reload_all(&self) -> Result<(), StoreUnavailable> {
+        let mut seen = self.seen.lock().await;
+        *seen = None;
+        self.refresh_from(&mut seen).await
+    }
+
     /// Whether the view still vouches for what it holds (the store answered a refresh
     /// within `max_staleness`).
     pub fn is_current(&self) -> bool {
@@ -194,6 +215,60 @@ impl StoreView {
             return Err(StoreUnavailable::new(format!("the store has not answered for {} ms", since.as_millis())));
         }
         Ok(())
+    }
+
+    /// Reloads what changed as soon as the store says something did, when it says so
+    /// (PostgreSQL's notices; see [`crate::store::ViewSource::subscribe`]); the poll of
+    /// [`StoreView::spawn_refresher`] stays as the safety net. Each time the feed is
+    /// established again after a loss, notices sent meanwhile are lost, so everything is
+    /// reloaded. With a store that pushes nothing, the task ends at once.
+    pub fn spawn_listener(self: &Arc<Self>) -> tokio::task::JoinHandle<()> {
+        let view = Arc::clone(self);
+        tokio::spawn(async move {
+            let mut first = true;
+            loop {
+                let mut feed = match view.store.view.subscribe().await {
+                    Ok(Some(feed)) => feed,
+                    Ok(None) => return,
+                    Err(error) => {
+                        tracing::warn!(%error, "cannot listen for the store's change notices; polling only for now");
+                        tokio::time::sleep(RESUBSCRIBE_AFTER).await;
+                        continue;
+                    }
+                };
+                // The view was just loaded when the first feed starts: what changed
+                // since is caught by the counters. Any later feed follows a loss.
+                if first {
+                    first = false;
+                    if let Err(error) = view.refresh().await {
+                        tracing::warn!(%error, "the in-memory view could not be refreshed");
+                    }
+                } else {
+                    view.reload_or_warn().await;
+                }
+                loop {
+                    match feed.next().await {
+                        Ok(Notice::Changed) => {
+                            if let Err(error) = view.refresh().await {
+                                tracing::warn!(%error, "the in-memory view could not be refreshed on a change notice");
+                            }
+                        }
+                        Ok(Notice::Reconnected) => view.reload_or_warn().await,
+                        Err(error) => {
+                            tracing::warn!(%error, "lost the store's change notices; polling only until they are back");
+                            break;
+                        }
+                    }
+                }
+                tokio::time::sleep(RESUBSCRIBE_AFTER).await;
+            }
+        })
+    }
+
+    async fn reload_or_warn(&self) {
+        if let Err(error) = self.reload_all().await {
+            tracing::warn!(%error, "the in-memory view could not be reloaded");
+        }
     }
 
     /// Refreshes every `interval` until the process ends; failures are logged and

@@ -276,6 +276,7 @@ impl Application {
         };
         let view = StoreView::load(store.clone(), Arc::clone(&jwt), Arc::clone(&clock), view_settings).await?;
         view.spawn_refresher(settings.refresh_interval);
+        view.spawn_listener();
         spawn_store_upkeep(
             Arc::clone(&store.lifecycle),
             TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),

@@ -186,5 +186,13 @@ async fn a_token_that_cannot_be_stored_is_not_handed_out_and_the_answer_is_a_500
     assert!(body.get("access_token").is_none());
 
     app.outage.bring_back();
-    assert_eq!(app.authorize(&demo_authorize_query()).await.status(), 200, "issuance resumes with the store");
+    // The writer tries the store again a second after a failed write (before that it
+    // refuses at once, sparing callers the wait on a store that is down).
+    let back = std::time::Instant::now();
+    let resumed = crate::helpers::eventually(|| async {
+        (app.authorize(&demo_authorize_query()).await.status() == 200).then_some(())
+    })
+    .await;
+    assert!(resumed.is_some(), "issuance resumes with the store");
+    assert!(back.elapsed() < std::time::Duration::from_millis(1_500), "within about a second: {:?}", back.elapsed());
 }

@@ -85,7 +85,24 @@ impl TestApp {
     /// The app on the existing store at `database_url` (which outlives it), without
     /// demo data.
     pub async fn on_store(database_url: &str) -> Self {
-        Self::run(tempfile::tempdir().unwrap(), database_url.to_owned(), None, false, |_| {}).await
+        Self::on_store_and(database_url, |_| {}).await
+    }
+
+    /// As [`TestApp::on_store`], after `configure` adjusted the settings.
+    pub async fn on_store_and(database_url: &str, configure: impl FnOnce(&mut Settings)) -> Self {
+        Self::run(tempfile::tempdir().unwrap(), database_url.to_owned(), None, false, configure).await
+    }
+
+    /// The app on a new PostgreSQL database of its own, with the demo data, after
+    /// `configure`, whatever store the suite runs on; `None` (said) without a server.
+    pub async fn on_postgres_and(configure: impl FnOnce(&mut Settings)) -> Option<Self> {
+        let database = TestDatabase::create("a test of PostgreSQL's own").await?;
+        let url = database.url.clone();
+        let run = |settings: &mut Settings| {
+            settings.demo_data = true;
+            configure(settings);
+        };
+        Some(Self::run(tempfile::tempdir().unwrap(), url, Some(database), true, run).await)
     }
 
     async fn start(demo_data: bool, configure: impl FnOnce(&mut Settings)) -> Self {

@@ -129,3 +129,38 @@ pub trait ServingHealth: Send + Sync {
     /// bounded time (about half a second), also when the store is stuck.
     async fn can_serve(&self) -> bool;
 }
+
+/// One request limit to count a request against: a sustained rate with bursts, for one
+/// key (a session, a caller address, a client id) of one kind of limit.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LimitCheck {
+    /// Which limit (`session`, `caller`, `client`, `issue-caller`, `issue-client`): keys
+    /// of different limits never share a count.
+    pub limit: &'static str,
+    /// Whose count: the key within that limit.
+    pub key: String,
+    /// Requests a second, sustained.
+    pub per_second: u32,
+    /// Requests allowed at once above that.
+    pub burst: u32,
+}
+
+/// The shared request limits could not be consulted (unreachable, too slow).
+#[derive(Debug, thiserror::Error)]
+#[error("the shared request limits are unavailable: {0}")]
+pub struct SharedLimitsUnavailable(pub String);
+
+/// Request limits counted where every instance of the service counts them (Redis), so
+/// they hold across instances.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SharedLimits: Send + Sync {
+    /// Counts one request against each of `checks` in order (narrowest first), stopping
+    /// at the first that refuses it, so a refused request takes nothing from the later,
+    /// wider limits. `None` when every limit admits it; else how long to wait.
+    ///
+    /// # Errors
+    /// [`SharedLimitsUnavailable`] when the counts cannot be reached within a few
+    /// milliseconds; the caller then limits on its own.
+    async fn admit(&self, checks: &[LimitCheck]) -> Result<Option<std::time::Duration>, SharedLimitsUnavailable>;
+}
