@@ -18,6 +18,7 @@
 //! - [`store_watch`] — whether the store answers, probed in the background for readiness.
 //! - [`sqlite`] — the SQLite store: the embedded default, one file.
 //! - [`postgres`] — the PostgreSQL store: one database for every host.
+//! - [`redis_limits`] — request limits shared by every instance, counted in Redis.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
@@ -29,6 +30,7 @@
 pub mod jwt;
 pub mod key_seal;
 pub mod postgres;
+pub mod redis_limits;
 pub mod rows;
 pub mod sqlite;
 pub mod store;

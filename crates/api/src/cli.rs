@@ -28,6 +28,8 @@ pub struct Cli {
 }
 
 /// The subcommands.
+// Parsed once per process: the size of the `serve` options does not matter.
+#[allow(clippy::large_enum_variant)]
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the service (the default).

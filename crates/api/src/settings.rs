@@ -184,6 +184,11 @@ pub struct ServeOptions {
     /// every response) before stopping, in ms; 0 stops at once [default: 5000].
     #[arg(long, value_name = "MS")]
     pub shutdown_drain_ms: Option<u64>,
+    /// Redis that every instance counts the request limits in (`redis://host:port`), so
+    /// they hold across instances; without it each instance limits on its own
+    /// [default: none].
+    #[arg(long, value_name = "URL")]
+    pub redis_url: Option<String>,
 }
 
 /// The keys of the layers that no option has: a misspelt key must not be ignored.
@@ -298,6 +303,8 @@ pub struct Settings {
     pub max_staleness: Duration,
     /// How long to keep serving after SIGTERM before stopping.
     pub shutdown_drain: Duration,
+    /// The Redis the request limits are counted in, if they are shared.
+    pub redis_url: Option<SecretString>,
 }
 
 impl Settings {
@@ -499,6 +506,7 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         client_request_timeout: Duration::from_millis(client_request_timeout_ms),
         max_staleness: Duration::from_millis(max_staleness_ms),
         shutdown_drain: Duration::from_millis(shutdown_drain_ms),
+        redis_url: options.redis_url.map(SecretString::from),
     })
 }
 

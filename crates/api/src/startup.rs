@@ -13,12 +13,13 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
+use adapters::redis_limits::RedisLimits;
 use adapters::store::{Store, StoreLifecycle};
 use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
-use domain::ports::{Clock, StoreUnavailable, TokenLedger};
+use domain::ports::{Clock, SharedLimits, StoreUnavailable, TokenLedger};
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -39,6 +40,13 @@ use crate::http::meta::Readiness;
 use crate::http::rate_limit::Limits;
 use crate::http::{self, AppState};
 use crate::settings::{Settings, TlsFiles};
+
+/// The Redis the request limits are counted in, when `--redis-url` names one.
+fn shared_limits(settings: &Settings) -> Result<Option<Arc<dyn SharedLimits>>, StartupError> {
+    let Some(url) = &settings.redis_url else { return Ok(None) };
+    let limits = RedisLimits::new(url.expose_secret()).map_err(|e| StartupError::Limits(e.to_string()))?;
+    Ok(Some(Arc::new(limits)))
+}
 
 /// How long requests in flight may take to finish once the drain period is over (the
 /// fault issue: exit within the drain period plus 15 s).
@@ -68,6 +76,9 @@ pub enum StartupError {
     /// A store could not be copied.
     #[error(transparent)]
     Copy(#[from] CopyError),
+    /// The shared request limits' URL is not usable.
+    #[error("--redis-url: {0}")]
+    Limits(String),
 }
 
 /// The operators' services over the store at `database_url`, migrated first: every
@@ -304,7 +315,7 @@ impl Application {
                 .unwrap_or(HeaderValue::from_static("no-cache")),
             readiness: Arc::clone(&readiness),
             atms: AtmLocator::new(view, settings.atm_page_size),
-            limits: Limits::new(&settings.limits),
+            limits: Limits::new(&settings.limits, shared_limits(&settings)?),
             proxies: TrustedProxies::new(settings.trusted_proxies.clone(), settings.forwarded_header),
             public_base_url: settings.public_base_url.clone(),
             body_timeout: settings.client_request_timeout,

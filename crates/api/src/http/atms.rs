@@ -320,7 +320,7 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
         return Err(fail(Failure::invalid(UUID_HEADER, Message::Malformed(Expected::Uuid))));
     }
     let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;
-    state.limits.bearer(state.proxies.caller(&request), &claims).map_err(fail)?;
+    state.limits.bearer(state.proxies.caller(&request), &claims).await.map_err(fail)?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(fail)?;
     // 3. Call the service: a page, or "not modified" for the validators sent.

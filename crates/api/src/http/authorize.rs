@@ -157,7 +157,7 @@ pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Resu
     let fail = |failure| ApiError::new(failure, Shape::Token, &error_context(&request));
 
     let call = token_call(&request).map_err(fail)?;
-    state.limits.issue(state.proxies.caller(&request), &call.request.client_id).map_err(fail)?;
+    state.limits.issue(state.proxies.caller(&request), &call.request.client_id).await.map_err(fail)?;
     let grant = state.tokens.authorize(call.request).await.map_err(|e| fail(e.into()))?;
 
     let body = serde_json::to_vec(&TokenResponse {

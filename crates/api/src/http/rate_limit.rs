@@ -9,12 +9,20 @@
 //! the limits others share. The caller's address is the peer's, or the one a trusted
 //! proxy reports ([`super::caller`]); IPv6 callers are counted per /64, the block one
 //! subscriber is usually given.
+//!
+//! With shared limits ([`SharedLimits`], Redis) every instance counts in one place, so
+//! the limits hold across instances. When they cannot be reached the instance counts
+//! alone, as without them (never refusing everything, never admitting everything), says
+//! so in the log, and tries the shared limits again a second later.
 
 use std::hash::Hash;
 use std::net::{IpAddr, Ipv6Addr};
-use std::time::Duration;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
 
 use domain::client::ClientId;
+use domain::ports::{LimitCheck, SharedLimits};
 use domain::token::{AccessClaims, SessionId};
 use governor::clock::Clock as _;
 use governor::{DefaultKeyedRateLimiter, Quota};
@@ -66,24 +74,38 @@ pub fn caller_key(address: IpAddr) -> IpAddr {
     }
 }
 
+/// After the shared limits failed, how long the instance counts alone before trying
+/// them again: while they are down, requests do not each wait out their timeout.
+const SHARED_RETRY_AFTER: Duration = Duration::from_secs(1);
+
 /// Every limit the service applies.
 pub struct Limits {
+    rates: RateLimits,
     issue_per_caller: RateLimit<IpAddr>,
     issue_per_client: RateLimit<ClientId>,
     per_session: RateLimit<SessionId>,
     per_caller: RateLimit<IpAddr>,
     per_client: RateLimit<ClientId>,
+    shared: Option<Arc<dyn SharedLimits>>,
+    started: Instant,
+    /// Milliseconds after `started` until which the shared limits are not asked (0: ask).
+    shared_down_until: AtomicU64,
 }
 
 impl Limits {
-    /// The limits of `settings`.
-    pub fn new(settings: &RateLimits) -> Self {
+    /// The limits of `settings`, counted by this instance alone, or in `shared` when
+    /// given (and by this instance alone while `shared` cannot be reached).
+    pub fn new(settings: &RateLimits, shared: Option<Arc<dyn SharedLimits>>) -> Self {
         Self {
+            rates: *settings,
             issue_per_caller: RateLimit::new(settings.issue_per_caller),
             issue_per_client: RateLimit::new(settings.issue_per_client),
             per_session: RateLimit::new(settings.per_session),
             per_caller: RateLimit::new(settings.per_caller),
             per_client: RateLimit::new(settings.per_client),
+            shared,
+            started: Instant::now(),
+            shared_down_until: AtomicU64::new(0),
         }
     }
 
@@ -91,8 +113,18 @@ impl Limits {
     ///
     /// # Errors
     /// A 429 [`Failure`] with `Retry-After` when the caller or the client is over its rate.
-    pub fn issue(&self, caller: IpAddr, client: &ClientId) -> Result<(), Failure> {
-        self.issue_per_caller.check(&caller_key(caller)).map_err(Failure::too_many_requests)?;
+    pub async fn issue(&self, caller: IpAddr, client: &ClientId) -> Result<(), Failure> {
+        let caller = caller_key(caller);
+        let shared = self.shared_checks(|| {
+            vec![
+                check("issue-caller", caller.to_string(), self.rates.issue_per_caller),
+                check("issue-client", client.as_str().to_owned(), self.rates.issue_per_client),
+            ]
+        });
+        if let Some(answer) = self.ask_shared(shared).await {
+            return answer;
+        }
+        self.issue_per_caller.check(&caller).map_err(Failure::too_many_requests)?;
         self.issue_per_client.check(client).map_err(Failure::too_many_requests)
     }
 
@@ -101,10 +133,57 @@ impl Limits {
     /// # Errors
     /// A 429 [`Failure`] with `Retry-After` when the session, the caller or the client is
     /// over its rate.
-    pub fn bearer(&self, caller: IpAddr, claims: &AccessClaims) -> Result<(), Failure> {
+    pub async fn bearer(&self, caller: IpAddr, claims: &AccessClaims) -> Result<(), Failure> {
+        let caller = caller_key(caller);
+        let shared = self.shared_checks(|| {
+            vec![
+                check("session", claims.session.as_str().to_owned(), self.rates.per_session),
+                check("caller", caller.to_string(), self.rates.per_caller),
+                check("client", claims.client_id.as_str().to_owned(), self.rates.per_client),
+            ]
+        });
+        if let Some(answer) = self.ask_shared(shared).await {
+            return answer;
+        }
         self.per_session.check(&claims.session).map_err(Failure::too_many_requests)?;
-        self.per_caller.check(&caller_key(caller)).map_err(Failure::too_many_requests)?;
+        self.per_caller.check(&caller).map_err(Failure::too_many_requests)?;
         self.per_client.check(&claims.client_id).map_err(Failure::too_many_requests)
+    }
+
+    /// The shared limits and what to ask them, when there are some and they are not
+    /// known to be down.
+    fn shared_checks(&self, checks: impl FnOnce() -> Vec<LimitCheck>) -> Option<(&dyn SharedLimits, Vec<LimitCheck>)> {
+        let shared = self.shared.as_deref()?;
+        let down_until = self.shared_down_until.load(Ordering::Relaxed);
+        if down_until != 0 && self.elapsed_ms() < down_until {
+            return None;
+        }
+        Some((shared, checks()))
+    }
+
+    /// The shared limits' answer, or `None` when the instance is to count alone.
+    async fn ask_shared(&self, shared: Option<(&dyn SharedLimits, Vec<LimitCheck>)>) -> Option<Result<(), Failure>> {
+        let (limits, checks) = shared?;
+        match limits.admit(&checks).await {
+            Ok(None) => {
+                if self.shared_down_until.swap(0, Ordering::Relaxed) != 0 {
+                    tracing::info!("the shared request limits answer again: limits hold across instances");
+                }
+                Some(Ok(()))
+            }
+            Ok(Some(wait)) => Some(Err(Failure::too_many_requests(whole_seconds(wait)))),
+            Err(error) => {
+                let until = self.elapsed_ms() + SHARED_RETRY_AFTER.as_millis() as u64;
+                if self.shared_down_until.swap(until, Ordering::Relaxed) == 0 {
+                    tracing::warn!(%error, "the shared request limits are unavailable: this instance limits on its own");
+                }
+                None
+            }
+        }
+    }
+
+    fn elapsed_ms(&self) -> u64 {
+        (self.started.elapsed().as_millis() as u64).max(1)
     }
 
     /// Forgets every key whose state is back to full.
@@ -115,6 +194,11 @@ impl Limits {
         self.per_caller.forget_idle();
         self.per_client.forget_idle();
     }
+}
+
+/// What the shared limits are asked for one limit.
+fn check(limit: &'static str, key: String, rate: Rate) -> LimitCheck {
+    LimitCheck { limit, key, per_second: rate.per_second.get(), burst: rate.burst.get() }
 }
 
 #[cfg(test)]
@@ -155,22 +239,25 @@ mod tests {
         assert_eq!(caller_key(mapped), "192.0.2.7".parse::<IpAddr>().unwrap());
     }
 
-    #[test]
-    fn a_request_refused_for_its_session_takes_nothing_from_the_shared_limits() {
-        let limits = Limits::new(&RateLimits {
-            issue_per_caller: rate(1, 1),
-            issue_per_client: rate(1, 1),
-            per_session: rate(1, 1),
-            per_caller: rate(1, 2),
-            per_client: rate(1, 2),
-        });
+    #[tokio::test]
+    async fn a_request_refused_for_its_session_takes_nothing_from_the_shared_limits() {
+        let limits = Limits::new(
+            &RateLimits {
+                issue_per_caller: rate(1, 1),
+                issue_per_client: rate(1, 1),
+                per_session: rate(1, 1),
+                per_caller: rate(1, 2),
+                per_client: rate(1, 2),
+            },
+            None,
+        );
         let caller: IpAddr = "192.0.2.1".parse().unwrap();
         let flooder = domain::testing::claims("app", "flooder", 0, 60);
         let user = domain::testing::claims("app", "user", 0, 60);
-        assert!(limits.bearer(caller, &flooder).is_ok());
+        assert!(limits.bearer(caller, &flooder).await.is_ok());
         for _ in 0..5 {
-            assert_eq!(limits.bearer(caller, &flooder).unwrap_err().status, 429);
+            assert_eq!(limits.bearer(caller, &flooder).await.unwrap_err().status, 429);
         }
-        assert!(limits.bearer(caller, &user).is_ok(), "the shared limits still had room");
+        assert!(limits.bearer(caller, &user).await.is_ok(), "the shared limits still had room");
     }
 }

@@ -240,7 +240,7 @@ pub async fn retrieve(
     let headers = request.headers();
     require_uuid(headers).map_err(fail)?;
     let claims = authenticate(&state.bearer, headers).await.map_err(|refusal| fail(refusal.into()))?;
-    state.limits.bearer(state.proxies.caller(&request), &claims).map_err(fail)?;
+    state.limits.bearer(state.proxies.caller(&request), &claims).await.map_err(fail)?;
     let (scope, session) = headers_of(&request).map_err(fail)?;
     // 2. Domain values.
     let body = read_body(headers, payload, state.body_timeout).await.map_err(fail)?;

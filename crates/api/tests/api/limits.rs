@@ -206,3 +206,58 @@ fn the_default_limits_are_the_documented_ones() {
     assert_eq!(pair(limits.per_caller), (200, 400));
     assert_eq!(pair(limits.per_client), (1000, 2000));
 }
+
+/// Redis for the shared limits, from `TEST_REDIS_URL`; `None` (said) without it, a
+/// failure under `CI=true`.
+fn redis_url() -> Option<String> {
+    match std::env::var("TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(std::env::var("CI").is_err(), "CI must run the shared-limit tests: set TEST_REDIS_URL");
+            eprintln!("SKIPPED: limits shared across instances need Redis: set TEST_REDIS_URL=redis://host:port");
+            None
+        }
+    }
+}
+
+/// With `--redis-url`, limits hold across instances: one session's calls spread over
+/// two instances get the session's burst once, not once per instance.
+#[tokio::test]
+async fn with_redis_a_sessions_burst_holds_across_instances() {
+    let Some(redis) = redis_url() else { return };
+    let shared = |settings: &mut api::settings::Settings| {
+        settings.limits.per_session = rate(1, 6);
+        settings.redis_url = Some(redis.clone().into());
+    };
+    let first = TestApp::with_demo_and(shared).await;
+    let second = TestApp::on_store_and(&first.database_url, shared).await;
+    let session = first.session().await;
+    let mut admitted = 0;
+    for n in 0..20 {
+        let app = if n % 2 == 0 { &first } else { &second };
+        match atms_from(app, &app.http, &session).await.status().as_u16() {
+            200 => admitted += 1,
+            429 => {}
+            other => panic!("answered {other}"),
+        }
+    }
+    assert!((6..=7).contains(&admitted), "the burst of 6 once over both instances (±1 for the rate): {admitted}");
+}
+
+/// Redis unreachable: each instance limits on its own, as without Redis: requests are
+/// neither all refused nor all admitted.
+#[tokio::test]
+async fn without_its_redis_an_instance_limits_on_its_own() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let app = TestApp::with_demo_and(|settings| {
+        settings.limits.per_session = rate(1, 3);
+        settings.redis_url = Some(format!("redis://127.0.0.1:{port}").into());
+    })
+    .await;
+    let session = app.session().await;
+    let mut statuses = Vec::new();
+    for _ in 0..6 {
+        statuses.push(atms_from(&app, &app.http, &session).await.status().as_u16());
+    }
+    assert_eq!(statuses, [200, 200, 200, 429, 429, 429], "the session's burst of 3, counted by the instance");
+}
