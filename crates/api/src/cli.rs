@@ -72,6 +72,10 @@ pub enum Command {
         #[command(subcommand)]
         action: TokensAction,
     },
+    /// Ask the instance this configuration serves (its --listen address, on loopback
+    /// when it listens everywhere) whether it is ready; exit 0 if so. For container
+    /// health checks: plain HTTP, touches no store.
+    HealthCheck,
     /// Act on the store as a whole.
     Store {
         /// What to do with the store.

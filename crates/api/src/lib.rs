@@ -14,6 +14,7 @@
 //! - [`atm_file`] — reading OBIE ATM 2.3 files for `atms import`, into stored form.
 //! - [`admin`] — the operators' commands (clients, access, wait times, keys, tokens).
 //! - [`demo`] — the demo data set of a first start.
+//! - [`probe`] — `health-check`: whether a running instance is ready, for container health checks.
 //! - [`telemetry`] — logging.
 //! - [`texts`] — everything the service says to people, in English and Spanish.
 
@@ -23,6 +24,7 @@ pub mod cli;
 pub mod demo;
 pub mod http;
 pub mod obie;
+pub mod probe;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;

@@ -33,6 +33,12 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
     if let Some(filter) = &common.log_filter {
         telemetry::init(filter, common.log_format, Sink::Stderr);
     }
+    if let Command::HealthCheck = command {
+        let address = api::probe::probe_address(settings.listen);
+        api::probe::health_check(address).map_err(CommandError)?;
+        println!("ready");
+        return Ok(());
+    }
     if let Command::Store { action: StoreAction::Copy { to } } = &command {
         // Keys move as stored, sealed or not: no key-encryption key is needed to copy.
         return admin::copy_store(common.database_url.expose_secret(), to).await;
@@ -51,7 +57,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Atms { action } => admin::atms(&operators.imports, action).await,
         Command::Keys { action } => admin::keys(&operators.keys, action, settings.key_activation_delay()).await,
         Command::Tokens { action } => admin::tokens(&operators.tokens, action).await,
-        Command::Serve(_) | Command::Store { .. } => Ok(()),
+        Command::Serve(_) | Command::Store { .. } | Command::HealthCheck => Ok(()),
     }
 }
 
