@@ -18,8 +18,8 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
-    WaitTimeRecords,
+    AtmKey, AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    TokenArchive, WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -415,25 +415,19 @@ impl AtmRecords for PostgresStore {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute("DELETE FROM atms").await.map_err(unavailable)?;
         for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            let brands: Vec<&str> = chunk.iter().map(|atm| atm.brand.as_str()).collect();
-            let ids: Vec<&str> = chunk.iter().map(|atm| atm.identification.as_str()).collect();
-            let records: Vec<&str> = chunk.iter().map(|atm| atm.record.as_str()).collect();
-            let services: Vec<i64> = chunk.iter().map(|atm| i64::from(atm.services)).collect();
-            let accessibility: Vec<i64> = chunk.iter().map(|atm| i64::from(atm.accessibility)).collect();
-            let latitudes: Vec<Option<f64>> = chunk.iter().map(|atm| atm.coordinates.map(|(lat, _)| lat)).collect();
-            let longitudes: Vec<Option<f64>> = chunk.iter().map(|atm| atm.coordinates.map(|(_, lon)| lon)).collect();
+            let columns = AtmColumns::of(chunk);
             sqlx::query(
                 "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
                  SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
                  $6::float8[], $7::float8[])",
             )
-            .bind(&brands)
-            .bind(&ids)
-            .bind(&records)
-            .bind(&services)
-            .bind(&accessibility)
-            .bind(&latitudes)
-            .bind(&longitudes)
+            .bind(&columns.brands)
+            .bind(&columns.ids)
+            .bind(&columns.records)
+            .bind(&columns.services)
+            .bind(&columns.accessibility)
+            .bind(&columns.latitudes)
+            .bind(&columns.longitudes)
             .execute(&mut *transaction)
             .await
             .map_err(unavailable)?;
@@ -444,6 +438,77 @@ impl AtmRecords for PostgresStore {
             .await
             .map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)
+    }
+
+    async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
+        ViewSource::atms(self).await
+    }
+
+    #[tracing::instrument(skip_all, fields(upserts = upserts.len(), removals = removals.len()))]
+    async fn apply(&self, upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        let (brands, ids): (Vec<&str>, Vec<&str>) = removals.iter().map(|(b, i)| (b.as_str(), i.as_str())).unzip();
+        sqlx::query(
+            "DELETE FROM atms WHERE (brand_name, identification) IN \
+             (SELECT * FROM UNNEST($1::text[], $2::text[]))",
+        )
+        .bind(&brands)
+        .bind(&ids)
+        .execute(&mut *transaction)
+        .await
+        .map_err(unavailable)?;
+        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
+            let columns = AtmColumns::of(chunk);
+            sqlx::query(
+                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
+                 $6::float8[], $7::float8[]) \
+                 ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
+                 services = excluded.services, accessibility = excluded.accessibility, \
+                 latitude = excluded.latitude, longitude = excluded.longitude",
+            )
+            .bind(&columns.brands)
+            .bind(&columns.ids)
+            .bind(&columns.records)
+            .bind(&columns.services)
+            .bind(&columns.accessibility)
+            .bind(&columns.latitudes)
+            .bind(&columns.longitudes)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        sqlx::query("UPDATE atm_set SET last_updated = $1 WHERE id = 1")
+            .bind(now)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+}
+
+/// ATMs as one array per column, for `UNNEST`.
+struct AtmColumns<'a> {
+    brands: Vec<&'a str>,
+    ids: Vec<&'a str>,
+    records: Vec<&'a str>,
+    services: Vec<i64>,
+    accessibility: Vec<i64>,
+    latitudes: Vec<Option<f64>>,
+    longitudes: Vec<Option<f64>>,
+}
+
+impl<'a> AtmColumns<'a> {
+    fn of(atms: &'a [StoredAtm]) -> Self {
+        Self {
+            brands: atms.iter().map(|atm| atm.brand.as_str()).collect(),
+            ids: atms.iter().map(|atm| atm.identification.as_str()).collect(),
+            records: atms.iter().map(|atm| atm.record.as_str()).collect(),
+            services: atms.iter().map(|atm| i64::from(atm.services)).collect(),
+            accessibility: atms.iter().map(|atm| i64::from(atm.accessibility)).collect(),
+            latitudes: atms.iter().map(|atm| atm.coordinates.map(|(lat, _)| lat)).collect(),
+            longitudes: atms.iter().map(|atm| atm.coordinates.map(|(_, lon)| lon)).collect(),
+        }
     }
 }
 

@@ -9,8 +9,8 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
-    WaitTimeRecords,
+    AtmKey, AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    TokenArchive, WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -345,6 +345,53 @@ impl AtmRecords for SqliteStore {
                     .push_bind(latitude)
                     .push_bind(longitude);
             })
+            .build()
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        sqlx::query("UPDATE atm_set SET last_updated = ? WHERE id = 1")
+            .bind(now)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
+        ViewSource::atms(self).await
+    }
+
+    #[tracing::instrument(skip_all, fields(upserts = upserts.len(), removals = removals.len()))]
+    async fn apply(&self, upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        for (brand, identification) in removals {
+            sqlx::query("DELETE FROM atms WHERE brand_name = ? AND identification = ?")
+                .bind(brand)
+                .bind(identification)
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new(
+                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) ",
+            )
+            .push_values(chunk, |mut row, atm| {
+                let (latitude, longitude) = atm.coordinates.unzip();
+                row.push_bind(atm.brand.as_str())
+                    .push_bind(atm.identification.as_str())
+                    .push_bind(atm.record.as_str())
+                    .push_bind(i64::from(atm.services))
+                    .push_bind(i64::from(atm.accessibility))
+                    .push_bind(latitude)
+                    .push_bind(longitude);
+            })
+            .push(
+                " ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
+                 services = excluded.services, accessibility = excluded.accessibility, \
+                 latitude = excluded.latitude, longitude = excluded.longitude",
+            )
             .build()
             .execute(&mut *transaction)
             .await

@@ -9,7 +9,6 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use domain::atm_catalog::StoredAtm;
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
     WaitTimeRecords,
@@ -81,13 +80,7 @@ impl Revisions {
 
 /// The ATM set as stored, in brand then identification order: records as their OBIE
 /// JSON text (never parsed on loading) beside what listings filter and sort on.
-#[derive(Debug, Clone, PartialEq)]
-pub struct AtmSet {
-    /// The ATMs.
-    pub atms: Vec<StoredAtm>,
-    /// When the set was last replaced, seconds since the Unix epoch.
-    pub last_updated: i64,
-}
+pub use domain::ports::AtmSetRecord as AtmSet;
 
 /// What the in-memory view reads beyond the record ports: the change counters it polls,
 /// and the ATM set as stored text.

@@ -139,6 +139,19 @@ impl AtmRecords for Switched {
         self.switch.check()?;
         self.inner.atms.replace(atms, now).await
     }
+    async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.atms.current().await
+    }
+    async fn apply(
+        &self,
+        upserts: &[StoredAtm],
+        removals: &[domain::ports::AtmKey],
+        now: i64,
+    ) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.atms.apply(upserts, removals, now).await
+    }
 }
 
 #[async_trait]

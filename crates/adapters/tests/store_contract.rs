@@ -362,6 +362,21 @@ async fn the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order(stor
     assert_eq!(replaced.last_updated, NOW + 1);
 }
 
+async fn an_atm_set_changes_by_its_differences_in_one_step(store: &Store) {
+    store.atms.replace(&[brand("Alfa", &["A1", "A2"]), brand("Beta", &["B1"])].concat(), NOW).await.unwrap();
+    let before = store.view.revisions().await.unwrap().atms;
+    let moved = brand("Alfa", &["A2"]).remove(0);
+    let mut changed = brand("Alfa", &["A1", "A9"]);
+    changed[0].record = changed[0].record.replace("Monterrey", "Saltillo");
+    let upserts = [changed, vec![moved]].concat();
+    store.atms.apply(&upserts, &[("Beta".to_owned(), "B1".to_owned())], NOW + 5).await.unwrap();
+    let set = store.atms.current().await.unwrap();
+    assert_eq!(ids_of(&set), ["Alfa/A1", "Alfa/A2", "Alfa/A9"]);
+    assert!(set.atms[0].record.contains("Saltillo"), "a changed record replaced");
+    assert_eq!(set.last_updated, NOW + 5);
+    assert!(store.view.revisions().await.unwrap().atms > before, "the change is counted");
+}
+
 async fn a_closed_store_answers_unavailable(store: &Store) {
     store.lifecycle.close().await;
     assert!(store.lifecycle.ping().await.is_err());
@@ -407,6 +422,7 @@ macro_rules! every_check {
             a_next_key_retires_the_current_one_at_its_activation_and_an_immediate_one_drops_it,
             every_write_moves_its_change_counter,
             the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order,
+            an_atm_set_changes_by_its_differences_in_one_step,
             a_closed_store_answers_unavailable,
             a_view_that_cannot_reach_its_store_stops_vouching_for_its_data,
             the_view_serves_what_the_store_holds_and_follows_its_changes,

@@ -15,7 +15,7 @@ use domain::input::Expected;
 use domain::ports::Clock;
 use domain::services::access::{AccessChange, ChannelAccess};
 use domain::services::clients::ClientAdmin;
-use domain::services::imports::{DataImport, ImportWaitTimesError};
+use domain::services::imports::{AtmImport, AtmSetChanges, DataImport, ImportRules, ImportWaitTimesError};
 use domain::services::keys::KeyManagement;
 use domain::services::token_records::{Revocation, TokenRecords};
 use domain::token::{KeyState, OpaqueToken};
@@ -249,13 +249,48 @@ fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
 /// # Errors
 /// [`CommandError`] with the reason; nothing is written then.
 pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
-    let WaitTimesAction::Import { file } = action;
+    let WaitTimesAction::Import { file, dry_run } = action;
     let in_file = |e: CommandError| CommandError(format!("{}: {e}", file.display()));
     let read = parse_wait_times(open(&file)?, operators.clock.unix_now()).map_err(in_file)?;
-    let count =
-        operators.imports.wait_times(&read.estimates).await.map_err(|e| in_file(refused_import(&e, &read.lines)))?;
-    println!("imported {count} wait time(s) from {}", file.display());
+    let changes = operators
+        .imports
+        .wait_times(&read.estimates, dry_run)
+        .await
+        .map_err(|e| in_file(refused_import(&e, &read.lines)))?;
+    let counts = format!("{} added, {} changed, {} unchanged", changes.added, changes.changed, changes.unchanged);
+    match (dry_run, changes.written) {
+        (true, _) => println!("dry run, nothing written: {} would have {counts}", file.display()),
+        (false, false) => println!("unchanged: {} holds the stored wait times ({counts})", file.display()),
+        (false, true) => println!("imported {}: {counts}", file.display()),
+    }
     Ok(())
+}
+
+/// Identifications listed per kind of change, at most.
+const LISTED: usize = 5;
+
+/// `brand/identification` of the first few of `keys`, and how many more.
+fn first_of(keys: &[(String, String)]) -> String {
+    if keys.is_empty() {
+        return String::new();
+    }
+    let shown: Vec<String> = keys.iter().take(LISTED).map(|(brand, id)| format!("{brand}/{id}")).collect();
+    let more = keys.len().saturating_sub(LISTED);
+    format!(" ({}{})", shown.join(", "), if more > 0 { format!(", and {more} more") } else { String::new() })
+}
+
+fn describe(changes: &AtmSetChanges) -> String {
+    format!(
+        "{} ATMs stored, {} in the file: {} added{}, {} removed{}, {} changed{}",
+        changes.current,
+        changes.new,
+        changes.added.len(),
+        first_of(&changes.added),
+        changes.removed.len(),
+        first_of(&changes.removed),
+        changes.changed.len(),
+        first_of(&changes.changed)
+    )
 }
 
 /// `atms …`
@@ -263,11 +298,50 @@ pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Resul
 /// # Errors
 /// [`CommandError`] with the reason; the ATM set is unchanged then.
 pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), CommandError> {
-    let AtmsAction::Import { file } = action;
-    let atms = crate::atm_file::parse(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
-    let count = imports.atms(&atms).await.map_err(|e| CommandError::of(&e))?;
-    let brands: std::collections::HashSet<&str> = atms.iter().map(|atm| atm.brand.as_str()).collect();
-    println!("imported {count} ATM(s) in {} brand(s) from {}", brands.len(), file.display());
+    let (file, rules) = match action {
+        AtmsAction::Export { file } => return export_atms(imports, file.as_deref()).await,
+        AtmsAction::Import { file, dry_run, max_shrink_percent, allow_shrink } => {
+            (file, ImportRules { max_shrink_percent, allow_shrink, dry_run })
+        }
+    };
+    let read = crate::atm_file::read(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
+    for warning in &read.warnings {
+        println!("warning: {warning}");
+    }
+    let outcome = imports
+        .atms(&read.feed, rules)
+        .await
+        .map_err(|e| CommandError(format!("{}: {}", file.display(), one_line(&e))))?;
+    match outcome {
+        AtmImport::Unchanged { atms } => {
+            println!("unchanged: {} holds the {atms} ATMs stored; nothing written", file.display());
+        }
+        AtmImport::Applied(changes) => println!("imported {}: {}", file.display(), describe(&changes)),
+        AtmImport::Planned { changes, refusal } => {
+            let verdict = match (changes.is_empty(), refusal) {
+                (true, _) => "it holds the stored set, so it would change nothing".to_owned(),
+                (false, Some(refusal)) => format!("it would be refused: {refusal}"),
+                (false, None) => "it would be applied".to_owned(),
+            };
+            println!("dry run, nothing written: {}: {}; {verdict}", file.display(), describe(&changes));
+        }
+    }
+    Ok(())
+}
+
+async fn export_atms(imports: &DataImport, file: Option<&Path>) -> Result<(), CommandError> {
+    let set = imports.current_atms().await.map_err(|e| CommandError::of(&e))?;
+    let written = match file {
+        Some(path) => std::fs::File::create(path)
+            .and_then(|out| crate::atm_file::write(&set.atms, set.last_updated, std::io::BufWriter::new(out)))
+            .map_err(|e| CommandError(format!("cannot write {}: {e}", path.display()))),
+        None => crate::atm_file::write(&set.atms, set.last_updated, std::io::stdout().lock())
+            .map_err(|e| CommandError(format!("cannot write the ATM file: {e}"))),
+    };
+    written?;
+    if let Some(path) = file {
+        println!("exported {} ATMs to {}", set.atms.len(), path.display());
+    }
     Ok(())
 }
 

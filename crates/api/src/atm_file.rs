@@ -1,22 +1,44 @@
-//! Reading an OBIE ATM 2.3 file (`{"meta":…,"data":[{"Brand":[{"BrandName":…,"ATM":[…]}]}]}`,
-//! as the UK banks publish it) into validated records in the domain's stored form.
+//! Reading an OBIE ATM file (`{"meta":…,"data":[{"Brand":[{"BrandName":…,"ATM":[…]}]}]}`,
+//! as UK banks publish it, version 2.2 or 2.3) into validated records in the domain's
+//! stored form, with warnings about records that are valid but suspicious; and writing
+//! the stored set back out as an OBIE ATM 2.3 file.
 
-use std::collections::HashMap;
-use std::io::Read;
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::io::{Read, Write};
+use std::sync::OnceLock;
 
+use country_boundaries::{BOUNDARIES_ODBL_60X30, CountryBoundaries, LatLon};
 use domain::atm_catalog::StoredAtm;
+use domain::services::imports::AtmFeed;
 use serde::Deserialize;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
 
-use crate::obie::{Brand, List, UNBOUNDED};
+use crate::obie::{Atm, Brand, List, UNBOUNDED};
 
-/// The file's envelope. `meta` is the publisher's and is not kept: the service sets its
-/// own LastUpdated at import.
+/// The file's envelope. Of `meta` only the publisher's `LastUpdated` is read (the
+/// import's shrink guard looks at it); the set's own date is the import's.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct AtmFile {
-    #[serde(default, rename = "meta")]
-    _meta: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    meta: Option<Meta>,
     data: Vec<DataItem>,
+}
+
+#[derive(Deserialize)]
+struct Meta {
+    #[serde(rename = "LastUpdated", default)]
+    last_updated: Option<String>,
+}
+
+/// A file read: the feed for the import, and what looked wrong without being invalid.
+#[derive(Debug)]
+pub struct ReadFeed {
+    /// The records and the publisher's date.
+    pub feed: AtmFeed,
+    /// Suspicious records, one line each.
+    pub warnings: Vec<String>,
 }
 
 #[derive(Deserialize)]
@@ -32,13 +54,14 @@ struct DataItem {
 pub struct AtmFileError(String);
 
 /// Parses and validates a whole ATM file, each record then written in stored form
-/// once. A brand may be named more than once; an ATM identification repeated within a
-/// brand is refused.
+/// once (code names, two-letter languages: ATM 2.3 whatever the file's version). A brand
+/// may be named more than once; an ATM identification repeated within a brand is
+/// refused.
 ///
 /// # Errors
 /// [`AtmFileError`] naming the first invalid record by its path in the file
 /// (`data[0].Brand[1].ATM[17]`) and the field within it.
-pub fn parse(input: impl Read) -> Result<Vec<StoredAtm>, AtmFileError> {
+pub fn read(input: impl Read) -> Result<ReadFeed, AtmFileError> {
     let mut json = serde_json::Deserializer::from_reader(std::io::BufReader::new(input));
     let file: AtmFile = serde_path_to_error::deserialize(&mut json).map_err(|error| {
         let path = error.path().to_string();
@@ -46,9 +69,18 @@ pub fn parse(input: impl Read) -> Result<Vec<StoredAtm>, AtmFileError> {
         AtmFileError(format!("{at}{}", error.inner()))
     })?;
     json.end().map_err(|e| AtmFileError(e.to_string()))?;
+    let published = match file.meta.and_then(|meta| meta.last_updated) {
+        Some(written) => Some(
+            OffsetDateTime::parse(&written, &Rfc3339)
+                .map_err(|_| AtmFileError(format!("at meta.LastUpdated: {written:?} is not an RFC 3339 time")))?
+                .unix_timestamp(),
+        ),
+        None => None,
+    };
 
     let mut atms = Vec::new();
     let mut seen: HashMap<(&str, &str), String> = HashMap::new();
+    let mut checks = Checks::default();
     for (d, item) in file.data.iter().enumerate() {
         for (b, brand) in item.brand.items().iter().enumerate() {
             let name = brand.name.as_str();
@@ -60,11 +92,110 @@ pub fn parse(input: impl Read) -> Result<Vec<StoredAtm>, AtmFileError> {
                         atm.identification.as_str()
                     )));
                 }
+                checks.look_at(name, atm);
                 atms.push(atm.stored(name).map_err(|e| AtmFileError(format!("at {here}: {e}")))?);
             }
         }
     }
-    Ok(atms)
+    Ok(ReadFeed { feed: AtmFeed { atms, published }, warnings: checks.warnings() })
+}
+
+/// Shared points listed per warning, at most.
+const SHOWN: usize = 5;
+
+/// Valid records that look wrong: ATMs at different addresses at one point (a
+/// placeholder), an ATM outside the country of its address (a sign flipped, latitude
+/// and longitude swapped).
+#[derive(Default)]
+struct Checks {
+    /// Per point: the ATMs there, and the addresses they give.
+    at_point: BTreeMap<(String, String), (Vec<String>, BTreeSet<String>)>,
+    outside: Vec<String>,
+}
+
+impl Checks {
+    fn look_at(&mut self, brand: &str, atm: &Atm) {
+        let address = &atm.location.postal_address;
+        let Some(point) = address.geo_location.as_ref().map(|at| &at.geographic_coordinates) else { return };
+        let id = format!("{brand}/{}", atm.identification.as_str());
+        let key = (point.latitude.as_str().to_owned(), point.longitude.as_str().to_owned());
+        // Several machines in one branch share its point and its address; a placeholder
+        // point is shared by ATMs at different addresses.
+        let place = [address.post_code.as_ref().map(|c| c.as_str()), address.street_name.as_ref().map(|s| s.as_str())]
+            .map(Option::unwrap_or_default)
+            .join("|");
+        let (ids, places) = self.at_point.entry(key).or_default();
+        ids.push(id.clone());
+        places.insert(place);
+        let (Some(country), Some(boundaries)) = (&address.country, boundaries()) else { return };
+        let inside = LatLon::new(point.latitude.value(), point.longitude.value())
+            .is_ok_and(|at| boundaries.is_in(at, country.as_str()));
+        if !inside {
+            self.outside.push(format!(
+                "{id}: its coordinates ({}, {}) lie outside its country {}",
+                point.latitude.as_str(),
+                point.longitude.as_str(),
+                country.as_str()
+            ));
+        }
+    }
+
+    fn warnings(self) -> Vec<String> {
+        let mut warnings: Vec<String> = self
+            .at_point
+            .into_iter()
+            .filter(|(_, (_, places))| places.len() > 1)
+            .map(|((latitude, longitude), (ids, places))| {
+                let more = if ids.len() > SHOWN { format!(" and {} more", ids.len() - SHOWN) } else { String::new() };
+                let shown = ids.iter().take(SHOWN).cloned().collect::<Vec<_>>().join(", ");
+                format!(
+                    "{} ATMs at {} different addresses share the point ({latitude}, {longitude}), a placeholder?: \
+                     {shown}{more}",
+                    ids.len(),
+                    places.len()
+                )
+            })
+            .collect();
+        warnings.extend(self.outside);
+        warnings
+    }
+}
+
+/// Country boundaries from OpenStreetMap (ODbL, © OpenStreetMap contributors), read once.
+fn boundaries() -> Option<&'static CountryBoundaries> {
+    static BOUNDARIES: OnceLock<Option<CountryBoundaries>> = OnceLock::new();
+    BOUNDARIES.get_or_init(|| CountryBoundaries::from_reader(BOUNDARIES_ODBL_60X30).ok()).as_ref()
+}
+
+/// Writes `atms` (stored, in brand then identification order) as an OBIE ATM 2.3 file
+/// dated `last_updated`: each record's stored text as it is, grouped by brand. Reading
+/// it back gives the same records.
+///
+/// # Errors
+/// The writer's I/O error.
+pub fn write(atms: &[StoredAtm], last_updated: i64, mut out: impl Write) -> std::io::Result<()> {
+    let date = OffsetDateTime::from_unix_timestamp(last_updated)
+        .ok()
+        .and_then(|at| at.format(&Rfc3339).ok())
+        .unwrap_or_else(|| "1970-01-01T00:00:00Z".to_owned());
+    write!(out, r#"{{"meta":{{"LastUpdated":{},"TotalResults":{}}},"data":[{{"Brand":["#, json(&date), atms.len())?;
+    let mut brands = atms.chunk_by(|a, b| a.brand == b.brand).peekable();
+    while let Some(brand) = brands.next() {
+        write!(out, r#"{{"BrandName":{},"ATM":["#, json(&brand[0].brand))?;
+        for (n, atm) in brand.iter().enumerate() {
+            if n > 0 {
+                out.write_all(b",")?;
+            }
+            out.write_all(atm.record.as_bytes())?;
+        }
+        out.write_all(if brands.peek().is_some() { b"]}," } else { b"]}" })?;
+    }
+    out.write_all(b"]}]}\n")?;
+    out.flush()
+}
+
+fn json(text: &str) -> String {
+    serde_json::Value::from(text).to_string()
 }
 
 #[cfg(test)]
@@ -90,7 +221,7 @@ mod tests {
             {"BrandName": "Dos", "ATM": [atm("B1")]},
             {"BrandName": "Uno", "ATM": [atm("A2")]}
         ]));
-        let atms = parse(text.as_bytes()).unwrap();
+        let atms = read(text.as_bytes()).unwrap().feed.atms;
         let names: Vec<(&str, &str)> = atms.iter().map(|a| (a.brand.as_str(), a.identification.as_str())).collect();
         assert_eq!(names, [("Uno", "A1"), ("Dos", "B1"), ("Uno", "A2")]);
         assert_eq!(serde_json::from_str::<serde_json::Value>(&atms[2].record).unwrap(), atm("A2"));
@@ -109,7 +240,7 @@ mod tests {
         let mut bad = atm("A2");
         bad["Location"]["PostalAddress"]["Country"] = serde_json::json!("Mexico");
         let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [atm("A1"), bad]}]));
-        let error = parse(text.as_bytes()).unwrap_err().to_string();
+        let error = read(text.as_bytes()).unwrap_err().to_string();
         assert!(error.contains("data[0].Brand[0].ATM[1].Location.PostalAddress.Country"), "{error}");
         assert!(error.contains("Mexico"), "{error}");
     }
@@ -117,13 +248,13 @@ mod tests {
     #[test]
     fn a_repeated_identification_within_a_brand_is_refused() {
         let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [atm("A1"), atm("A1")]}]));
-        let error = parse(text.as_bytes()).unwrap_err().to_string();
+        let error = read(text.as_bytes()).unwrap_err().to_string();
         assert!(error.contains("data[0].Brand[0].ATM[1]") && error.contains("ATM[0]"), "{error}");
     }
 
     #[test]
     fn a_brand_without_atms_is_refused() {
         let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": []}]));
-        assert!(parse(text.as_bytes()).unwrap_err().to_string().contains("data[0].Brand[0].ATM"));
+        assert!(read(text.as_bytes()).unwrap_err().to_string().contains("data[0].Brand[0].ATM"));
     }
 }

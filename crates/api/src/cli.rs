@@ -167,19 +167,43 @@ pub enum AccessAction {
 #[derive(Debug, Subcommand)]
 pub enum WaitTimesAction {
     /// Upsert wait times from a CSV file: header `branchId,timeTaken[,estimatedAt]`.
+    /// Only branches whose estimate differs from the stored one are written.
     Import {
         /// The CSV file.
         file: PathBuf,
+        /// Say how many branches would be added, changed and left as they are; write nothing.
+        #[arg(long)]
+        dry_run: bool,
     },
 }
 
 /// `atms …`
 #[derive(Debug, Subcommand)]
 pub enum AtmsAction {
-    /// Replace the ATM set with an OBIE ATM 2.3 file; nothing changes if any record is invalid.
+    /// Make the ATM set the one in an OBIE ATM file (version 2.2 or 2.3): nothing changes
+    /// if any record is invalid, or if the file is the stored set; otherwise its
+    /// differences are applied in one transaction. A file that would remove more than
+    /// --max-shrink-percent of the stored ATMs, remove them all, or is dated before 2000
+    /// is refused unless --allow-shrink.
     Import {
         /// The JSON file.
         file: PathBuf,
+        /// Say how many ATMs would be added, removed and changed (and whether the file
+        /// would be refused); write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The largest share of the stored ATMs, in percent, a file may remove.
+        #[arg(long, value_name = "PERCENT", default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=100))]
+        max_shrink_percent: u8,
+        /// Apply a file the shrink guard refuses (a set that really shrank).
+        #[arg(long)]
+        allow_shrink: bool,
+    },
+    /// Write the ATM set as an OBIE ATM 2.3 file (to FILE, or standard output);
+    /// importing it back changes nothing.
+    Export {
+        /// The file to write; standard output when omitted.
+        file: Option<PathBuf>,
     },
 }
 

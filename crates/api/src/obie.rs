@@ -134,12 +134,76 @@ macro_rules! pattern_string {
     };
 }
 
-pattern_string!(
-    /// An ISO 639-1 language code: two lower-case letters (schema: `[a-z]{2}`).
-    LanguageCode,
-    "two lower-case letters",
-    |v| v.len() == 2 && v.bytes().all(|b| b.is_ascii_lowercase())
-);
+/// An ISO 639-1 language code: two lower-case letters (schema: `[a-z]{2}`). Read also
+/// as ISO 639-2, bibliographic or terminology form (`eng`, `ger` or `deu`), as OBIE ATM
+/// 2.2 allowed and UK banks still publish it, then kept as the ISO 639-1 code of the same
+/// language; a three-letter code without one is refused.
+#[derive(Debug, Clone, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(try_from = "String", into = "String")]
+pub struct LanguageCode(String);
+
+impl LanguageCode {
+    /// The two-letter code.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
+impl TryFrom<String> for LanguageCode {
+    type Error = AtmFieldError;
+    fn try_from(value: String) -> Result<Self, Self::Error> {
+        if value.len() == 2 && value.bytes().all(|b| b.is_ascii_lowercase()) {
+            return Ok(Self(value));
+        }
+        if value.len() == 3 && value.bytes().all(|b| b.is_ascii_lowercase()) {
+            return match iso_639_1_of(&value) {
+                Some(two) => Ok(Self(two.to_owned())),
+                None => Err(AtmFieldError(format!("{value:?} is an ISO 639-2 code with no ISO 639-1 code"))),
+            };
+        }
+        Err(AtmFieldError(format!(
+            "{value:?} is not a language code (ISO 639-1 such as \"en\", or ISO 639-2 such as \"eng\")"
+        )))
+    }
+}
+
+impl From<LanguageCode> for String {
+    fn from(value: LanguageCode) -> Self {
+        value.0
+    }
+}
+
+/// ISO 639-2's bibliographic codes that differ from its terminology codes (the
+/// twenty of the Library of Congress's list), as (B, T).
+const ISO_639_2_B_TO_T: [(&str, &str); 20] = [
+    ("alb", "sqi"),
+    ("arm", "hye"),
+    ("baq", "eus"),
+    ("bur", "mya"),
+    ("chi", "zho"),
+    ("cze", "ces"),
+    ("dut", "nld"),
+    ("fre", "fra"),
+    ("geo", "kat"),
+    ("ger", "deu"),
+    ("gre", "ell"),
+    ("ice", "isl"),
+    ("mac", "mkd"),
+    ("mao", "mri"),
+    ("may", "msa"),
+    ("per", "fas"),
+    ("rum", "ron"),
+    ("slo", "slk"),
+    ("tib", "bod"),
+    ("wel", "cym"),
+];
+
+/// The ISO 639-1 code of an ISO 639-2 code (B or T form). ISO 639-2/T codes are ISO
+/// 639-3 codes, which `isolang` maps; the B forms are translated to T first.
+fn iso_639_1_of(code: &str) -> Option<&'static str> {
+    let terminology = ISO_639_2_B_TO_T.iter().find(|(b, _)| *b == code).map_or(code, |(_, t)| *t);
+    isolang::Language::from_639_3(terminology)?.to_639_1()
+}
 pattern_string!(
     /// An ISO 4217 currency code: three upper-case letters (schema: `[A-Z]{3}`).
     CurrencyCode,
@@ -228,15 +292,22 @@ impl From<Degrees> for String {
         degrees.written
     }
 }
-/// Where an ATM stands (OBIE code list `LocationCategory`).
+/// Where an ATM stands (OBIE code list `LocationCategory`), read by code name or
+/// four-letter code (`ATBE`), written by code name.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum LocationCategory {
+    #[serde(alias = "ATBE")]
     BranchExternal,
+    #[serde(alias = "ATBI")]
     BranchInternal,
+    #[serde(alias = "ATBL")]
     BranchLobby,
+    #[serde(alias = "ATOT")]
     Other,
+    #[serde(alias = "ATRO")]
     RetailerOutlet,
+    #[serde(alias = "ATRU")]
     RemoteUnit,
 }
 /// A code not in a code list, with its name and description.
@@ -490,6 +561,21 @@ mod tests {
     }
 
     #[test]
+    fn three_letter_languages_are_kept_as_their_two_letter_codes_and_four_letter_codes_as_names() {
+        let mut v22 = record();
+        v22["SupportedLanguages"] = serde_json::json!(["eng", "spa", "ger", "fre", "deu", "cy"]);
+        v22["ATMServices"] = serde_json::json!(["ATCW", "ATBA", "PINChange"]);
+        v22["Accessibility"] = serde_json::json!(["ATWA"]);
+        v22["Location"]["LocationCategory"] = serde_json::json!(["ATBE"]);
+        let atm: Atm = serde_json::from_value(v22).unwrap();
+        let written = serde_json::to_value(&atm).unwrap();
+        assert_eq!(written["SupportedLanguages"], serde_json::json!(["en", "es", "de", "fr", "de", "cy"]));
+        assert_eq!(written["ATMServices"], serde_json::json!(["CashWithdrawal", "Balance", "PINChange"]));
+        assert_eq!(written["Accessibility"], serde_json::json!(["WheelchairAccess"]));
+        assert_eq!(written["Location"]["LocationCategory"], serde_json::json!(["BranchExternal"]));
+    }
+
+    #[test]
     fn code_lists_are_enforced() {
         let mut bad = record();
         bad["ATMServices"] = serde_json::json!(["CashWithdrawl"]);
@@ -498,10 +584,12 @@ mod tests {
 
     #[test]
     fn lengths_counts_and_patterns_are_enforced() {
-        let cases: [(&str, serde_json::Value); 6] = [
+        let cases: [(&str, serde_json::Value); 8] = [
             ("/Identification", serde_json::json!("x".repeat(36))),
             ("/SupportedCurrencies", serde_json::json!([])),
             ("/SupportedLanguages", serde_json::json!(["ESP"])),
+            ("/SupportedLanguages", serde_json::json!(["cmn"])),
+            ("/SupportedLanguages", serde_json::json!(["afa"])),
             ("/MinimumPossibleAmount", serde_json::json!("10.005")),
             ("/Location/PostalAddress/AddressLine", serde_json::json!(["1", "2", "3", "4", "5", "6", "7", "8"])),
             ("/Location/PostalAddress/GeoLocation/GeographicCoordinates/Latitude", serde_json::json!("91.0")),

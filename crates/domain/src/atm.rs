@@ -7,44 +7,70 @@
 
 use serde::{Deserialize, Serialize};
 
-/// ATM services (OBIE code list `ATMServices`).
+/// ATM services (OBIE code list `ATMServices`). Read by code name or by the code
+/// list's four-letter code (`ATBA`, as in `shared/reference/obie-atml.2.3.0.tabbeddd.xlsx`
+/// and Mexico's CNBV standard); always written by code name.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum AtmService {
+    #[serde(alias = "ATBA")]
     Balance,
+    #[serde(alias = "ATBP")]
     BillPayments,
+    #[serde(alias = "ATCA")]
     CashDeposits,
+    #[serde(alias = "ATCD")]
     CharityDonation,
+    #[serde(alias = "ATCQ")]
     ChequeDeposits,
+    #[serde(alias = "ATCW")]
     CashWithdrawal,
+    #[serde(alias = "ATED")]
     EnvelopeDeposit,
+    #[serde(alias = "ATFC")]
     FastCash,
+    #[serde(alias = "ATMB")]
     MobileBankingRegistration,
+    #[serde(alias = "ATMP")]
     MobilePaymentRegistration,
+    #[serde(alias = "ATMT")]
     MobilePhoneTopUp,
+    #[serde(alias = "ATOS")]
     OrderStatement,
+    #[serde(alias = "ATOT")]
     Other,
-    #[serde(rename = "PINActivation")]
+    #[serde(rename = "PINActivation", alias = "ATPA")]
     PinActivation,
-    #[serde(rename = "PINChange")]
+    #[serde(rename = "PINChange", alias = "ATPC")]
     PinChange,
-    #[serde(rename = "PINUnblock")]
+    #[serde(rename = "PINUnblock", alias = "ATPU")]
     PinUnblock,
+    #[serde(alias = "ATTS")]
     MiniStatement,
 }
 
-/// Accessibility features (OBIE code list `Accessibility`).
+/// Accessibility features (OBIE code list `Accessibility`), read by code name or
+/// four-letter code (`ATAC`), written by code name.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum Accessibility {
+    #[serde(alias = "ATAC")]
     AudioCashMachine,
+    #[serde(alias = "ATAD")]
     AutomaticDoors,
+    #[serde(alias = "ATER")]
     ExternalRamp,
+    #[serde(alias = "ATIL")]
     InductionLoop,
+    #[serde(alias = "ATIR")]
     InternalRamp,
+    #[serde(alias = "ATLA")]
     LevelAccess,
+    #[serde(alias = "ATLL")]
     LowerLevelCounter,
+    #[serde(alias = "ATOT")]
     Other,
+    #[serde(alias = "ATWA")]
     WheelchairAccess,
 }
 /// Declares the bit of each code in a set of codes, for fast filtering.
@@ -86,6 +112,22 @@ mod tests {
         assert_eq!((AtmService::PinChange.bit(), AtmService::MiniStatement.bit()), (1 << 14, 1 << 16));
         assert_eq!((Accessibility::AudioCashMachine.bit(), Accessibility::WheelchairAccess.bit()), (1, 1 << 8));
         assert_eq!(Accessibility::LevelAccess.bit(), 1 << 5);
+    }
+
+    #[test]
+    fn codes_are_read_by_their_four_letter_codes_and_written_by_name() {
+        let read: Vec<AtmService> = serde_json::from_str(r#"["ATBA","ATPC","CashWithdrawal","ATTS"]"#).unwrap();
+        assert_eq!(
+            read,
+            [AtmService::Balance, AtmService::PinChange, AtmService::CashWithdrawal, AtmService::MiniStatement]
+        );
+        assert_eq!(
+            serde_json::to_string(&read).unwrap(),
+            r#"["Balance","PINChange","CashWithdrawal","MiniStatement"]"#
+        );
+        let read: Vec<Accessibility> = serde_json::from_str(r#"["ATWA","ATOT"]"#).unwrap();
+        assert_eq!(read, [Accessibility::WheelchairAccess, Accessibility::Other]);
+        assert!(serde_json::from_str::<AtmService>(r#""ATZZ""#).is_err());
     }
 
     #[test]

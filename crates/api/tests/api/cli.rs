@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use crate::helpers::{TestApp, eventually, eventually_status, fresh_database as fresh, on_postgres};
 
-fn branch_atm(database_url: &str, args: &[&str]) -> Output {
+pub fn branch_atm(database_url: &str, args: &[&str]) -> Output {
     Command::new(env!("CARGO_BIN_EXE_branch-atm"))
         .arg("--database-url")
         .arg(database_url)
@@ -16,22 +16,24 @@ fn branch_atm(database_url: &str, args: &[&str]) -> Output {
         .unwrap()
 }
 
-fn stdout(output: &Output) -> String {
+pub fn stdout(output: &Output) -> String {
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
-fn stderr(output: &Output) -> String {
+pub fn stderr(output: &Output) -> String {
     String::from_utf8_lossy(&output.stderr).into_owned()
 }
 
 /// A new store for one test, on the store the suite runs on, and a folder for files.
-struct Fresh {
-    folder: tempfile::TempDir,
-    url: String,
+pub struct Fresh {
+    /// A folder for the test's files.
+    pub folder: tempfile::TempDir,
+    /// The store's URL.
+    pub url: String,
     _database: Option<adapters::testing::postgres::TestDatabase>,
 }
 
-fn fresh_database() -> Fresh {
+pub fn fresh_database() -> Fresh {
     let folder = tempfile::tempdir().unwrap();
     if !on_postgres() {
         // In a folder not made yet: the first command makes it.

@@ -9,6 +9,7 @@ mod cli;
 mod cors;
 mod docs_page;
 mod helpers;
+mod imports;
 mod instances;
 mod limits;
 mod openapi;

@@ -88,6 +88,31 @@ pub trait AtmRecords: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written; then the old set stays.
     async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable>;
+
+    /// The stored set and when it was last updated, in brand then identification order.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
+    async fn current(&self) -> Result<AtmSetRecord, StoreUnavailable>;
+
+    /// Changes the set in one step: `upserts` added or replaced (by brand and
+    /// identification), `removals` deleted, last updated at `now`; all or none.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then the set is unchanged.
+    async fn apply(&self, upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Result<(), StoreUnavailable>;
+}
+
+/// An ATM's identity within a set: (brand name, identification).
+pub type AtmKey = (String, String);
+
+/// The ATM set as stored.
+#[derive(Debug, Clone, PartialEq)]
+pub struct AtmSetRecord {
+    /// The ATMs, in brand then identification order.
+    pub atms: Vec<StoredAtm>,
+    /// When the set was last changed, seconds since the Unix epoch.
+    pub last_updated: i64,
 }
 
 /// The keys that sign access tokens.

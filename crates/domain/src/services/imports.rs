@@ -1,11 +1,175 @@
-//! Loading the bank's data: wait-time estimates and the ATM set.
+//! Loading the bank's data: wait-time estimates and the ATM set, as banks' feeds really
+//! come. A feed is compared with what is stored first: an identical one writes nothing
+//! (its dates and ETags stay), a changed one is applied as a diff, and an ATM feed that
+//! would remove most of the set (a cut feed, an empty one, one dated 1970) is refused
+//! unless the operator says it is meant.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::atm_catalog::StoredAtm;
 use crate::branch::{BranchId, WaitTimeEstimate};
-use crate::ports::{AtmRecords, Clock, StoreUnavailable, WaitTimeRecords};
+use crate::ports::{AtmKey, AtmRecords, Clock, StoreUnavailable, WaitTimeRecords};
+
+/// 2000-01-01T00:00:00Z: an ATM feed dated before it is a placeholder date (the
+/// 1970-01-01 of an empty feed), not a publication.
+pub const OLDEST_PLAUSIBLE_FEED: i64 = 946_684_800;
+
+/// An ATM feed as read from a file: its records in stored form, and the date its
+/// publisher gave it (`meta.LastUpdated`), if any.
+#[derive(Debug, Clone, Default)]
+pub struct AtmFeed {
+    /// The ATMs, validated.
+    pub atms: Vec<StoredAtm>,
+    /// The publisher's `LastUpdated`, seconds since the Unix epoch.
+    pub published: Option<i64>,
+}
+
+/// What an import may do.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportRules {
+    /// The largest share of the stored ATMs, in percent, an import may remove without
+    /// `allow_shrink`.
+    pub max_shrink_percent: u8,
+    /// Apply a feed that the shrink guard would refuse.
+    pub allow_shrink: bool,
+    /// Compare only; write nothing.
+    pub dry_run: bool,
+}
+
+impl Default for ImportRules {
+    fn default() -> Self {
+        Self { max_shrink_percent: 10, allow_shrink: false, dry_run: false }
+    }
+}
+
+/// How a new ATM set differs from the stored one.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AtmSetChanges {
+    /// ATMs stored now.
+    pub current: usize,
+    /// ATMs in the new set.
+    pub new: usize,
+    /// In the new set only, in its order.
+    pub added: Vec<AtmKey>,
+    /// Stored but not in the new set, in stored order.
+    pub removed: Vec<AtmKey>,
+    /// In both, with another record.
+    pub changed: Vec<AtmKey>,
+}
+
+impl AtmSetChanges {
+    /// How `new` differs from `current`, whatever the order of either: ATMs are matched
+    /// by brand and identification and compared record for record.
+    pub fn between(current: &[StoredAtm], new: &[StoredAtm]) -> Self {
+        let stored: HashMap<(&str, &str), &StoredAtm> =
+            current.iter().map(|atm| ((atm.brand.as_str(), atm.identification.as_str()), atm)).collect();
+        let mut changes = Self { current: current.len(), new: new.len(), ..Self::default() };
+        let mut kept = std::collections::HashSet::with_capacity(new.len());
+        for atm in new {
+            let key = (atm.brand.as_str(), atm.identification.as_str());
+            kept.insert(key);
+            match stored.get(&key) {
+                None => changes.added.push(owned(key)),
+                Some(old) if *old != atm => changes.changed.push(owned(key)),
+                Some(_) => {}
+            }
+        }
+        changes.removed = current
+            .iter()
+            .map(|atm| (atm.brand.as_str(), atm.identification.as_str()))
+            .filter(|key| !kept.contains(key))
+            .map(owned)
+            .collect();
+        changes
+    }
+
+    /// Whether the new set is the stored one, record for record.
+    pub fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.removed.is_empty() && self.changed.is_empty()
+    }
+}
+
+fn owned((brand, identification): (&str, &str)) -> AtmKey {
+    (brand.to_owned(), identification.to_owned())
+}
+
+/// Why the shrink guard refused an ATM feed. Nothing was written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ShrinkRefusal {
+    /// It would remove more of the stored set than the rules allow.
+    #[error(
+        "the feed would remove {removed} of the {current} ATMs stored ({percent} %, more than {allowed} %), \
+         leaving {new}; give --allow-shrink if that is meant"
+    )]
+    Shrinks {
+        /// ATMs stored.
+        current: usize,
+        /// ATMs in the feed.
+        new: usize,
+        /// ATMs it would remove.
+        removed: usize,
+        /// That share of the stored set, rounded up.
+        percent: usize,
+        /// The share allowed.
+        allowed: u8,
+    },
+    /// It would leave no ATM at all.
+    #[error("the feed holds no ATM and would remove all {current} stored; give --allow-shrink if that is meant")]
+    Empties {
+        /// ATMs stored.
+        current: usize,
+    },
+    /// Its publisher dated it before 2000: a placeholder, as empty feeds carry.
+    #[error("the feed is dated {published} (before 2000), as broken feeds are; give --allow-shrink if it is meant")]
+    Outdated {
+        /// Its `LastUpdated`, seconds since the Unix epoch.
+        published: i64,
+    },
+}
+
+/// Why ATMs were not imported; nothing was written.
+#[derive(Debug, thiserror::Error)]
+pub enum ImportAtmsError {
+    /// The shrink guard refused the feed.
+    #[error(transparent)]
+    Refused(#[from] ShrinkRefusal),
+    /// The store could not be read or written.
+    #[error(transparent)]
+    Unavailable(#[from] StoreUnavailable),
+}
+
+/// What an ATM import did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum AtmImport {
+    /// The feed is the stored set: nothing was written, its date and ETags stay.
+    Unchanged {
+        /// ATMs in the set.
+        atms: usize,
+    },
+    /// The feed was applied as these changes, in one transaction.
+    Applied(AtmSetChanges),
+    /// A dry run: what the feed would change, and whether the guard would refuse it.
+    Planned {
+        /// What it would change.
+        changes: AtmSetChanges,
+        /// Why it would be refused, if it would.
+        refusal: Option<ShrinkRefusal>,
+    },
+}
+
+/// What a wait-time import did (or, in a dry run, would do).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct WaitTimeChanges {
+    /// Branches not stored before.
+    pub added: usize,
+    /// Branches whose estimate or its time changed.
+    pub changed: usize,
+    /// Branches given exactly as stored.
+    pub unchanged: usize,
+    /// Nothing was written (a dry run, or nothing to change).
+    pub written: bool,
+}
 
 /// Why wait times were not imported; nothing was written.
 #[derive(Debug, thiserror::Error)]
@@ -39,49 +203,266 @@ impl DataImport {
         Self { wait_times, atms, clock }
     }
 
-    /// Inserts or replaces `estimates`, all or none; other branches keep theirs.
+    /// Inserts or replaces `estimates`, all or none; other branches keep theirs. Only
+    /// the branches whose estimate (or its time) differs from the stored one are written;
+    /// when none does, nothing is.
     ///
     /// # Errors
     /// See [`ImportWaitTimesError`].
-    pub async fn wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<usize, ImportWaitTimesError> {
+    pub async fn wait_times(
+        &self,
+        estimates: &[WaitTimeEstimate],
+        dry_run: bool,
+    ) -> Result<WaitTimeChanges, ImportWaitTimesError> {
         let mut seen = HashMap::with_capacity(estimates.len());
         for (again, row) in estimates.iter().enumerate() {
             if let Some(first) = seen.insert(row.estimate.branch, again) {
                 return Err(ImportWaitTimesError::DuplicateBranch { branch: row.estimate.branch, first, again });
             }
         }
-        self.wait_times.upsert(estimates).await?;
-        Ok(estimates.len())
+        let stored: HashMap<BranchId, WaitTimeEstimate> =
+            self.wait_times.all().await?.into_iter().map(|row| (row.estimate.branch, row)).collect();
+        let mut changes = WaitTimeChanges::default();
+        let mut writes = Vec::new();
+        for row in estimates {
+            match stored.get(&row.estimate.branch) {
+                None => changes.added += 1,
+                Some(old) if old != row => changes.changed += 1,
+                Some(_) => {
+                    changes.unchanged += 1;
+                    continue;
+                }
+            }
+            writes.push(*row);
+        }
+        if !dry_run && !writes.is_empty() {
+            self.wait_times.upsert(&writes).await?;
+            changes.written = true;
+        }
+        Ok(changes)
     }
 
-    /// Replaces the whole ATM set with `atms`, last updated now; returns how many ATMs
-    /// it holds. `atms` come validated and in stored form from the file's reader at the
-    /// edge, which also refuses an identification given twice within a brand; they are
-    /// never validated again.
+    /// The stored ATM set, for an export.
     ///
     /// # Errors
-    /// [`StoreUnavailable`] when it could not be written; then the old set stays.
-    pub async fn atms(&self, atms: &[StoredAtm]) -> Result<usize, StoreUnavailable> {
-        self.atms.replace(atms, self.clock.unix_now()).await?;
-        Ok(atms.len())
+    /// [`StoreUnavailable`] when it cannot be read.
+    pub async fn current_atms(&self) -> Result<crate::ports::AtmSetRecord, StoreUnavailable> {
+        self.atms.current().await
     }
+
+    /// Imports an ATM feed as the whole ATM set. `feed` comes validated and in stored
+    /// form from the file's reader at the edge, which also refuses an identification
+    /// given twice within a brand; it is never validated again. The feed is compared
+    /// with the stored set: identical, nothing is written (the set keeps its date, so
+    /// ETags and `Last-Modified` do not move); else the shrink guard looks at it, and the
+    /// differences are applied in one transaction, dated now.
+    ///
+    /// # Errors
+    /// [`ImportAtmsError::Refused`] by the shrink guard (unless `rules.allow_shrink`),
+    /// [`ImportAtmsError::Unavailable`] when the store could not be read or written; in
+    /// both cases nothing changed.
+    pub async fn atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
+        let stored = self.atms.current().await?;
+        let changes = AtmSetChanges::between(&stored.atms, &feed.atms);
+        let refusal = shrink_guard(&changes, feed.published, rules);
+        if rules.dry_run {
+            return Ok(AtmImport::Planned { changes, refusal });
+        }
+        if changes.is_empty() {
+            return Ok(AtmImport::Unchanged { atms: changes.new });
+        }
+        if let Some(refusal) = refusal {
+            return Err(refusal.into());
+        }
+        let upserts: Vec<StoredAtm> = {
+            let touched: std::collections::HashSet<(&str, &str)> =
+                changes.added.iter().chain(&changes.changed).map(|(b, i)| (b.as_str(), i.as_str())).collect();
+            feed.atms
+                .iter()
+                .filter(|atm| touched.contains(&(atm.brand.as_str(), atm.identification.as_str())))
+                .cloned()
+                .collect()
+        };
+        self.atms.apply(&upserts, &changes.removed, self.clock.unix_now()).await?;
+        Ok(AtmImport::Applied(changes))
+    }
+}
+
+/// Whether the shrink guard refuses a feed making `changes`, dated `published`.
+fn shrink_guard(changes: &AtmSetChanges, published: Option<i64>, rules: ImportRules) -> Option<ShrinkRefusal> {
+    if rules.allow_shrink || changes.is_empty() {
+        return None;
+    }
+    if let Some(published) = published.filter(|at| *at < OLDEST_PLAUSIBLE_FEED) {
+        return Some(ShrinkRefusal::Outdated { published });
+    }
+    if changes.new == 0 && changes.current > 0 {
+        return Some(ShrinkRefusal::Empties { current: changes.current });
+    }
+    let removed = changes.removed.len();
+    // removed / current > max %, in integers: no rounding lets a feed through.
+    if changes.current > 0 && removed * 100 > changes.current * usize::from(rules.max_shrink_percent) {
+        return Some(ShrinkRefusal::Shrinks {
+            current: changes.current,
+            new: changes.new,
+            removed,
+            percent: (removed * 100).div_ceil(changes.current),
+            allowed: rules.max_shrink_percent,
+        });
+    }
+    None
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::branch::{BranchWaitTime, WaitTime};
-    use crate::ports::{MockAtmRecords, MockWaitTimeRecords};
+    use crate::ports::{AtmSetRecord, MockAtmRecords, MockWaitTimeRecords};
     use crate::testing::clock_at;
 
-    fn estimate(branch: &str) -> WaitTimeEstimate {
+    fn estimate(branch: &str, minutes: u32, at: i64) -> WaitTimeEstimate {
         WaitTimeEstimate {
             estimate: BranchWaitTime {
                 branch: BranchId::parse(branch).unwrap(),
-                wait: WaitTime::from_minutes(5).unwrap(),
+                wait: WaitTime::from_minutes(minutes).unwrap(),
             },
-            estimated_at: 0,
+            estimated_at: at,
         }
+    }
+
+    fn atm(brand: &str, id: &str, note: &str) -> StoredAtm {
+        let record = serde_json::json!({"Identification": id, "Note": [note]});
+        crate::testing::stored_atm(brand, &record)
+    }
+
+    fn atms_stored(set: Vec<StoredAtm>) -> MockAtmRecords {
+        let mut atms = MockAtmRecords::new();
+        atms.expect_current().returning(move || Ok(AtmSetRecord { atms: set.clone(), last_updated: 1 }));
+        atms
+    }
+
+    fn importing(atms: MockAtmRecords) -> DataImport {
+        DataImport::new(Arc::new(MockWaitTimeRecords::new()), Arc::new(atms), Arc::new(clock_at(1_234)))
+    }
+
+    fn feed(atms: Vec<StoredAtm>) -> AtmFeed {
+        AtmFeed { atms, published: Some(1_700_000_000) }
+    }
+
+    fn hundred() -> Vec<StoredAtm> {
+        (0..100).map(|n| atm("Uno", &format!("A{n:03}"), "x")).collect()
+    }
+
+    #[test]
+    fn changes_are_found_by_brand_and_identification_whatever_the_order() {
+        let current = vec![atm("Uno", "A1", "x"), atm("Uno", "A2", "x"), atm("Dos", "A1", "x")];
+        let new = vec![atm("Dos", "A1", "x"), atm("Uno", "A3", "x"), atm("Uno", "A1", "changed")];
+        let changes = AtmSetChanges::between(&current, &new);
+        assert_eq!(changes.added, [("Uno".to_owned(), "A3".to_owned())]);
+        assert_eq!(changes.removed, [("Uno".to_owned(), "A2".to_owned())]);
+        assert_eq!(changes.changed, [("Uno".to_owned(), "A1".to_owned())]);
+        let reordered: Vec<StoredAtm> = current.iter().rev().cloned().collect();
+        assert!(AtmSetChanges::between(&current, &reordered).is_empty());
+    }
+
+    #[tokio::test]
+    async fn an_identical_feed_writes_nothing_whatever_its_date() {
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply().never();
+        let mut shuffled = hundred();
+        shuffled.reverse();
+        let next_day = AtmFeed { atms: shuffled, published: Some(1_800_000_000) };
+        let outcome = importing(atms).atms(&next_day, ImportRules::default()).await;
+        assert_eq!(outcome.unwrap(), AtmImport::Unchanged { atms: 100 });
+    }
+
+    #[tokio::test]
+    async fn a_changed_feed_is_applied_as_its_differences_dated_now() {
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply()
+            .withf(|upserts, removals, now| {
+                let ids: Vec<&str> = upserts.iter().map(|a| a.identification.as_str()).collect();
+                ids == ["A000", "B1"] && removals == [("Uno".to_owned(), "A099".to_owned())] && *now == 1_234
+            })
+            .times(1)
+            .returning(|_, _, _| Ok(()));
+        let mut new = hundred();
+        new.pop();
+        new[0] = atm("Uno", "A000", "moved");
+        new.push(atm("Uno", "B1", "x"));
+        let AtmImport::Applied(changes) = importing(atms).atms(&feed(new), ImportRules::default()).await.unwrap()
+        else {
+            panic!("applied");
+        };
+        assert_eq!((changes.added.len(), changes.removed.len(), changes.changed.len()), (1, 1, 1));
+    }
+
+    #[tokio::test]
+    async fn a_cut_feed_is_refused_with_the_numbers_unless_allowed() {
+        let cut: Vec<StoredAtm> = hundred().into_iter().take(42).collect();
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply().never();
+        let refused = importing(atms).atms(&feed(cut.clone()), ImportRules::default()).await.unwrap_err();
+        let ImportAtmsError::Refused(refusal) = refused else { panic!("refused by the guard") };
+        assert_eq!(refusal, ShrinkRefusal::Shrinks { current: 100, new: 42, removed: 58, percent: 58, allowed: 10 });
+        assert!(refusal.to_string().contains("58 of the 100"), "{refusal}");
+
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply().times(1).returning(|_, _, _| Ok(()));
+        let allowed = ImportRules { allow_shrink: true, ..ImportRules::default() };
+        assert!(matches!(importing(atms).atms(&feed(cut), allowed).await, Ok(AtmImport::Applied(_))));
+    }
+
+    #[tokio::test]
+    async fn exactly_the_allowed_share_may_go_but_not_one_more() {
+        for (kept, refused) in [(90, false), (89, true)] {
+            let mut atms = atms_stored(hundred());
+            atms.expect_apply().returning(|_, _, _| Ok(()));
+            let new: Vec<StoredAtm> = hundred().into_iter().take(kept).collect();
+            let outcome = importing(atms).atms(&feed(new), ImportRules::default()).await;
+            assert_eq!(outcome.is_err(), refused, "{kept} kept");
+        }
+    }
+
+    #[tokio::test]
+    async fn an_empty_feed_and_one_dated_1970_are_refused() {
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply().never();
+        let import = importing(atms);
+        let empty = import.atms(&AtmFeed { atms: Vec::new(), published: Some(0) }, ImportRules::default()).await;
+        assert!(matches!(empty, Err(ImportAtmsError::Refused(ShrinkRefusal::Outdated { published: 0 }))));
+        let empty = import.atms(&feed(Vec::new()), ImportRules::default()).await;
+        assert!(matches!(empty, Err(ImportAtmsError::Refused(ShrinkRefusal::Empties { current: 100 }))));
+        let mut small = hundred();
+        small[0] = atm("Uno", "A000", "new note");
+        let dated_1970 = AtmFeed { atms: small, published: Some(0) };
+        assert!(matches!(
+            import.atms(&dated_1970, ImportRules::default()).await,
+            Err(ImportAtmsError::Refused(ShrinkRefusal::Outdated { .. }))
+        ));
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_says_what_would_change_and_writes_nothing() {
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply().never();
+        let cut: Vec<StoredAtm> = hundred().into_iter().take(50).collect();
+        let rules = ImportRules { dry_run: true, ..ImportRules::default() };
+        let AtmImport::Planned { changes, refusal } = importing(atms).atms(&feed(cut), rules).await.unwrap() else {
+            panic!("planned");
+        };
+        assert_eq!(changes.removed.len(), 50);
+        assert!(matches!(refusal, Some(ShrinkRefusal::Shrinks { removed: 50, .. })));
+    }
+
+    #[tokio::test]
+    async fn a_first_import_into_an_empty_store_is_applied() {
+        let mut atms = atms_stored(Vec::new());
+        atms.expect_apply().times(1).returning(|_, _, _| Ok(()));
+        assert!(matches!(
+            importing(atms).atms(&feed(hundred()), ImportRules::default()).await,
+            Ok(AtmImport::Applied(_))
+        ));
     }
 
     #[tokio::test]
@@ -89,15 +470,29 @@ mod tests {
         let mut wait_times = MockWaitTimeRecords::new();
         wait_times.expect_upsert().never();
         let import = DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), Arc::new(clock_at(0)));
-        let result = import.wait_times(&[estimate("00001"), estimate("00002"), estimate("00001")]).await;
+        let rows = [estimate("00001", 5, 0), estimate("00002", 5, 0), estimate("00001", 5, 0)];
+        let result = import.wait_times(&rows, false).await;
         assert!(matches!(result, Err(ImportWaitTimesError::DuplicateBranch { first: 0, again: 2, .. })));
     }
 
     #[tokio::test]
-    async fn an_atm_set_is_dated_by_the_clock() {
-        let mut atms = MockAtmRecords::new();
-        atms.expect_replace().withf(|atms, now| atms.is_empty() && *now == 1_234).times(1).returning(|_, _| Ok(()));
-        let import = DataImport::new(Arc::new(MockWaitTimeRecords::new()), Arc::new(atms), Arc::new(clock_at(1_234)));
-        assert_eq!(import.atms(&[]).await.unwrap(), 0);
+    async fn only_wait_times_that_changed_are_written_and_an_identical_file_writes_nothing() {
+        let stored = vec![estimate("00001", 5, 10), estimate("00002", 7, 10)];
+        let mut wait_times = MockWaitTimeRecords::new();
+        wait_times.expect_all().returning(move || Ok(stored.clone()));
+        wait_times
+            .expect_upsert()
+            .withf(|rows| rows.iter().map(|r| r.estimate.branch.to_string()).collect::<Vec<_>>() == ["00002", "00003"])
+            .times(1)
+            .returning(|_| Ok(()));
+        let import = DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), Arc::new(clock_at(0)));
+        let same = [estimate("00001", 5, 10), estimate("00002", 7, 10)];
+        let unchanged = import.wait_times(&same, false).await.unwrap();
+        assert_eq!(unchanged, WaitTimeChanges { added: 0, changed: 0, unchanged: 2, written: false });
+        let planned = import.wait_times(&[estimate("00002", 9, 20), estimate("00003", 1, 20)], true).await.unwrap();
+        assert_eq!(planned, WaitTimeChanges { added: 1, changed: 1, unchanged: 0, written: false });
+        let rows = [estimate("00001", 5, 10), estimate("00002", 9, 20), estimate("00003", 1, 20)];
+        let applied = import.wait_times(&rows, false).await.unwrap();
+        assert_eq!(applied, WaitTimeChanges { added: 1, changed: 1, unchanged: 1, written: true });
     }
 }
