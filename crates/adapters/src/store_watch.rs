@@ -22,15 +22,28 @@ use crate::view::StoreView;
 /// several of them (or several instances' worth of checks) need not each reach the store.
 const PROBE_REUSE: Duration = Duration::from_millis(200);
 
-/// How long a check waits for a probe: past it the store counts as not answering. The
-/// fault issue asks for readiness to answer within one second, always.
+/// How long a check waits for a probe. The fault issue asks for readiness to answer
+/// within one second, always.
 const PROBE_DEADLINE: Duration = Duration::from_millis(500);
+
+/// How long a probe may run before the store counts as not answering. Until then a
+/// check that could not wait for it answers with the last probe's outcome: a probe that
+/// is merely slow (a machine saturated for a moment) is not an outage, and load
+/// balancers must not take every instance out for it; one that runs this long is a
+/// stuck store (held locks, a server that stopped answering), seen within a second.
+const PROBE_STUCK_AFTER: Duration = Duration::from_millis(650);
 
 /// A probe's outcome.
 #[derive(Debug, Clone, Copy)]
 struct Probe {
     at: Instant,
     answered: bool,
+}
+
+/// What a check answers when the probe it waited for has not ended: the last outcome
+/// while the probe is young, not answering once it has run [`PROBE_STUCK_AFTER`].
+fn verdict_while_probing(last: Option<Probe>, running_for: Duration) -> bool {
+    running_for < PROBE_STUCK_AFTER && last.is_some_and(|probe| probe.answered)
 }
 
 /// Readiness as the store and the in-memory view see it: the view vouches for its data
@@ -62,6 +75,8 @@ pub struct StoreWatch {
     runtime: tokio::runtime::Handle,
     latest: watch::Sender<Option<Probe>>,
     probing: AtomicBool,
+    /// When the probe in flight started.
+    probe_started: std::sync::Mutex<Instant>,
     /// Whether the store answered the probe before the latest, for logging changes only.
     answered: AtomicBool,
 }
@@ -75,6 +90,7 @@ impl StoreWatch {
             runtime: tokio::runtime::Handle::current(),
             latest: watch::Sender::new(None),
             probing: AtomicBool::new(false),
+            probe_started: std::sync::Mutex::new(Instant::now()),
             answered: AtomicBool::new(true),
         })
     }
@@ -83,17 +99,25 @@ impl StoreWatch {
     /// probe this call starts (or joins) says so within [`PROBE_DEADLINE`].
     pub async fn answers(self: &Arc<Self>) -> bool {
         let mut latest = self.latest.subscribe();
-        if let Some(probe) = *latest.borrow_and_update()
+        let last = *latest.borrow_and_update();
+        if let Some(probe) = last
             && probe.at.elapsed() < PROBE_REUSE
         {
             return probe.answered;
         }
         self.start_probe();
-        match tokio::time::timeout(PROBE_DEADLINE, latest.changed()).await {
+        let running_for = self.probe_started.lock().map_or(Duration::ZERO, |started| started.elapsed());
+        // Wait for the probe, but never past the moment it would count as stuck.
+        let wait = PROBE_DEADLINE.min(PROBE_STUCK_AFTER.saturating_sub(running_for));
+        match tokio::time::timeout(wait, latest.changed()).await {
             Ok(Ok(())) => latest.borrow().is_some_and(|probe| probe.answered),
             _ => {
-                self.note(false, "the store did not answer within the probe's deadline");
-                false
+                let running_for = self.probe_started.lock().map_or(PROBE_STUCK_AFTER, |started| started.elapsed());
+                let answered = verdict_while_probing(last, running_for);
+                if !answered {
+                    self.note(false, "the store did not answer a probe in time");
+                }
+                answered
             }
         }
     }
@@ -103,6 +127,9 @@ impl StoreWatch {
     fn start_probe(self: &Arc<Self>) {
         if self.probing.swap(true, Ordering::AcqRel) {
             return;
+        }
+        if let Ok(mut started) = self.probe_started.lock() {
+            *started = Instant::now();
         }
         let probe = Probing(Arc::clone(self));
         self.runtime.spawn(async move {
@@ -132,5 +159,22 @@ struct Probing(Arc<StoreWatch>);
 impl Drop for Probing {
     fn drop(&mut self) {
         self.0.probing.store(false, Ordering::Release);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn probe(answered: bool) -> Option<Probe> {
+        Some(Probe { at: Instant::now(), answered })
+    }
+
+    #[test]
+    fn a_slow_probe_keeps_the_last_outcome_and_a_stuck_one_is_not_answering() {
+        assert!(verdict_while_probing(probe(true), Duration::from_millis(500)), "slow, after a good probe");
+        assert!(!verdict_while_probing(probe(true), PROBE_STUCK_AFTER), "stuck");
+        assert!(!verdict_while_probing(probe(false), Duration::from_millis(100)), "after a failed probe");
+        assert!(!verdict_while_probing(None, Duration::from_millis(100)), "never probed");
     }
 }

@@ -103,6 +103,9 @@ pub fn read(input: impl Read) -> Result<ReadFeed, AtmFileError> {
 /// Shared points listed per warning, at most.
 const SHOWN: usize = 5;
 
+/// Warnings of each kind listed one per line, at most; the rest are counted.
+const LISTED: usize = 20;
+
 /// Valid records that look wrong: ATMs at different addresses at one point (a
 /// placeholder), an ATM outside the country of its address (a sign flipped, latitude
 /// and longitude swapped).
@@ -141,7 +144,7 @@ impl Checks {
     }
 
     fn warnings(self) -> Vec<String> {
-        let mut warnings: Vec<String> = self
+        let shared: Vec<String> = self
             .at_point
             .into_iter()
             .filter(|(_, (_, places))| places.len() > 1)
@@ -156,9 +159,20 @@ impl Checks {
                 )
             })
             .collect();
-        warnings.extend(self.outside);
+        let mut warnings = capped(shared.into_iter(), LISTED, "points shared by ATMs at different addresses");
+        warnings.extend(capped(self.outside.into_iter(), LISTED, "ATMs outside their country"));
         warnings
     }
+}
+
+/// The first `listed` of `lines`, then one line counting the rest as `what`.
+fn capped(lines: impl ExactSizeIterator<Item = String>, listed: usize, what: &str) -> Vec<String> {
+    let total = lines.len();
+    let mut kept: Vec<String> = lines.take(listed).collect();
+    if total > listed {
+        kept.push(format!("and {} more {what}", total - listed));
+    }
+    kept
 }
 
 /// Country boundaries from OpenStreetMap (ODbL, © OpenStreetMap contributors), read once.

@@ -152,7 +152,7 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
     std::fs::write(&csv, "branchId,timeTaken,estimatedAt\n00001,59,2026-11-21T10:00:00Z\n54321,7,\n").unwrap();
     let import = branch_atm(&app.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
     assert!(import.status.success(), "{}", stderr(&import));
-    assert!(stdout(&import).contains("imported 2"));
+    assert!(stdout(&import).contains("1 added, 1 changed, 0 unchanged"), "{}", stdout(&import));
 
     let expected =
         serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]});
