@@ -82,7 +82,7 @@ fn interval_micros(per_second: u32) -> u64 {
 
 #[async_trait]
 impl SharedLimits for RedisLimits {
-    async fn admit(&self, checks: &[LimitCheck]) -> Result<Option<Duration>, SharedLimitsUnavailable> {
+    async fn admit(&self, checks: &[LimitCheck]) -> Result<Option<(&'static str, Duration)>, SharedLimitsUnavailable> {
         let mut invocation = self.script.prepare_invoke();
         for check in checks {
             invocation
@@ -94,7 +94,10 @@ impl SharedLimits for RedisLimits {
         let answer = tokio::time::timeout(ANSWER_WITHIN, invocation.invoke_async::<(u64, u64)>(&mut connection)).await;
         match answer {
             Ok(Ok((0, _))) => Ok(None),
-            Ok(Ok((_, wait))) => Ok(Some(Duration::from_micros(wait))),
+            Ok(Ok((refused_by, wait))) => {
+                let limit = usize::try_from(refused_by).ok().and_then(|i| checks.get(i.checked_sub(1)?));
+                Ok(Some((limit.map_or("unknown", |check| check.limit), Duration::from_micros(wait))))
+            }
             Ok(Err(error)) => Err(SharedLimitsUnavailable(error.to_string())),
             Err(_) => Err(SharedLimitsUnavailable(format!("no answer within {} ms", ANSWER_WITHIN.as_millis()))),
         }

@@ -137,7 +137,10 @@ impl StoreWatch {
             let outcome = watch.store.ping().await;
             match &outcome {
                 Ok(()) => watch.note(true, ""),
-                Err(error) => watch.note(false, &error.to_string()),
+                Err(error) => {
+                    crate::token_writer::store_error("readiness_probe");
+                    watch.note(false, &error.to_string());
+                }
             }
             watch.latest.send_replace(Some(Probe { at: Instant::now(), answered: outcome.is_ok() }));
         });

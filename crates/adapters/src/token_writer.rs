@@ -12,6 +12,15 @@ use domain::ports::{StoreUnavailable, TokenArchive};
 use domain::token::IssuedToken;
 use tokio::sync::{mpsc, oneshot};
 
+/// The histogram of records per group commit.
+pub const BATCH_SIZE_METRIC: &str = "branch_atm_token_batch_size";
+
+/// Counts a failed store operation (`token_record`, `view_refresh`, `readiness_probe`,
+/// `change_notices`) for the metrics.
+pub fn store_error(operation: &'static str) {
+    metrics::counter!("branch_atm_store_errors_total", "operation" => operation).increment(1);
+}
+
 /// The most records written in one transaction.
 const MAX_BATCH: usize = 512;
 
@@ -92,6 +101,7 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
             if !gathering.is_empty() {
                 let batch = gathering.len().min(MAX_BATCH);
                 let (tokens, replies): (Vec<_>, Vec<_>) = gathering.drain(..batch).unzip();
+                metrics::histogram!(BATCH_SIZE_METRIC).record(tokens.len() as f64);
                 waiting = replies;
                 let archive = Arc::clone(&archive);
                 write = Some(Box::pin(async move { archive.record(&tokens).await }));
@@ -111,6 +121,7 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
                 write = None;
                 failed_at = outcome.is_err().then(tokio::time::Instant::now);
                 let outcome = outcome.map_err(|error| {
+                    store_error("token_record");
                     tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");
                     error.to_string()
                 });

@@ -45,6 +45,11 @@ fn key_publication_window(token_lifetime: Duration, refresh_interval: Duration) 
     (token_lifetime + refresh_interval * 2 + Duration::from_secs(60)).as_secs() as i64
 }
 
+/// Counts a reload of `topic` for the metrics.
+fn reloaded(topic: &'static str) {
+    metrics::counter!("branch_atm_view_reloads_total", "topic" => topic).increment(1);
+}
+
 /// How long to wait before listening for change notices again after the feed failed.
 const RESUBSCRIBE_AFTER: Duration = Duration::from_secs(1);
 
@@ -154,35 +159,44 @@ impl StoreView {
             let clients = self.store.clients.all().await?;
             self.clients.store(Arc::new(ClientTable::of(clients)));
             done.clients = now.clients;
+            reloaded("clients");
         }
         if moved(|r| r.access) {
             let channels = self.store.channels.all().await?;
             self.channels.store(Arc::new(channels.into_iter().collect()));
             done.access = now.access;
+            reloaded("access");
         }
         if moved(|r| r.wait_times) {
             let mut table = WaitTable::empty();
-            for row in self.store.wait_times.all().await? {
+            let rows = self.store.wait_times.all().await?;
+            metrics::gauge!("branch_atm_wait_time_entries").set(rows.len() as f64);
+            for row in rows {
                 table.0[row.estimate.branch.index()] = Some(row.estimate.wait);
             }
             self.wait_times.store(Arc::new(table));
             done.wait_times = now.wait_times;
+            reloaded("wait_times");
         }
         let unix_now = self.clock.unix_now();
         if moved(|r| r.revocations) {
             let revoked = self.store.tokens.revoked_live(unix_now).await?;
             self.revoked.store(Arc::new(revoked.into_iter().collect()));
             done.revocations = now.revocations;
+            reloaded("revocations");
         }
         if moved(|r| r.signing_keys) {
             let keys = self.store.keys.published(unix_now - self.key_window_seconds).await?;
             self.tokens.install(&keys).map_err(StoreUnavailable::new)?;
             done.signing_keys = now.signing_keys;
+            reloaded("signing_keys");
         }
         if moved(|r| r.atms) {
             let set = self.store.view.atms().await?;
+            metrics::gauge!("branch_atm_atms").set(set.atms.len() as f64);
             self.atms.store(Arc::new(AtmCatalog::from_stored(set.atms, set.last_updated)));
             done.atms = now.atms;
+            reloaded("atms");
         }
         *seen = Some(done);
         self.refreshed_at.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
@@ -199,6 +213,11 @@ impl StoreView {
         let mut seen = self.seen.lock().await;
         *seen = None;
         self.refresh_from(&mut seen).await
+    }
+
+    /// How long ago the store last answered a refresh.
+    pub fn age(&self) -> Duration {
+        self.started.elapsed().saturating_sub(Duration::from_millis(self.refreshed_at.load(Ordering::Relaxed)))
     }
 
     /// Whether the view still vouches for what it holds (the store answered a refresh
@@ -255,6 +274,7 @@ impl StoreView {
                         }
                         Ok(Notice::Reconnected) => view.reload_or_warn().await,
                         Err(error) => {
+                            crate::token_writer::store_error("change_notices");
                             tracing::warn!(%error, "lost the store's change notices; polling only until they are back");
                             break;
                         }
@@ -281,6 +301,7 @@ impl StoreView {
             loop {
                 ticks.tick().await;
                 if let Err(error) = view.refresh().await {
+                    crate::token_writer::store_error("view_refresh");
                     tracing::warn!(error = %error, "the in-memory view could not be refreshed");
                 }
             }

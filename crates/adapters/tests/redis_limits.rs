@@ -40,7 +40,8 @@ async fn a_key_gets_its_burst_then_waits_for_the_rate() {
     for n in 0..5 {
         assert_eq!(limits.admit(&[check("session", &key, 2, 5)]).await.unwrap(), None, "request {n} of the burst");
     }
-    let wait = limits.admit(&[check("session", &key, 2, 5)]).await.unwrap().expect("refused past the burst");
+    let (limit, wait) = limits.admit(&[check("session", &key, 2, 5)]).await.unwrap().expect("refused past the burst");
+    assert_eq!(limit, "session");
     assert!(wait > Duration::from_millis(300) && wait <= Duration::from_millis(500), "half a second at 2/s: {wait:?}");
     tokio::time::sleep(wait + Duration::from_millis(20)).await;
     assert_eq!(limits.admit(&[check("session", &key, 2, 5)]).await.unwrap(), None, "admitted once the wait is over");

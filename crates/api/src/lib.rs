@@ -16,6 +16,7 @@
 //! - [`demo`] — the demo data set of a first start.
 //! - [`probe`] — `health-check`: whether a running instance is ready, for container health checks.
 //! - [`telemetry`] — logging.
+//! - [`metrics`] — Prometheus metrics on a listener of their own.
 //! - [`texts`] — everything the service says to people, in English and Spanish.
 
 pub mod admin;
@@ -23,6 +24,7 @@ pub mod atm_file;
 pub mod cli;
 pub mod demo;
 pub mod http;
+pub mod metrics;
 pub mod obie;
 pub mod probe;
 pub mod settings;

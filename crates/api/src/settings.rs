@@ -189,6 +189,10 @@ pub struct ServeOptions {
     /// [default: none].
     #[arg(long, value_name = "URL")]
     pub redis_url: Option<String>,
+    /// Address of a second listener serving Prometheus metrics at /metrics; keep it off
+    /// the public network [default: none, no metrics].
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 /// The keys of the layers that no option has: a misspelt key must not be ignored.
@@ -305,6 +309,8 @@ pub struct Settings {
     pub shutdown_drain: Duration,
     /// The Redis the request limits are counted in, if they are shared.
     pub redis_url: Option<SecretString>,
+    /// Where Prometheus metrics are served, if anywhere.
+    pub metrics_listen: Option<SocketAddr>,
 }
 
 impl Settings {
@@ -507,6 +513,7 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         max_staleness: Duration::from_millis(max_staleness_ms),
         shutdown_drain: Duration::from_millis(shutdown_drain_ms),
         redis_url: options.redis_url.map(SecretString::from),
+        metrics_listen: options.metrics_listen,
     })
 }
 

@@ -79,6 +79,9 @@ pub enum StartupError {
     /// The shared request limits' URL is not usable.
     #[error("--redis-url: {0}")]
     Limits(String),
+    /// The metrics listener could not be started.
+    #[error("metrics: {0}")]
+    Metrics(String),
 }
 
 /// The operators' services over the store at `database_url`, migrated first: every
@@ -255,6 +258,8 @@ pub struct Application {
     store: Store,
     readiness: Arc<Readiness>,
     drain: Duration,
+    /// The metrics listener and its port, when `--metrics-listen` is given.
+    metrics: Option<(Server, u16)>,
 }
 
 impl Application {
@@ -273,6 +278,10 @@ impl Application {
     /// # Errors
     /// [`StartupError`] says what stopped it.
     pub async fn build_on(settings: Settings, store: Store) -> Result<Self, StartupError> {
+        if settings.metrics_listen.is_some() {
+            // Before the store is read: the first load sets gauges too.
+            crate::metrics::install().map_err(StartupError::Metrics)?;
+        }
         // One clock for the whole service: issuer and verifier, view, retention.
         let clock: Arc<dyn Clock> = Arc::new(SystemClock);
         let store = prepare(store, &clock, &settings).await?;
@@ -314,13 +323,25 @@ impl Application {
             jwks_cache_control: HeaderValue::from_str(&format!("public, max-age={}", settings.jwks_max_age.as_secs()))
                 .unwrap_or(HeaderValue::from_static("no-cache")),
             readiness: Arc::clone(&readiness),
-            atms: AtmLocator::new(view, settings.atm_page_size),
+            atms: AtmLocator::new(view.clone(), settings.atm_page_size),
             limits: Limits::new(&settings.limits, shared_limits(&settings)?),
             proxies: TrustedProxies::new(settings.trusted_proxies.clone(), settings.forwarded_header),
             public_base_url: settings.public_base_url.clone(),
             body_timeout: settings.client_request_timeout,
         });
         spawn_rate_limit_sweeper(state.clone());
+
+        let metrics = match settings.metrics_listen {
+            Some(address) => {
+                let view = Arc::clone(&view);
+                let gauges = move || {
+                    metrics::gauge!("branch_atm_view_age_seconds").set(view.age().as_secs_f64());
+                };
+                let (server, port) = crate::metrics::serve(address, gauges).map_err(StartupError::Metrics)?;
+                Some((server, port))
+            }
+            None => None,
+        };
 
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
@@ -345,7 +366,7 @@ impl Application {
             None => server.listen(listener)?,
         }
         .run();
-        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain })
+        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain, metrics })
     }
 
     /// The store the service runs on, for tools and tests that act behind the API (for
@@ -359,6 +380,11 @@ impl Application {
         self.port
     }
 
+    /// The port of the metrics listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics.as_ref().map(|(_, port)| *port)
+    }
+
     /// Serves until SIGTERM or SIGINT, drains for the drain period (readiness 503,
     /// `Connection: close` on every response), then stops accepting and lets the
     /// requests in flight finish (up to 15 s).
@@ -367,8 +393,16 @@ impl Application {
     /// The server's I/O error, if it fails.
     pub async fn run_until_stopped(self) -> std::io::Result<()> {
         let stopper = tokio::spawn(stop_on_signal(self.server.handle(), self.readiness, self.drain));
+        let metrics = self.metrics.map(|(server, _)| {
+            let handle = server.handle();
+            tokio::spawn(server);
+            handle
+        });
         let outcome = self.server.await;
         stopper.abort();
+        if let Some(metrics) = metrics {
+            metrics.stop(false).await;
+        }
         outcome
     }
 }

@@ -159,6 +159,9 @@ pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Resu
     let call = token_call(&request).map_err(fail)?;
     state.limits.issue(state.proxies.caller(&request), &call.request.client_id).await.map_err(fail)?;
     let grant = state.tokens.authorize(call.request).await.map_err(|e| fail(e.into()))?;
+    if crate::metrics::on() {
+        crate::metrics::token_issued();
+    }
 
     let body = serde_json::to_vec(&TokenResponse {
         access_token: &grant.access_token,

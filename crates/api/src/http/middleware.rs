@@ -51,6 +51,7 @@ pub async fn observe(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
+    let method = crate::metrics::on().then(|| request.method().clone());
     let uuid = valid_uuid_header(request.headers()).cloned();
     let page = super::cors::allowed_origin(&request).await;
     let span = tracing::info_span!(
@@ -65,6 +66,10 @@ pub async fn observe(
     }
     if let Some(allowed) = page {
         super::cors::expose(response.headers_mut(), allowed);
+    }
+    if let Some(method) = method {
+        let route = response.request().match_pattern();
+        crate::metrics::request_done(&method, route, response.status().as_u16(), started.elapsed().as_secs_f64());
     }
     if readiness.is_draining() {
         response.response_mut().head_mut().set_connection_type(ConnectionType::Close);

@@ -124,8 +124,8 @@ impl Limits {
         if let Some(answer) = self.ask_shared(shared).await {
             return answer;
         }
-        self.issue_per_caller.check(&caller).map_err(Failure::too_many_requests)?;
-        self.issue_per_client.check(client).map_err(Failure::too_many_requests)
+        self.issue_per_caller.check(&caller).map_err(|wait| refused("issue-caller", wait))?;
+        self.issue_per_client.check(client).map_err(|wait| refused("issue-client", wait))
     }
 
     /// Counts a bearer request made with `claims` from `caller`.
@@ -145,9 +145,9 @@ impl Limits {
         if let Some(answer) = self.ask_shared(shared).await {
             return answer;
         }
-        self.per_session.check(&claims.session).map_err(Failure::too_many_requests)?;
-        self.per_caller.check(&caller).map_err(Failure::too_many_requests)?;
-        self.per_client.check(&claims.client_id).map_err(Failure::too_many_requests)
+        self.per_session.check(&claims.session).map_err(|wait| refused("session", wait))?;
+        self.per_caller.check(&caller).map_err(|wait| refused("caller", wait))?;
+        self.per_client.check(&claims.client_id).map_err(|wait| refused("client", wait))
     }
 
     /// The shared limits and what to ask them, when there are some and they are not
@@ -171,7 +171,7 @@ impl Limits {
                 }
                 Some(Ok(()))
             }
-            Ok(Some(wait)) => Some(Err(Failure::too_many_requests(whole_seconds(wait)))),
+            Ok(Some((limit, wait))) => Some(Err(refused(limit, whole_seconds(wait)))),
             Err(error) => {
                 let until = self.elapsed_ms() + SHARED_RETRY_AFTER.as_millis() as u64;
                 if self.shared_down_until.swap(until, Ordering::Relaxed) == 0 {
@@ -194,6 +194,14 @@ impl Limits {
         self.per_caller.forget_idle();
         self.per_client.forget_idle();
     }
+}
+
+/// A 429 for `limit`, counted.
+fn refused(limit: &'static str, wait_seconds: u64) -> Failure {
+    if crate::metrics::on() {
+        crate::metrics::rate_limited(limit);
+    }
+    Failure::too_many_requests(wait_seconds)
 }
 
 /// What the shared limits are asked for one limit.

@@ -147,11 +147,19 @@ pub enum Unauthenticated {
 /// the `client_id` header, then [`BearerCheck::authenticate`]. The reason for a refusal
 /// goes to the log only.
 pub async fn authenticate(bearer: &BearerCheck, headers: &HeaderMap) -> Result<AccessClaims, Unauthenticated> {
-    let token = bearer_token(headers).ok_or(Unauthenticated::Refused)?;
+    let Some(token) = bearer_token(headers) else {
+        if crate::metrics::on() {
+            crate::metrics::refused("bearer", "no bearer token");
+        }
+        return Err(Unauthenticated::Refused);
+    };
     let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(Unauthenticated::Invalid)?;
     bearer.authenticate(token, &client_id).await.map_err(|error| match error {
         BearerError::Refused(reason) => {
             tracing::info!(reason, "bearer token refused");
+            if crate::metrics::on() {
+                crate::metrics::refused("bearer", reason);
+            }
             Unauthenticated::Refused
         }
         BearerError::Unavailable(cause) => Unauthenticated::Unavailable(cause),

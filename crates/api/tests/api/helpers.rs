@@ -56,6 +56,8 @@ pub struct TestApp {
     pub _database: Option<TestDatabase>,
     /// Takes the app's store down and brings it back.
     pub outage: OutageSwitch,
+    /// The metrics listener's port, when the settings name one.
+    pub metrics_port: Option<u16>,
 }
 
 /// A token and the session it opened.
@@ -124,6 +126,7 @@ impl TestApp {
         let (store, outage) = with_outage_switch(Store::open(&database_url).await.unwrap());
         let application = Application::build_on(settings.clone(), store).await.expect("the app starts");
         let port = application.port();
+        let metrics_port = application.metrics_port();
         tokio::spawn(application.run_until_stopped());
         TestApp {
             address: format!("http://127.0.0.1:{port}"),
@@ -133,6 +136,7 @@ impl TestApp {
             folder,
             _database: database,
             outage,
+            metrics_port,
         }
     }
 }

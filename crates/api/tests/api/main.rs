@@ -12,6 +12,7 @@ mod helpers;
 mod imports;
 mod instances;
 mod limits;
+mod metrics;
 mod openapi;
 mod routes;
 mod tls;

@@ -157,10 +157,14 @@ pub struct SharedLimitsUnavailable(pub String);
 pub trait SharedLimits: Send + Sync {
     /// Counts one request against each of `checks` in order (narrowest first), stopping
     /// at the first that refuses it, so a refused request takes nothing from the later,
-    /// wider limits. `None` when every limit admits it; else how long to wait.
+    /// wider limits. `None` when every limit admits it; else the limit that refused it
+    /// (its [`LimitCheck::limit`]) and how long to wait.
     ///
     /// # Errors
     /// [`SharedLimitsUnavailable`] when the counts cannot be reached within a few
     /// milliseconds; the caller then limits on its own.
-    async fn admit(&self, checks: &[LimitCheck]) -> Result<Option<std::time::Duration>, SharedLimitsUnavailable>;
+    async fn admit(
+        &self,
+        checks: &[LimitCheck],
+    ) -> Result<Option<(&'static str, std::time::Duration)>, SharedLimitsUnavailable>;
 }

@@ -30,6 +30,17 @@ pub enum ClientRefusal {
     RegistrationMismatch,
 }
 
+impl ClientRefusal {
+    /// A short name of the reason, for counting refusals (never told to the caller).
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Unknown => "unknown client",
+            Self::Disabled => "disabled client",
+            Self::RegistrationMismatch => "registration mismatch",
+        }
+    }
+}
+
 /// Why a token was not issued.
 #[derive(Debug, thiserror::Error)]
 pub enum AuthorizeError {

@@ -115,6 +115,9 @@ impl From<AuthorizeError> for Failure {
         match error {
             AuthorizeError::Unauthorized(reason) => {
                 tracing::info!(?reason, "client refused");
+                if crate::metrics::on() {
+                    crate::metrics::refused("authorize", reason.label());
+                }
                 Self::unauthorized()
             }
             AuthorizeError::RedirectUriNotRegistered => Self::invalid("redirect_uri", Message::RedirectUri),

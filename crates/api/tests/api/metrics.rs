@@ -1,0 +1,44 @@
+//! Prometheus metrics on their own listener: OpenTelemetry's HTTP request duration by
+//! route template, and the service's own counts.
+
+use crate::helpers::{TestApp, demo_authorize_query};
+
+async fn scrape(app: &TestApp) -> String {
+    let port = app.metrics_port.expect("a metrics listener");
+    reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap()
+}
+
+/// The value of the first sample whose line starts with `series` (name and labels).
+fn sample(text: &str, series: &str) -> Option<f64> {
+    text.lines().find(|line| line.starts_with(series))?.rsplit(' ').next()?.parse().ok()
+}
+
+#[tokio::test]
+async fn metrics_are_served_on_their_own_listener_with_route_templates_and_the_services_counts() {
+    let app = TestApp::with_demo_and(|settings| settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap())).await;
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
+    let forged = crate::helpers::Session { token: format!("{}x", session.token), sid: session.sid.clone() };
+    assert_eq!(app.wait_times(&forged, &["00001"]).await.status(), 401);
+    let probe = app.http.get(format!("{}/api/v1/atms/secret-{}", app.address, uuid::Uuid::new_v4())).send();
+    assert_eq!(probe.await.unwrap().status(), 404);
+    assert_eq!(app.authorize(&demo_authorize_query()).await.status(), 200);
+
+    let text = scrape(&app).await;
+    let route = r#"http_server_request_duration_seconds_bucket{http_request_method="GET",http_route="/api/v1/authorize",http_response_status_code="200",le="0.005"}"#;
+    assert!(sample(&text, route).is_some(), "OTel's first bucket for the authorize route:\n{text}");
+    assert!(text.contains(
+        r#"http_route="/api/v1/open-banking/channels/branch/waittime/retrieve",http_response_status_code="401""#
+    ));
+    assert!(text.contains(r#"http_route="unmatched""#), "unmatched paths as one value");
+    assert!(!text.contains("secret-"), "never the raw path");
+    assert!(sample(&text, "branch_atm_tokens_issued_total").is_some_and(|n| n >= 2.0));
+    assert!(text.contains(r#"branch_atm_refusals_total{operation="bearer",reason="malformed token"}"#), "{text}");
+    assert_eq!(sample(&text, "branch_atm_atms "), Some(1200.0), "the demo set's ATMs held");
+    assert_eq!(sample(&text, "branch_atm_wait_time_entries "), Some(300.0));
+    assert!(sample(&text, "branch_atm_view_age_seconds ").is_some_and(|age| age < 5.0));
+    assert!(text.contains("branch_atm_token_batch_size_bucket"), "group-commit batch sizes");
+
+    let public = app.http.get(format!("{}/metrics", app.address)).send().await.unwrap();
+    assert_eq!(public.status(), 404, "never on the public port");
+}
