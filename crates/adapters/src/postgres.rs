@@ -18,8 +18,8 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmKey, AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable,
-    TokenArchive, WaitTimeRecords,
+    AtmKey, AtmRecords, ChannelRecords, ClientRecords, ImportKind, ImportLog, ImportOutcome, ImportTally,
+    SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -269,6 +269,32 @@ impl ChangeFeed for Listening {
             }
             None => Ok(Notice::Reconnected),
         }
+    }
+}
+
+#[async_trait]
+impl ImportLog for PostgresStore {
+    async fn record(&self, kind: ImportKind, outcome: ImportOutcome, at: i64) -> Result<(), StoreUnavailable> {
+        sqlx::query(
+            "INSERT INTO import_runs (kind, outcome, runs, last_at) VALUES ($1, $2, 1, $3) \
+             ON CONFLICT (kind, outcome) DO UPDATE SET runs = import_runs.runs + 1, last_at = excluded.last_at",
+        )
+        .bind(kind.label())
+        .bind(outcome.label())
+        .bind(at)
+        .execute(&self.pool)
+        .await
+        .map_err(unavailable)?;
+        Ok(())
+    }
+
+    async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable> {
+        let rows: Vec<rows::ImportRunRow> =
+            sqlx::query_as("SELECT kind, outcome, runs, last_at FROM import_runs ORDER BY kind, outcome")
+                .fetch_all(&self.pool)
+                .await
+                .map_err(unavailable)?;
+        Ok(rows::import_tally(rows))
     }
 }
 

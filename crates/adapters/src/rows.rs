@@ -163,3 +163,22 @@ pub fn signing_key(
 ) -> SigningKey {
     SigningKey { kid, private_pkcs8, public_key, created_at, activates_at, retired_at }
 }
+
+/// `import_runs`: kind, outcome, runs, last run's time.
+pub type ImportRunRow = (String, String, i64, i64);
+
+/// The counts of `rows`; a kind or outcome this build does not know (a newer one wrote
+/// it) is left out, not an error: the counts are for watching, never for deciding.
+pub fn import_tally(rows: Vec<ImportRunRow>) -> Vec<domain::ports::ImportTally> {
+    use domain::ports::{ImportKind, ImportOutcome, ImportTally};
+    rows.into_iter()
+        .filter_map(|(kind, outcome, runs, last_at)| {
+            Some(ImportTally {
+                kind: ImportKind::ALL.into_iter().find(|k| k.label() == kind)?,
+                outcome: ImportOutcome::ALL.into_iter().find(|o| o.label() == outcome)?,
+                runs: u64::try_from(runs).ok()?,
+                last_at,
+            })
+        })
+        .collect()
+}

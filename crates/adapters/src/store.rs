@@ -10,8 +10,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
-    WaitTimeRecords,
+    AtmRecords, ChannelRecords, ClientRecords, ImportLog, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    TokenArchive, WaitTimeRecords,
 };
 
 use crate::key_seal::{KeyEncryptionKey, SealedKeys};
@@ -199,6 +199,8 @@ pub struct Store {
     pub tokens: Arc<dyn TokenArchive>,
     /// What the store holds.
     pub inventory: Arc<dyn StoreInventory>,
+    /// Imports run against the store, by outcome.
+    pub imports: Arc<dyn ImportLog>,
 }
 
 impl Store {
@@ -214,6 +216,7 @@ impl Store {
             + SigningKeyRecords
             + TokenArchive
             + StoreInventory
+            + ImportLog
             + KeyVault
             + 'static,
     {
@@ -228,6 +231,7 @@ impl Store {
             keys: backend.clone(),
             vault: backend.clone(),
             tokens: backend.clone(),
+            imports: backend.clone(),
             inventory: backend,
         }
     }

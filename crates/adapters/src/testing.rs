@@ -10,8 +10,8 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, Clock, SigningKeyRecords, StoreInventory, StoreUnavailable,
-    TokenArchive, TokenSigner as _, WaitTimeRecords,
+    AtmRecords, ChannelRecords, ClientRecords, Clock, ImportKind, ImportLog, ImportOutcome, ImportTally,
+    SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _, WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -215,6 +215,19 @@ impl StoreInventory for Switched {
     async fn contents(&self) -> Result<StoreContents, StoreUnavailable> {
         self.switch.check()?;
         self.inner.inventory.contents().await
+    }
+}
+
+#[async_trait]
+impl ImportLog for Switched {
+    async fn record(&self, kind: ImportKind, outcome: ImportOutcome, at: i64) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.imports.record(kind, outcome, at).await
+    }
+
+    async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.imports.tally().await
     }
 }
 

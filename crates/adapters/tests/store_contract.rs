@@ -377,6 +377,25 @@ async fn an_atm_set_changes_by_its_differences_in_one_step(store: &Store) {
     assert!(store.view.revisions().await.unwrap().atms > before, "the change is counted");
 }
 
+async fn imports_are_counted_by_kind_and_outcome_with_the_last_time(store: &Store) {
+    use domain::ports::{ImportKind, ImportOutcome, ImportTally};
+    assert_eq!(store.imports.tally().await.unwrap(), vec![], "a new store has counted nothing");
+    store.imports.record(ImportKind::Atms, ImportOutcome::Applied, NOW).await.unwrap();
+    store.imports.record(ImportKind::Atms, ImportOutcome::Refused, NOW + 1).await.unwrap();
+    store.imports.record(ImportKind::Atms, ImportOutcome::Applied, NOW + 2).await.unwrap();
+    store.imports.record(ImportKind::WaitTimes, ImportOutcome::Unchanged, NOW + 3).await.unwrap();
+    let tally = store.imports.tally().await.unwrap();
+    let of = |kind, outcome, runs, last_at| ImportTally { kind, outcome, runs, last_at };
+    assert_eq!(
+        tally,
+        vec![
+            of(ImportKind::Atms, ImportOutcome::Applied, 2, NOW + 2),
+            of(ImportKind::Atms, ImportOutcome::Refused, 1, NOW + 1),
+            of(ImportKind::WaitTimes, ImportOutcome::Unchanged, 1, NOW + 3),
+        ]
+    );
+}
+
 async fn a_closed_store_answers_unavailable(store: &Store) {
     store.lifecycle.close().await;
     assert!(store.lifecycle.ping().await.is_err());
@@ -423,6 +442,7 @@ macro_rules! every_check {
             every_write_moves_its_change_counter,
             the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order,
             an_atm_set_changes_by_its_differences_in_one_step,
+            imports_are_counted_by_kind_and_outcome_with_the_last_time,
             a_closed_store_answers_unavailable,
             a_view_that_cannot_reach_its_store_stops_vouching_for_its_data,
             the_view_serves_what_the_store_holds_and_follows_its_changes,

@@ -12,7 +12,7 @@ use domain::client::{
     Origin, RedirectUri,
 };
 use domain::input::Expected;
-use domain::ports::Clock;
+use domain::ports::{Clock, ImportKind};
 use domain::services::access::{AccessChange, ChannelAccess};
 use domain::services::clients::ClientAdmin;
 use domain::services::imports::{AtmImport, AtmSetChanges, DataImport, ImportRules, ImportWaitTimesError};
@@ -251,7 +251,16 @@ fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
 pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
     let WaitTimesAction::Import { file, dry_run } = action;
     let in_file = |e: CommandError| CommandError(format!("{}: {e}", file.display()));
-    let read = parse_wait_times(open(&file)?, operators.clock.unix_now()).map_err(in_file)?;
+    let read =
+        match open(&file).and_then(|opened| parse_wait_times(opened, operators.clock.unix_now()).map_err(in_file)) {
+            Ok(read) => read,
+            Err(error) => {
+                if !dry_run {
+                    operators.imports.invalid_file(ImportKind::WaitTimes).await;
+                }
+                return Err(error);
+            }
+        };
     let changes = operators
         .imports
         .wait_times(&read.estimates, dry_run)
@@ -304,7 +313,17 @@ pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), Comman
             (file, ImportRules { max_shrink_percent, allow_shrink, dry_run })
         }
     };
-    let read = crate::atm_file::read(open(&file)?).map_err(|e| CommandError(format!("{}: {e}", file.display())))?;
+    let read = open(&file)
+        .and_then(|opened| crate::atm_file::read(opened).map_err(|e| CommandError(format!("{}: {e}", file.display()))));
+    let read = match read {
+        Ok(read) => read,
+        Err(error) => {
+            if !rules.dry_run {
+                imports.invalid_file(ImportKind::Atms).await;
+            }
+            return Err(error);
+        }
+    };
     for warning in &read.warnings {
         println!("warning: {warning}");
     }

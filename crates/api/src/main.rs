@@ -25,8 +25,13 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
     let (common, settings) = resolve(&cli).map_err(|e| CommandError(e.to_string()))?;
     let command = match cli.command {
         None | Some(Command::Serve(_)) => {
-            telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
-            return serve(settings).await;
+            // Held until the service returns: dropping it writes the log's last lines.
+            let _flush_logs =
+                telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
+            let served = serve(settings).await;
+            // The workers have stopped: their last access lines go to the log writer.
+            api::http::access_log::flush();
+            return served;
         }
         Some(command) => command,
     };

@@ -8,11 +8,13 @@
 //! `branch_atm_`. Every name and label is in `docs/operations.md`.
 
 use std::net::SocketAddr;
-use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
+use std::time::Duration;
 
 use actix_web::dev::Server;
 use actix_web::{App, HttpResponse, HttpServer, web};
+use domain::ports::{ImportLog, ImportTally};
 use metrics_exporter_prometheus::{Matcher, PrometheusBuilder, PrometheusHandle};
 
 /// OpenTelemetry's `http.server.request.duration`, in seconds.
@@ -67,23 +69,30 @@ fn recorder() -> Result<&'static PrometheusHandle, String> {
 }
 
 /// Serves `GET /metrics` on `listen`; `before_render` sets the gauges read at scrape
-/// time (the view's age, what it holds). Returns the server and the port it bound.
+/// time (the view's age, what it holds), and the counts of imports are read from
+/// `imports` (the store) at each scrape. Returns the server and the port it bound.
 ///
 /// # Errors
 /// Why the recorder could not be installed or the address bound.
 pub fn serve(
     listen: SocketAddr,
     before_render: impl Fn() + Send + Sync + Clone + 'static,
+    imports: Arc<dyn ImportLog>,
 ) -> Result<(Server, u16), String> {
     let handle = recorder()?;
     let server = HttpServer::new(move || {
         let before_render = before_render.clone();
+        let imports = Arc::clone(&imports);
         App::new().route(
             "/metrics",
             web::get().to(move || {
                 before_render();
-                let body = handle.render();
-                async move { HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(body) }
+                let imports = Arc::clone(&imports);
+                async move {
+                    count_imports(imports.as_ref()).await;
+                    let body = handle.render();
+                    HttpResponse::Ok().content_type("text/plain; version=0.0.4; charset=utf-8").body(body)
+                }
             }),
         )
     })
@@ -93,6 +102,34 @@ pub fn serve(
     .map_err(|e| format!("--metrics-listen {listen}: {e}"))?;
     let port = server.addrs().first().map_or(listen.port(), SocketAddr::port);
     Ok((server.run(), port))
+}
+
+/// The longest a scrape waits for the store's counts of imports; then it shows the
+/// counts it read last.
+const IMPORT_COUNTS_DEADLINE: Duration = Duration::from_millis(500);
+
+/// Sets `branch_atm_imports_total` and `branch_atm_import_last_seconds` from the store:
+/// imports are commands of their own on any host, so the store is where they are counted
+/// (the same figures on every instance).
+async fn count_imports(imports: &dyn ImportLog) {
+    let tally = match actix_web::rt::time::timeout(IMPORT_COUNTS_DEADLINE, imports.tally()).await {
+        Ok(Ok(tally)) => tally,
+        Ok(Err(error)) => {
+            tracing::warn!(%error, "the counts of imports could not be read for the metrics");
+            adapters::token_writer::store_error("import_counts");
+            return;
+        }
+        Err(_) => {
+            adapters::token_writer::store_error("import_counts");
+            return;
+        }
+    };
+    for ImportTally { kind, outcome, runs, last_at } in tally {
+        let labels = [("kind", kind.label()), ("outcome", outcome.label())];
+        metrics::counter!("branch_atm_imports_total", &labels).absolute(runs);
+        #[allow(clippy::cast_precision_loss)] // Unix seconds fit an f64's 53 bits exactly.
+        metrics::gauge!("branch_atm_import_last_seconds", &labels).set(last_at as f64);
+    }
 }
 
 /// The `http_response_status_code` label of `status`, without allocating for the
@@ -123,13 +160,35 @@ pub fn status_label(status: u16) -> &'static str {
 /// Records one request's duration under its method, route template and status.
 pub fn request_done(method: &actix_web::http::Method, route: Option<String>, status: u16, seconds: f64) {
     let route = route.unwrap_or_else(|| UNMATCHED_ROUTE.to_owned());
-    metrics::histogram!(
-        HTTP_DURATION,
-        "http_request_method" => method_label(method),
-        "http_route" => route,
-        "http_response_status_code" => status_label(status),
-    )
-    .record(seconds);
+    let (method, status) = (method_label(method), status_label(status));
+    HISTOGRAMS.with_borrow_mut(|by_route| {
+        if let Some(series) = by_route.get(route.as_str())
+            && let Some((_, _, histogram)) =
+                series.iter().find(|(m, s, _)| std::ptr::eq(*m, method) && std::ptr::eq(*s, status))
+        {
+            histogram.record(seconds);
+            return;
+        }
+        let histogram = metrics::histogram!(
+            HTTP_DURATION,
+            "http_request_method" => method,
+            "http_route" => route.clone(),
+            "http_response_status_code" => status,
+        );
+        histogram.record(seconds);
+        by_route.entry(route).or_default().push((method, status, histogram));
+    });
+}
+
+/// One request-duration series of a route: its method and status labels and its handle.
+type Series = (&'static str, &'static str, metrics::Histogram);
+
+thread_local! {
+    /// Each worker thread's handles of the request-duration series it has recorded, by
+    /// route then (method, status) label: a request then costs a lookup of its route,
+    /// not the registry's hashing of three labels.
+    static HISTOGRAMS: std::cell::RefCell<std::collections::HashMap<String, Vec<Series>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
 }
 
 /// The method label: the request's method when it is a known one, `_OTHER` otherwise

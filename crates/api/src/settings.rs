@@ -9,6 +9,7 @@ use std::num::NonZeroU32;
 use std::path::PathBuf;
 use std::time::Duration;
 
+use crate::http::access_log::AccessLog;
 use clap::{Args, ValueEnum};
 use figment::Figment;
 use figment::providers::{Env, Format as _, Serialized, Toml};
@@ -193,6 +194,10 @@ pub struct ServeOptions {
     /// the public network [default: none, no metrics].
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
+    /// Which requests the access log writes: all, errors (4xx and 5xx), off
+    /// [default: all].
+    #[arg(long, value_enum)]
+    pub access_log: Option<AccessLog>,
 }
 
 /// The keys of the layers that no option has: a misspelt key must not be ignored.
@@ -311,6 +316,8 @@ pub struct Settings {
     pub redis_url: Option<SecretString>,
     /// Where Prometheus metrics are served, if anywhere.
     pub metrics_listen: Option<SocketAddr>,
+    /// Which requests the access log writes.
+    pub access_log: AccessLog,
 }
 
 impl Settings {
@@ -333,6 +340,8 @@ impl Settings {
         settings.demo_data = false;
         settings.public_base_url = "http://127.0.0.1".to_owned();
         settings.limits = RateLimits::unlimited();
+        // Tests read answers, not access lines; a test of the access log runs the binary.
+        settings.access_log = AccessLog::Off;
         settings
     }
 }
@@ -514,6 +523,7 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         shutdown_drain: Duration::from_millis(shutdown_drain_ms),
         redis_url: options.redis_url.map(SecretString::from),
         metrics_listen: options.metrics_listen,
+        access_log: options.access_log.unwrap_or_default(),
     })
 }
 

@@ -97,7 +97,12 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
     Ok(Operators {
         clients: ClientAdmin::new(Arc::clone(&store.clients), Arc::clone(&store.tokens), Arc::clone(&clock)),
         access: ChannelAccess::new(Arc::clone(&store.channels)),
-        imports: DataImport::new(Arc::clone(&store.wait_times), Arc::clone(&store.atms), Arc::clone(&clock)),
+        imports: DataImport::new(
+            Arc::clone(&store.wait_times),
+            Arc::clone(&store.atms),
+            Arc::clone(&store.imports),
+            Arc::clone(&clock),
+        ),
         keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(&clock)),
         tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
         clock,
@@ -337,7 +342,8 @@ impl Application {
                 let gauges = move || {
                     metrics::gauge!("branch_atm_view_age_seconds").set(view.age().as_secs_f64());
                 };
-                let (server, port) = crate::metrics::serve(address, gauges).map_err(StartupError::Metrics)?;
+                let (server, port) = crate::metrics::serve(address, gauges, Arc::clone(&store.imports))
+                    .map_err(StartupError::Metrics)?;
                 Some((server, port))
             }
             None => None,
@@ -346,10 +352,16 @@ impl Application {
         let listener = TcpListener::bind(settings.listen)?;
         let port = listener.local_addr()?.port();
         let draining = Arc::clone(&readiness);
+        let access_log = settings.access_log;
+        if access_log != http::access_log::AccessLog::Off {
+            http::access_log::start_flushing();
+        }
         let mut server = HttpServer::new(move || {
             let readiness = Arc::clone(&draining);
             App::new()
-                .wrap(from_fn(move |request, next| http::middleware::observe(Arc::clone(&readiness), request, next)))
+                .wrap(from_fn(move |request, next| {
+                    http::middleware::observe(Arc::clone(&readiness), access_log, request, next)
+                }))
                 .wrap(http::middleware::security_headers())
                 .app_data(state.clone())
                 .configure(http::routes)

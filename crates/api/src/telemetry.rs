@@ -3,11 +3,12 @@
 
 use std::fmt::Write as _;
 use std::io::IsTerminal as _;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use tracing::field::{Field, Visit};
 use tracing::{Event, Level, Subscriber};
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
 use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
@@ -23,9 +24,35 @@ pub enum Sink {
     Stderr,
 }
 
+/// The service's log writer: lines go to a thread that writes them to stdout in batches,
+/// so no request waits on the terminal or the pipe (the access log writes here too).
+static LOG_WRITER: OnceLock<NonBlocking> = OnceLock::new();
+
+/// The format the service's logs are written in, once [`init`] chose it.
+static LOG_FORMAT: OnceLock<LogFormat> = OnceLock::new();
+
+/// Lines the log writer holds before it drops new ones rather than make a request wait.
+const BUFFERED_LINES: usize = 100_000;
+
+/// The service's log writer, once [`init`] set it up for the service (not for a command).
+pub fn log_writer() -> Option<NonBlocking> {
+    LOG_WRITER.get().cloned()
+}
+
+/// Whether the service's log writer is set up (the access log writes nothing before).
+pub fn log_writer_ready() -> bool {
+    LOG_WRITER.get().is_some()
+}
+
+/// The service's log format, once [`init`] chose it.
+pub fn log_format() -> LogFormat {
+    LOG_FORMAT.get().copied().unwrap_or(LogFormat::Json)
+}
+
 /// Installs the global subscriber. `format` defaults to pretty on a terminal and JSON
-/// otherwise. A second call (tests) is a no-op.
-pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) {
+/// otherwise. A second call (tests) is a no-op. For the service (`Sink::Stdout`) the
+/// returned guard flushes the log writer's last lines when dropped: keep it until exit.
+pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) -> Option<WorkerGuard> {
     let terminal = match sink {
         Sink::Stdout => std::io::stdout().is_terminal(),
         Sink::Stderr => std::io::stderr().is_terminal(),
@@ -35,16 +62,34 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) {
     let malformed = MalformedRequests::start(SUMMARY_INTERVAL);
     let registry = tracing_subscriber::registry().with(malformed).with(filter);
     let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal);
-    let _ = match (format, sink) {
-        (LogFormat::Json, Sink::Stdout) => registry
+    let mut guard = None;
+    if let Sink::Stdout = sink {
+        let (writer, flusher) = NonBlockingBuilder::default()
+            .lossy(true)
+            .buffered_lines_limit(BUFFERED_LINES)
+            .thread_name("log-writer")
+            .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()));
+        if LOG_WRITER.set(writer).is_ok() {
+            guard = Some(flusher);
+        }
+        let _ = LOG_FORMAT.set(format);
+    }
+    let stdout = || LOG_WRITER.get().cloned();
+    let _ = match (format, sink, stdout()) {
+        (LogFormat::Json, Sink::Stdout, Some(writer)) => {
+            registry.with(fmt.json().with_current_span(true).with_span_list(false).with_writer(writer)).try_init()
+        }
+        (LogFormat::Pretty, Sink::Stdout, Some(writer)) => registry.with(fmt.compact().with_writer(writer)).try_init(),
+        (LogFormat::Json, Sink::Stdout, None) => registry
             .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout))
             .try_init(),
-        (LogFormat::Json, Sink::Stderr) => registry
+        (LogFormat::Json, Sink::Stderr, _) => registry
             .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr))
             .try_init(),
-        (LogFormat::Pretty, Sink::Stdout) => registry.with(fmt.compact().with_writer(std::io::stdout)).try_init(),
-        (LogFormat::Pretty, Sink::Stderr) => registry.with(fmt.compact().with_writer(std::io::stderr)).try_init(),
+        (LogFormat::Pretty, Sink::Stdout, None) => registry.with(fmt.compact().with_writer(std::io::stdout)).try_init(),
+        (LogFormat::Pretty, Sink::Stderr, _) => registry.with(fmt.compact().with_writer(std::io::stderr)).try_init(),
     };
+    guard
 }
 
 /// At most one summary line of malformed requests per this interval.

@@ -11,6 +11,9 @@ use actix_web::http::header::HeaderName;
 use actix_web::middleware::{DefaultHeaders, Next};
 use tracing::Instrument as _;
 
+use domain::client::ClientId;
+
+use super::access_log::{AccessLine, AccessLog};
 use super::meta::Readiness;
 use super::request::{UUID_HEADER, valid_uuid_header};
 
@@ -41,45 +44,77 @@ pub fn docs_headers() -> DefaultHeaders {
 
 /// Runs each request in a span carrying its `uuid` (the correlation id), echoes a valid
 /// `uuid` as a response header, marks answers to browser pages for CORS
-/// ([`super::cors`]), and logs one line per request with status and latency.
-/// While the service drains before it stops, every response says `Connection: close`,
-/// so a keep-alive client sends its next request elsewhere instead of into a connection
-/// about to close.
+/// ([`super::cors`]), records its metrics, and writes its access line
+/// ([`super::access_log`]). While the service drains before it stops, every response
+/// says `Connection: close`, so a keep-alive client sends its next request elsewhere
+/// instead of into a connection about to close.
 pub async fn observe(
     readiness: Arc<Readiness>,
+    access: AccessLog,
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let method = crate::metrics::on().then(|| request.method().clone());
+    let metrics = crate::metrics::on();
+    let method = (metrics || access != AccessLog::Off).then(|| request.method().clone());
     let uuid = valid_uuid_header(request.headers()).cloned();
     let page = super::cors::allowed_origin(&request).await;
-    let span = tracing::info_span!(
-        "request",
-        method = %request.method(),
-        path = %request.path(),
-        uuid = uuid.as_ref().and_then(|v| v.to_str().ok()).unwrap_or(""),
-    );
-    let mut response = next.call(request).instrument(span.clone()).await?;
+    let who = (access != AccessLog::Off).then(|| (client_id_of(&request), caller_of(&request)));
+    // The span carries the correlation id into whatever the request logs; a request
+    // without one (health checks, most probes) has nothing to correlate and gets none.
+    let span = match uuid.as_ref().and_then(|v| v.to_str().ok()) {
+        Some(uuid) => tracing::info_span!("request", uuid),
+        None => tracing::Span::none(),
+    };
+    let mut response = next.call(request).instrument(span).await?;
+    let status = response.status().as_u16();
+    if let Some(method) = method {
+        let route = response.request().match_pattern();
+        let elapsed = started.elapsed();
+        if metrics {
+            crate::metrics::request_done(&method, route.clone(), status, elapsed.as_secs_f64());
+        }
+        if access.writes(status) {
+            let (client_id, caller) = who.unwrap_or_default();
+            AccessLine {
+                method: &method,
+                route: route.as_deref(),
+                status,
+                micros: elapsed.as_micros() as u64,
+                uuid: uuid.as_ref().and_then(|v| v.to_str().ok()),
+                client_id: client_id.as_ref().map(ClientId::as_str),
+                caller,
+            }
+            .write(crate::telemetry::log_format());
+        }
+    }
     if let Some(uuid) = uuid {
         response.headers_mut().insert(HeaderName::from_static(UUID_HEADER), uuid);
     }
     if let Some(allowed) = page {
         super::cors::expose(response.headers_mut(), allowed);
     }
-    if let Some(method) = method {
-        let route = response.request().match_pattern();
-        crate::metrics::request_done(&method, route, response.status().as_u16(), started.elapsed().as_secs_f64());
-    }
     if readiness.is_draining() {
         response.response_mut().head_mut().set_connection_type(ConnectionType::Close);
     }
-    span.in_scope(|| {
-        tracing::info!(
-            status = response.status().as_u16(),
-            micros = started.elapsed().as_micros() as u64,
-            "request completed"
-        );
-    });
     Ok(response)
+}
+
+/// The client a request names (the `client_id` header, or the token request's query
+/// parameter), when it is a valid client id.
+fn client_id_of(request: &ServiceRequest) -> Option<ClientId> {
+    let header = request.headers().get("client_id").and_then(|value| value.to_str().ok());
+    let raw = match header {
+        Some(value) => std::borrow::Cow::Borrowed(value),
+        None => form_urlencoded::parse(request.query_string().as_bytes())
+            .find(|(name, _)| name == "client_id")
+            .map(|(_, value)| value)?,
+    };
+    ClientId::parse(&raw).ok()
+}
+
+/// The caller's address: the peer, or what a trusted proxy reports.
+fn caller_of(request: &ServiceRequest) -> Option<std::net::IpAddr> {
+    let state = request.app_data::<actix_web::web::Data<super::AppState>>()?;
+    Some(state.proxies.caller(request.request()))
 }

@@ -5,6 +5,7 @@
 //! [`errors`]: domain errors convert there, one `From` per operation; handlers never
 //! choose a status. Texts come from [`crate::texts`].
 
+pub mod access_log;
 pub mod atms;
 pub mod authorize;
 pub mod caller;

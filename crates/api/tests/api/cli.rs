@@ -315,10 +315,59 @@ async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
 
     let live = reqwest::get(format!("{address}/api/health/live")).await.unwrap();
     assert_eq!(live.text().await.unwrap(), r#"{"status":"up"}"#);
+    let token = reqwest::Client::new()
+        .get(format!("{address}/api/v1/authorize"))
+        .query(&crate::helpers::demo_authorize_query())
+        .header("uuid", crate::helpers::UUID)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(token.status(), 200);
     let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
     assert!(killed.success());
     let status = server.wait().unwrap();
     assert!(status.success(), "a SIGTERM is a clean stop: {status:?}");
+
+    // The access log (on by default, whatever --log-filter says): one JSON line a
+    // request, written out by the time the service has stopped.
+    let access: Vec<Value> = lines
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|line| line["target"] == "access")
+        .collect();
+    let issued = access.iter().find(|line| line["route"] == "/api/v1/authorize").expect("the token request's line");
+    assert_eq!((issued["method"].as_str(), issued["status"].as_u64()), (Some("GET"), Some(200)));
+    assert_eq!(issued["uuid"], crate::helpers::UUID);
+    assert_eq!((issued["client_id"].as_str(), issued["caller"].as_str()), (Some("demo-mobile-app"), Some("127.0.0.1")));
+    assert!(issued["micros"].as_u64().is_some() && issued["timestamp"].is_string(), "{issued}");
+    assert!(access.iter().any(|line| line["route"] == "/api/health/live"), "{access:?}");
+}
+
+/// `--access-log errors` writes a line for a refused request only.
+#[tokio::test]
+async fn the_access_log_can_keep_only_errors() {
+    use std::io::{BufRead as _, BufReader};
+    let fresh = fresh_database();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_branch-atm"))
+        .args(["--database-url", &fresh.url, "serve", "--listen", "127.0.0.1:0", "--shutdown-drain-ms", "0"])
+        .args(["--access-log", "errors", "--log-filter", "warn"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first.strip_prefix("branch-atm listening on ").unwrap().to_owned();
+    assert_eq!(reqwest::get(format!("{address}/api/health/live")).await.unwrap().status(), 200);
+    assert_eq!(reqwest::get(format!("{address}/api/no-such-thing")).await.unwrap().status(), 404);
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    server.wait().unwrap();
+    let access: Vec<Value> = lines
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|line| line["target"] == "access")
+        .collect();
+    assert_eq!(access.len(), 1, "{access:?}");
+    assert_eq!((access[0]["route"].as_str(), access[0]["status"].as_u64()), (Some("unmatched"), Some(404)));
 }
 
 #[tokio::test]

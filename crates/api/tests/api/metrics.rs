@@ -1,6 +1,7 @@
 //! Prometheus metrics on their own listener: OpenTelemetry's HTTP request duration by
-//! route template, and the service's own counts.
+//! route template, and the service's own counts, imports run by the CLI among them.
 
+use crate::cli::{branch_atm, stdout};
 use crate::helpers::{TestApp, demo_authorize_query};
 
 async fn scrape(app: &TestApp) -> String {
@@ -38,6 +39,34 @@ async fn metrics_are_served_on_their_own_listener_with_route_templates_and_the_s
     assert_eq!(sample(&text, "branch_atm_wait_time_entries "), Some(300.0));
     assert!(sample(&text, "branch_atm_view_age_seconds ").is_some_and(|age| age < 5.0));
     assert!(text.contains("branch_atm_token_batch_size_bucket"), "group-commit batch sizes");
+
+    // Imports are commands of their own; the store counts them, so every instance shows them.
+    let folder = tempfile::tempdir().unwrap();
+    let set = folder.path().join("atms.json");
+    let set = set.to_str().unwrap();
+    let times = folder.path().join("times.csv");
+    std::fs::write(&times, "branchId,timeTaken\n00001,42\n").unwrap();
+    let broken = folder.path().join("broken.json");
+    std::fs::write(&broken, "{}").unwrap();
+    let url = app.database_url.as_str();
+    assert!(branch_atm(url, &["atms", "export", set]).status.success());
+    for _ in 0..2 {
+        let again = stdout(&branch_atm(url, &["atms", "import", set]));
+        assert!(again.lines().any(|line| line.starts_with("unchanged")), "{again}");
+    }
+    assert!(!branch_atm(url, &["atms", "import", broken.to_str().unwrap()]).status.success());
+    assert!(branch_atm(url, &["atms", "import", "--dry-run", set]).status.success(), "not counted");
+    assert!(branch_atm(url, &["waittimes", "import", times.to_str().unwrap()]).status.success());
+    let text = scrape(&app).await;
+    let imports = |kind: &str, outcome: &str| {
+        sample(&text, &format!(r#"branch_atm_imports_total{{kind="{kind}",outcome="{outcome}"}}"#))
+    };
+    assert_eq!(imports("atms", "unchanged"), Some(2.0), "{text}");
+    assert_eq!(imports("atms", "invalid"), Some(1.0));
+    assert_eq!(imports("wait_times", "applied"), Some(1.0));
+    assert_eq!(imports("atms", "applied"), None, "never seen, never shown");
+    let last = sample(&text, r#"branch_atm_import_last_seconds{kind="wait_times",outcome="applied"}"#);
+    assert!(last.is_some_and(|at| (at - crate::helpers::now() as f64).abs() < 60.0), "{last:?}");
 
     let public = app.http.get(format!("{}/metrics", app.address)).send().await.unwrap();
     assert_eq!(public.status(), 404, "never on the public port");

@@ -217,3 +217,87 @@ pub trait StoreInventory: Send + Sync {
     /// [`StoreUnavailable`] when it cannot be read.
     async fn contents(&self) -> Result<StoreContents, StoreUnavailable>;
 }
+
+/// What an import loaded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImportKind {
+    /// The ATM set (`atms import`).
+    Atms,
+    /// Wait-time estimates (`waittimes import`).
+    WaitTimes,
+}
+
+/// How an import ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ImportOutcome {
+    /// Its changes were written.
+    Applied,
+    /// It held what was stored; nothing was written.
+    Unchanged,
+    /// A guard refused it (the shrink guard); nothing was written.
+    Refused,
+    /// Its file was refused for what it holds; nothing was written.
+    Invalid,
+    /// The store could not be read or written; nothing was written.
+    Failed,
+}
+
+impl ImportKind {
+    /// Every kind, in a stable order.
+    pub const ALL: [Self; 2] = [Self::Atms, Self::WaitTimes];
+
+    /// The name stored and shown in metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Atms => "atms",
+            Self::WaitTimes => "wait_times",
+        }
+    }
+}
+
+impl ImportOutcome {
+    /// Every outcome, in a stable order.
+    pub const ALL: [Self; 5] = [Self::Applied, Self::Unchanged, Self::Refused, Self::Invalid, Self::Failed];
+
+    /// The name stored and shown in metrics.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Applied => "applied",
+            Self::Unchanged => "unchanged",
+            Self::Refused => "refused",
+            Self::Invalid => "invalid",
+            Self::Failed => "failed",
+        }
+    }
+}
+
+/// How many imports of a kind ended one way, and when the last did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ImportTally {
+    /// What they loaded.
+    pub kind: ImportKind,
+    /// How they ended.
+    pub outcome: ImportOutcome,
+    /// How many there were.
+    pub runs: u64,
+    /// When the last ended, seconds since the Unix epoch.
+    pub last_at: i64,
+}
+
+/// Imports run against the store, counted by kind and outcome, for whoever watches the
+/// service (imports are short-lived commands on any host; the store outlives them).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ImportLog: Send + Sync {
+    /// Counts one import of `kind` that ended with `outcome` at `at`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn record(&self, kind: ImportKind, outcome: ImportOutcome, at: i64) -> Result<(), StoreUnavailable>;
+
+    /// Every (kind, outcome) counted so far; those never seen are absent.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
+    async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable>;
+}

@@ -9,7 +9,9 @@ use std::sync::Arc;
 
 use crate::atm_catalog::StoredAtm;
 use crate::branch::{BranchId, WaitTimeEstimate};
-use crate::ports::{AtmKey, AtmRecords, Clock, StoreUnavailable, WaitTimeRecords};
+use crate::ports::{
+    AtmKey, AtmRecords, Clock, ImportKind, ImportLog, ImportOutcome, StoreUnavailable, WaitTimeRecords,
+};
 
 /// 2000-01-01T00:00:00Z: an ATM feed dated before it is a placeholder date (the
 /// 1970-01-01 of an empty feed), not a publication.
@@ -190,17 +192,38 @@ pub enum ImportWaitTimesError {
     Unavailable(#[from] StoreUnavailable),
 }
 
-/// Imports of the bank's data.
+/// Imports of the bank's data. Every import that is not a dry run is counted in the
+/// store's [`ImportLog`] by its outcome.
 pub struct DataImport {
     wait_times: Arc<dyn WaitTimeRecords>,
     atms: Arc<dyn AtmRecords>,
+    log: Arc<dyn ImportLog>,
     clock: Arc<dyn Clock>,
 }
 
 impl DataImport {
-    /// Imports into `wait_times` and `atms`, dated by `clock`.
-    pub fn new(wait_times: Arc<dyn WaitTimeRecords>, atms: Arc<dyn AtmRecords>, clock: Arc<dyn Clock>) -> Self {
-        Self { wait_times, atms, clock }
+    /// Imports into `wait_times` and `atms`, counted in `log`, dated by `clock`.
+    pub fn new(
+        wait_times: Arc<dyn WaitTimeRecords>,
+        atms: Arc<dyn AtmRecords>,
+        log: Arc<dyn ImportLog>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { wait_times, atms, log, clock }
+    }
+
+    /// Counts an import of `kind` whose file was refused before it reached the store
+    /// (unreadable, or invalid), as [`ImportOutcome::Invalid`].
+    pub async fn invalid_file(&self, kind: ImportKind) {
+        self.count(kind, ImportOutcome::Invalid).await;
+    }
+
+    /// Counts one import; one that cannot be counted is logged, never failed (its data
+    /// is written, or not, already).
+    async fn count(&self, kind: ImportKind, outcome: ImportOutcome) {
+        if let Err(error) = self.log.record(kind, outcome, self.clock.unix_now()).await {
+            tracing::warn!(%error, kind = kind.label(), outcome = outcome.label(), "an import could not be counted");
+        }
     }
 
     /// Inserts or replaces `estimates`, all or none; other branches keep theirs. Only
@@ -210,6 +233,24 @@ impl DataImport {
     /// # Errors
     /// See [`ImportWaitTimesError`].
     pub async fn wait_times(
+        &self,
+        estimates: &[WaitTimeEstimate],
+        dry_run: bool,
+    ) -> Result<WaitTimeChanges, ImportWaitTimesError> {
+        let result = self.compare_wait_times(estimates, dry_run).await;
+        if !dry_run {
+            let outcome = match &result {
+                Ok(changes) if changes.written => ImportOutcome::Applied,
+                Ok(_) => ImportOutcome::Unchanged,
+                Err(ImportWaitTimesError::DuplicateBranch { .. }) => ImportOutcome::Invalid,
+                Err(ImportWaitTimesError::Unavailable(_)) => ImportOutcome::Failed,
+            };
+            self.count(ImportKind::WaitTimes, outcome).await;
+        }
+        result
+    }
+
+    async fn compare_wait_times(
         &self,
         estimates: &[WaitTimeEstimate],
         dry_run: bool,
@@ -262,6 +303,21 @@ impl DataImport {
     /// [`ImportAtmsError::Unavailable`] when the store could not be read or written; in
     /// both cases nothing changed.
     pub async fn atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
+        let result = self.compare_atms(feed, rules).await;
+        let outcome = match &result {
+            Ok(AtmImport::Planned { .. }) => None,
+            Ok(AtmImport::Unchanged { .. }) => Some(ImportOutcome::Unchanged),
+            Ok(AtmImport::Applied(_)) => Some(ImportOutcome::Applied),
+            Err(ImportAtmsError::Refused(_)) => Some(ImportOutcome::Refused),
+            Err(ImportAtmsError::Unavailable(_)) => Some(ImportOutcome::Failed),
+        };
+        if let Some(outcome) = outcome {
+            self.count(ImportKind::Atms, outcome).await;
+        }
+        result
+    }
+
+    async fn compare_atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
         let stored = self.atms.current().await?;
         let changes = AtmSetChanges::between(&stored.atms, &feed.atms);
         let refusal = shrink_guard(&changes, feed.published, rules);
@@ -317,7 +373,7 @@ fn shrink_guard(changes: &AtmSetChanges, published: Option<i64>, rules: ImportRu
 mod tests {
     use super::*;
     use crate::branch::{BranchWaitTime, WaitTime};
-    use crate::ports::{AtmSetRecord, MockAtmRecords, MockWaitTimeRecords};
+    use crate::ports::{AtmSetRecord, MockAtmRecords, MockImportLog, MockWaitTimeRecords};
     use crate::testing::clock_at;
 
     fn estimate(branch: &str, minutes: u32, at: i64) -> WaitTimeEstimate {
@@ -342,7 +398,74 @@ mod tests {
     }
 
     fn importing(atms: MockAtmRecords) -> DataImport {
-        DataImport::new(Arc::new(MockWaitTimeRecords::new()), Arc::new(atms), Arc::new(clock_at(1_234)))
+        DataImport::new(Arc::new(MockWaitTimeRecords::new()), Arc::new(atms), counted(), Arc::new(clock_at(1_234)))
+    }
+
+    /// An import log that takes every count.
+    fn counted() -> Arc<MockImportLog> {
+        let mut log = MockImportLog::new();
+        log.expect_record().returning(|_, _, _| Ok(()));
+        Arc::new(log)
+    }
+
+    /// An import log that expects exactly `outcomes`, of `kind`, in order, at 1,234.
+    fn counting(kind: ImportKind, outcomes: &[ImportOutcome]) -> Arc<MockImportLog> {
+        let mut log = MockImportLog::new();
+        let mut sequence = mockall::Sequence::new();
+        for outcome in outcomes.iter().copied() {
+            log.expect_record()
+                .withf(move |k, o, at| (*k, *o, *at) == (kind, outcome, 1_234))
+                .times(1)
+                .in_sequence(&mut sequence)
+                .returning(|_, _, _| Ok(()));
+        }
+        Arc::new(log)
+    }
+
+    #[tokio::test]
+    async fn every_atm_import_but_a_dry_run_is_counted_by_its_outcome() {
+        let mut atms = atms_stored(hundred());
+        atms.expect_apply().times(1).returning(|_, _, _| Ok(()));
+        let outcomes = [ImportOutcome::Unchanged, ImportOutcome::Refused, ImportOutcome::Applied];
+        let import = DataImport::new(
+            Arc::new(MockWaitTimeRecords::new()),
+            Arc::new(atms),
+            counting(ImportKind::Atms, &outcomes),
+            Arc::new(clock_at(1_234)),
+        );
+        let dry = ImportRules { dry_run: true, ..ImportRules::default() };
+        assert!(matches!(import.atms(&feed(hundred()), dry).await, Ok(AtmImport::Planned { .. })));
+        assert!(matches!(import.atms(&feed(hundred()), ImportRules::default()).await, Ok(AtmImport::Unchanged { .. })));
+        let cut = feed(hundred().into_iter().take(10).collect());
+        assert!(matches!(import.atms(&cut, ImportRules::default()).await, Err(ImportAtmsError::Refused(_))));
+        let one_more = feed(hundred().into_iter().chain([atm("Uno", "B000", "x")]).collect());
+        assert!(matches!(import.atms(&one_more, ImportRules::default()).await, Ok(AtmImport::Applied(_))));
+    }
+
+    #[tokio::test]
+    async fn an_atm_import_the_store_failed_is_counted_as_failed_and_an_uncountable_one_still_answers() {
+        let mut atms = MockAtmRecords::new();
+        atms.expect_current().returning(|| Err(StoreUnavailable::new("gone")));
+        let import = DataImport::new(
+            Arc::new(MockWaitTimeRecords::new()),
+            Arc::new(atms),
+            counting(ImportKind::Atms, &[ImportOutcome::Failed]),
+            Arc::new(clock_at(1_234)),
+        );
+        assert!(matches!(
+            import.atms(&feed(hundred()), ImportRules::default()).await,
+            Err(ImportAtmsError::Unavailable(_))
+        ));
+
+        let mut log = MockImportLog::new();
+        log.expect_record().times(1).returning(|_, _, _| Err(StoreUnavailable::new("gone")));
+        let import = DataImport::new(
+            Arc::new(MockWaitTimeRecords::new()),
+            Arc::new(atms_stored(hundred())),
+            Arc::new(log),
+            Arc::new(clock_at(1_234)),
+        );
+        assert!(matches!(import.atms(&feed(hundred()), ImportRules::default()).await, Ok(AtmImport::Unchanged { .. })));
     }
 
     fn feed(atms: Vec<StoredAtm>) -> AtmFeed {
@@ -469,7 +592,9 @@ mod tests {
     async fn a_branch_given_twice_writes_nothing() {
         let mut wait_times = MockWaitTimeRecords::new();
         wait_times.expect_upsert().never();
-        let import = DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), Arc::new(clock_at(0)));
+        let log = counting(ImportKind::WaitTimes, &[ImportOutcome::Invalid]);
+        let import =
+            DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), log, Arc::new(clock_at(1_234)));
         let rows = [estimate("00001", 5, 0), estimate("00002", 5, 0), estimate("00001", 5, 0)];
         let result = import.wait_times(&rows, false).await;
         assert!(matches!(result, Err(ImportWaitTimesError::DuplicateBranch { first: 0, again: 2, .. })));
@@ -485,7 +610,9 @@ mod tests {
             .withf(|rows| rows.iter().map(|r| r.estimate.branch.to_string()).collect::<Vec<_>>() == ["00002", "00003"])
             .times(1)
             .returning(|_| Ok(()));
-        let import = DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), Arc::new(clock_at(0)));
+        let log = counting(ImportKind::WaitTimes, &[ImportOutcome::Unchanged, ImportOutcome::Applied]);
+        let import =
+            DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), log, Arc::new(clock_at(1_234)));
         let same = [estimate("00001", 5, 10), estimate("00002", 7, 10)];
         let unchanged = import.wait_times(&same, false).await.unwrap();
         assert_eq!(unchanged, WaitTimeChanges { added: 0, changed: 0, unchanged: 2, written: false });
