@@ -192,7 +192,7 @@ impl ImportLog for SqliteStore {
     async fn record(&self, kind: ImportKind, outcome: ImportOutcome, at: i64) -> Result<(), StoreUnavailable> {
         sqlx::query(
             "INSERT INTO import_runs (kind, outcome, runs, last_at) VALUES (?, ?, 1, ?) \
-             ON CONFLICT (kind, outcome) DO UPDATE SET runs = import_runs.runs + 1, last_at = excluded.last_at",
+             ON CONFLICT (kind, outcome) DO UPDATE SET runs = import_runs.runs + 1, last_at = MAX(import_runs.last_at, excluded.last_at)",
         )
         .bind(kind.label())
         .bind(outcome.label())

@@ -384,13 +384,15 @@ async fn imports_are_counted_by_kind_and_outcome_with_the_last_time(store: &Stor
     store.imports.record(ImportKind::Atms, ImportOutcome::Refused, NOW + 1).await.unwrap();
     store.imports.record(ImportKind::Atms, ImportOutcome::Applied, NOW + 2).await.unwrap();
     store.imports.record(ImportKind::WaitTimes, ImportOutcome::Unchanged, NOW + 3).await.unwrap();
+    // A host whose clock is behind counts the run, but never moves the last time back.
+    store.imports.record(ImportKind::Atms, ImportOutcome::Refused, NOW - 60).await.unwrap();
     let tally = store.imports.tally().await.unwrap();
     let of = |kind, outcome, runs, last_at| ImportTally { kind, outcome, runs, last_at };
     assert_eq!(
         tally,
         vec![
             of(ImportKind::Atms, ImportOutcome::Applied, 2, NOW + 2),
-            of(ImportKind::Atms, ImportOutcome::Refused, 1, NOW + 1),
+            of(ImportKind::Atms, ImportOutcome::Refused, 2, NOW + 1),
             of(ImportKind::WaitTimes, ImportOutcome::Unchanged, 1, NOW + 3),
         ]
     );

@@ -341,6 +341,8 @@ impl Application {
                 let view = Arc::clone(&view);
                 let gauges = move || {
                     metrics::gauge!("branch_atm_view_age_seconds").set(view.age().as_secs_f64());
+                    let dropped = u64::try_from(crate::telemetry::dropped_log_messages()).unwrap_or(u64::MAX);
+                    metrics::counter!("branch_atm_log_messages_dropped_total").absolute(dropped);
                 };
                 let (server, port) = crate::metrics::serve(address, gauges, Arc::clone(&store.imports))
                     .map_err(StartupError::Metrics)?;

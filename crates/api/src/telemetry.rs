@@ -31,8 +31,15 @@ static LOG_WRITER: OnceLock<NonBlocking> = OnceLock::new();
 /// The format the service's logs are written in, once [`init`] chose it.
 static LOG_FORMAT: OnceLock<LogFormat> = OnceLock::new();
 
-/// Lines the log writer holds before it drops new ones rather than make a request wait.
-const BUFFERED_LINES: usize = 100_000;
+/// Messages the log writer holds before it drops new ones rather than make a request
+/// wait: a message is one log line, or one access-log batch of up to 16 KB, so this
+/// bounds the backlog at 64 MB.
+const BUFFERED_MESSAGES: usize = 4096;
+
+/// Log messages dropped because the reader of stdout fell behind, since the start.
+pub fn dropped_log_messages() -> usize {
+    LOG_WRITER.get().map_or(0, |writer| writer.error_counter().dropped_lines())
+}
 
 /// The service's log writer, once [`init`] set it up for the service (not for a command).
 pub fn log_writer() -> Option<NonBlocking> {
@@ -66,7 +73,7 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) -> Option<Worke
     if let Sink::Stdout = sink {
         let (writer, flusher) = NonBlockingBuilder::default()
             .lossy(true)
-            .buffered_lines_limit(BUFFERED_LINES)
+            .buffered_lines_limit(BUFFERED_MESSAGES)
             .thread_name("log-writer")
             .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()));
         if LOG_WRITER.set(writer).is_ok() {

@@ -7,7 +7,7 @@
 //! but what it holds (every value is one the service made or validated, so nothing
 //! needs escaping), and handed to the process's non-blocking log writer
 //! ([`crate::telemetry::log_writer`]), whose thread batches lines into few writes. When
-//! that thread falls behind, lines are dropped (and counted by the writer), never
+//! that thread falls behind, lines are dropped (and counted in a metric), never
 //! waited for. `--access-log errors` keeps only 4xx and 5xx answers; `off`, none.
 
 use std::fmt::Write as _;

@@ -39,6 +39,7 @@ async fn metrics_are_served_on_their_own_listener_with_route_templates_and_the_s
     assert_eq!(sample(&text, "branch_atm_wait_time_entries "), Some(300.0));
     assert!(sample(&text, "branch_atm_view_age_seconds ").is_some_and(|age| age < 5.0));
     assert!(text.contains("branch_atm_token_batch_size_bucket"), "group-commit batch sizes");
+    assert_eq!(sample(&text, "branch_atm_log_messages_dropped_total "), Some(0.0), "nothing dropped");
 
     // Imports are commands of their own; the store counts them, so every instance shows them.
     let folder = tempfile::tempdir().unwrap();

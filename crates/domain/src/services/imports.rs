@@ -305,6 +305,7 @@ impl DataImport {
     pub async fn atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
         let result = self.compare_atms(feed, rules).await;
         let outcome = match &result {
+            _ if rules.dry_run => None,
             Ok(AtmImport::Planned { .. }) => None,
             Ok(AtmImport::Unchanged { .. }) => Some(ImportOutcome::Unchanged),
             Ok(AtmImport::Applied(_)) => Some(ImportOutcome::Applied),
@@ -440,6 +441,22 @@ mod tests {
         assert!(matches!(import.atms(&cut, ImportRules::default()).await, Err(ImportAtmsError::Refused(_))));
         let one_more = feed(hundred().into_iter().chain([atm("Uno", "B000", "x")]).collect());
         assert!(matches!(import.atms(&one_more, ImportRules::default()).await, Ok(AtmImport::Applied(_))));
+    }
+
+    #[tokio::test]
+    async fn a_dry_run_the_store_failed_is_not_counted() {
+        let mut atms = MockAtmRecords::new();
+        atms.expect_current().returning(|| Err(StoreUnavailable::new("gone")));
+        let mut log = MockImportLog::new();
+        log.expect_record().never();
+        let import = DataImport::new(
+            Arc::new(MockWaitTimeRecords::new()),
+            Arc::new(atms),
+            Arc::new(log),
+            Arc::new(clock_at(1_234)),
+        );
+        let dry = ImportRules { dry_run: true, ..ImportRules::default() };
+        assert!(matches!(import.atms(&feed(hundred()), dry).await, Err(ImportAtmsError::Unavailable(_))));
     }
 
     #[tokio::test]
