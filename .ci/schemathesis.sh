@@ -7,6 +7,8 @@
 # Usage: .ci/schemathesis.sh [path to branch-atm binary]
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# The server gets exactly the settings written below, none of the caller's.
+for name in $(compgen -e | grep -i '^BRANCH_ATM_' || true); do unset "$name"; done
 binary=${1:-target/debug/branch-atm}
 venv=${SCHEMATHESIS_VENV:-target/schemathesis-venv}
 seeds=${SCHEMATHESIS_SEEDS:-20261121 20261122 4242}

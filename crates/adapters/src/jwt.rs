@@ -1,12 +1,13 @@
 //! Access tokens as Ed25519-signed JWTs (RFC 7519, RFC 8037), and the JWKS that
 //! publishes their keys (RFC 7517).
 //!
-//! EdDSA because DECISIONS.md asks for an asymmetric algorithm and aws-lc-rs signs
+//! EdDSA because docs/contract.md asks for an asymmetric algorithm and aws-lc-rs signs
 //! Ed25519 fastest of those it offers (shared/DEPENDENCIES.md). The algorithm is
 //! pinned: `none`, HMAC and every other `alg` are refused before any key is looked at.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use arc_swap::ArcSwap;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
@@ -23,7 +24,7 @@ use quick_cache::sync::Cache;
 use serde::{Deserialize, Serialize};
 use time::OffsetDateTime;
 
-/// Leeway on `exp` and `nbf` (DECISIONS.md: at most one second; jsonwebtoken's default
+/// Leeway on `exp` and `nbf` (docs/contract.md: at most one second; jsonwebtoken's default
 /// of 60 s would keep expired tokens alive a minute). It is applied to the current time
 /// with its fraction of a second: a token is refused from exactly `exp` + 1 s. Compared
 /// in whole seconds, as jsonwebtoken does, it was accepted until `exp` + 1.99 s.
@@ -37,12 +38,15 @@ const ACCESS_TOKEN_TYPE: &str = "at+jwt";
 /// simply verified again.
 const VERIFIED_TOKENS: usize = 10_000;
 
-/// Claims as they are signed.
+/// Claims as they are signed: RFC 9068 §2.2's (`iss`, `exp`, `aud`, `sub`, `client_id`,
+/// `iat`, `jti`; `sub` is the client, as RFC 9068 §2.2 says for tokens of a client acting
+/// for itself), `nbf`, `scope` and `sid`, and the channel the token was issued for.
 #[derive(Serialize)]
 struct ClaimsOut<'a> {
     iss: &'a str,
     aud: &'a str,
     sub: &'a str,
+    client_id: &'a str,
     iat: i64,
     nbf: i64,
     exp: i64,
@@ -58,9 +62,11 @@ struct ClaimsOut<'a> {
 }
 
 /// Claims as they are read back; `iss`, `aud`, `exp` and `nbf` are checked by jsonwebtoken.
+/// `client_id` must equal `sub` (RFC 9068: both name the client here).
 #[derive(Deserialize)]
 struct ClaimsIn {
     sub: String,
+    client_id: String,
     iat: i64,
     nbf: i64,
     exp: i64,
@@ -97,6 +103,7 @@ impl KeyGenerator for Ed25519Keys {
             created_at: now,
             activates_at: now,
             retired_at: None,
+            revoked_at: None,
         })
     }
 }
@@ -129,13 +136,20 @@ impl CurrentKey {
     }
 }
 
+/// A published key, as the verifier checks tokens against it.
+struct VerifyingKey {
+    key: DecodingKey,
+    /// When it stopped signing, once decided: a token it signed is issued before then.
+    retired_at: Option<i64>,
+}
+
 /// The keys loaded from the store, swapped whole when they change.
 struct KeySet {
     /// The keys that sign now or will: which one signs is decided at each signature,
     /// by the clock, so every instance switches to a next key at its activation
     /// without a reload.
     signers: Vec<CurrentKey>,
-    verifying: HashMap<String, DecodingKey>,
+    verifying: HashMap<String, VerifyingKey>,
     document: String,
     /// Tokens whose signature, algorithm, key, issuer and audience these keys verified,
     /// keyed by the whole token: a byte changed is a different key, and a new key set
@@ -159,14 +173,17 @@ pub struct JwtTokens {
     issuer: String,
     audience: String,
     validation: Validation,
+    /// The configured token lifetime, in seconds: no token issued here lives longer.
+    lifetime: i64,
     keys: ArcSwap<KeySet>,
     clock: Arc<dyn Clock>,
 }
 
 impl JwtTokens {
-    /// Tokens issued by `issuer` for `audience`, with no keys loaded yet, whose time
-    /// claims are checked against `clock`.
-    pub fn new(issuer: &str, audience: &str, clock: Arc<dyn Clock>) -> Self {
+    /// Tokens issued by `issuer` for `audience`, living `lifetime` (a token claiming to
+    /// live longer is refused), with no keys loaded yet, whose time claims are checked
+    /// against `clock`.
+    pub fn new(issuer: &str, audience: &str, lifetime: Duration, clock: Arc<dyn Clock>) -> Self {
         let mut validation = Validation::new(Algorithm::EdDSA);
         // `exp` and `nbf` must be there (below), and are checked by `time_claims_hold`
         // on every path, the remembered one too.
@@ -179,6 +196,7 @@ impl JwtTokens {
             issuer: issuer.to_owned(),
             audience: audience.to_owned(),
             validation,
+            lifetime: i64::try_from(lifetime.as_secs()).unwrap_or(i64::MAX),
             keys: ArcSwap::from_pointee(KeySet::new(r#"{"keys":[]}"#.to_owned())),
             clock,
         }
@@ -209,7 +227,8 @@ impl JwtTokens {
                     retired_at: key.retired_at,
                 });
             }
-            set.verifying.insert(key.kid.clone(), DecodingKey::from_ed_der(&key.public_key));
+            let verifying = VerifyingKey { key: DecodingKey::from_ed_der(&key.public_key), retired_at: key.retired_at };
+            set.verifying.insert(key.kid.clone(), verifying);
             published.push(serde_json::json!({
                 "kty": "OKP",
                 "crv": "Ed25519",
@@ -240,6 +259,7 @@ impl TokenSigner for JwtTokens {
             iss: &self.issuer,
             aud: &self.audience,
             sub: claims.client_id.as_str(),
+            client_id: claims.client_id.as_str(),
             iat: claims.issued_at,
             nbf: claims.not_before,
             exp: claims.expires_at,
@@ -264,7 +284,7 @@ impl TokenSigner for JwtTokens {
 }
 
 fn rejection(kind: &ErrorKind) -> TokenRejected {
-    TokenRejected(match kind {
+    TokenRejected::Invalid(match kind {
         ErrorKind::InvalidSignature => "bad signature",
         ErrorKind::InvalidIssuer => "wrong issuer",
         ErrorKind::InvalidAudience => "wrong audience",
@@ -280,10 +300,10 @@ fn rejection(kind: &ErrorKind) -> TokenRejected {
 fn time_claims_hold(claims: &AccessClaims, now: OffsetDateTime) -> Result<(), TokenRejected> {
     let now = now.unix_timestamp_nanos() / 1_000_000;
     if now >= i128::from(claims.expires_at) * 1000 + LEEWAY_MILLIS {
-        return Err(TokenRejected("expired"));
+        return Err(TokenRejected::Expired);
     }
     if now < i128::from(claims.not_before) * 1000 - LEEWAY_MILLIS {
-        return Err(TokenRejected("not yet valid"));
+        return Err(TokenRejected::Invalid("not yet valid"));
     }
     Ok(())
 }
@@ -297,7 +317,7 @@ impl TokenVerifier for JwtTokens {
             time_claims_hold(&claims, self.clock.now())?;
             return Ok(claims);
         }
-        let claims = Self::verify_signed(&keys, &self.validation, token)?;
+        let claims = self.verify_signed(&keys, token)?;
         time_claims_hold(&claims, self.clock.now())?;
         keys.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
@@ -309,12 +329,28 @@ impl TokenVerifier for JwtTokens {
 }
 
 impl JwtTokens {
-    /// The full check: header, pinned algorithm, key, signature, registered claims.
-    fn verify_signed(keys: &KeySet, validation: &Validation, token: &str) -> Result<AccessClaims, TokenRejected> {
+    /// The full check: header, pinned algorithm, key, signature, registered claims, and
+    /// what no token this service signed looks like: issued after its key's retirement
+    /// (a forger holding a retired key) or living longer than tokens are issued for.
+    fn verify_signed(&self, keys: &KeySet, token: &str) -> Result<AccessClaims, TokenRejected> {
         let kid = access_token_kid(token)?;
-        let key = kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected("unknown key id"))?;
-        let claims = jsonwebtoken::decode::<ClaimsIn>(token, key, validation).map_err(|e| rejection(e.kind()))?.claims;
-        let malformed = |_| TokenRejected("malformed claims");
+        let key =
+            kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected::Invalid("unknown key id"))?;
+        let claims = jsonwebtoken::decode::<ClaimsIn>(token, &key.key, &self.validation)
+            .map_err(|e| rejection(e.kind()))?
+            .claims;
+        let malformed = |_| TokenRejected::Invalid("malformed claims");
+        if claims.client_id != claims.sub {
+            return Err(TokenRejected::Invalid("client_id differs from sub"));
+        }
+        // `iat` is whole seconds: a token signed in the second the key retired, before
+        // that moment, carries that second.
+        if key.retired_at.is_some_and(|retired| claims.iat > retired) {
+            return Err(TokenRejected::Invalid("issued after its key's retirement"));
+        }
+        if claims.exp.saturating_sub(claims.iat) > self.lifetime {
+            return Err(TokenRejected::Invalid("lives longer than tokens are issued for"));
+        }
         Ok(AccessClaims {
             client_id: ClientId::parse(&claims.sub).map_err(malformed)?,
             scope: ChannelScope {
@@ -350,15 +386,15 @@ struct JoseHeader {
 /// case-insensitively); no `crit` (RFC 7515 §4.1.11: it names extensions the verifier
 /// must understand, and this one understands none).
 fn access_token_kid(token: &str) -> Result<Option<String>, TokenRejected> {
-    let malformed = || TokenRejected("malformed token");
+    let malformed = || TokenRejected::Invalid("malformed token");
     let encoded = token.split('.').next().unwrap_or_default();
     let json = URL_SAFE_NO_PAD.decode(encoded).map_err(|_| malformed())?;
     let header: JoseHeader = serde_json::from_slice(&json).map_err(|_| malformed())?;
     if header.alg != "EdDSA" {
-        return Err(TokenRejected("algorithm not allowed"));
+        return Err(TokenRejected::Invalid("algorithm not allowed"));
     }
     if header.crit.is_some() {
-        return Err(TokenRejected("critical header extension not understood"));
+        return Err(TokenRejected::Invalid("critical header extension not understood"));
     }
     let typ = header.typ.as_deref().unwrap_or_default();
     let subtype = match (typ.get(..12), typ.get(12..)) {
@@ -366,9 +402,15 @@ fn access_token_kid(token: &str) -> Result<Option<String>, TokenRejected> {
         _ => typ,
     };
     if !subtype.eq_ignore_ascii_case(ACCESS_TOKEN_TYPE) {
-        return Err(TokenRejected("not an access token (typ)"));
+        return Err(TokenRejected::Invalid("not an access token (typ)"));
     }
     Ok(header.kid)
+}
+
+impl crate::view::KeyRing for JwtTokens {
+    fn install(&self, keys: &[SigningKey]) -> Result<(), String> {
+        JwtTokens::install(self, keys).map_err(|error| error.to_string())
+    }
 }
 
 #[cfg(test)]
@@ -407,6 +449,9 @@ mod tests {
         }
     }
 
+    /// The token lifetime the verifiers under test are configured with.
+    const LIFETIME: Duration = Duration::from_secs(1800);
+
     fn claims(issued_at: i64, lifetime: i64) -> AccessClaims {
         domain::testing::claims("demo-app", "sid-123", issued_at, lifetime)
     }
@@ -416,7 +461,7 @@ mod tests {
     }
 
     fn tokens_on(keys: &[SigningKey], clock: Arc<dyn Clock>) -> JwtTokens {
-        let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api", clock);
+        let tokens = JwtTokens::new("https://bank.example/api", "https://bank.example/api", LIFETIME, clock);
         tokens.install(keys).unwrap();
         tokens
     }
@@ -469,16 +514,17 @@ mod tests {
     fn an_expired_token_is_rejected() {
         let tokens = tokens_with(&[key_at(now()).unwrap()]);
         let token = tokens.sign(&claims(now() - 120, 60)).unwrap();
-        assert_eq!(tokens.verify(&token), Err(TokenRejected("expired")));
+        assert_eq!(tokens.verify(&token), Err(TokenRejected::Expired));
     }
 
     #[test]
     fn a_token_from_another_issuer_is_rejected() {
         let key = key_at(now()).unwrap();
-        let elsewhere = JwtTokens::new("https://evil.example/api", "https://bank.example/api", Arc::new(SystemClock));
+        let elsewhere =
+            JwtTokens::new("https://evil.example/api", "https://bank.example/api", LIFETIME, Arc::new(SystemClock));
         elsewhere.install(std::slice::from_ref(&key)).unwrap();
         let token = elsewhere.sign(&claims(now(), 60)).unwrap();
-        assert_eq!(tokens_with(&[key]).verify(&token), Err(TokenRejected("wrong issuer")));
+        assert_eq!(tokens_with(&[key]).verify(&token), Err(TokenRejected::Invalid("wrong issuer")));
     }
 
     #[test]
@@ -486,14 +532,14 @@ mod tests {
         let signer = tokens_with(&[key_at(now()).unwrap()]);
         let verifier = tokens_with(&[key_at(now()).unwrap()]);
         let token = signer.sign(&claims(now(), 60)).unwrap();
-        assert_eq!(verifier.verify(&token), Err(TokenRejected("unknown key id")));
+        assert_eq!(verifier.verify(&token), Err(TokenRejected::Invalid("unknown key id")));
     }
 
     #[test]
     fn after_rotation_the_new_key_signs_and_old_tokens_still_verify() {
         let old = key_at(now() - 10).unwrap();
         let before = tokens_with(std::slice::from_ref(&old));
-        let old_token = before.sign(&claims(now(), 60)).unwrap();
+        let old_token = before.sign(&claims(now() - 5, 60)).unwrap();
 
         let new = key_at(now()).unwrap();
         let retired = SigningKey { retired_at: Some(now()), ..old.clone() };
@@ -503,6 +549,30 @@ mod tests {
         assert!(after.verify(&old_token).is_ok());
         let document: serde_json::Value = serde_json::from_str(&after.key_set_document()).unwrap();
         assert_eq!(document["keys"].as_array().unwrap().len(), 2);
+    }
+
+    /// The finding: a key's holder kept minting tokens that verified after `rotate --now`
+    /// (`iat` after the key's retirement) and tokens living for days (`exp` far past the
+    /// lifetime). No token this service signs looks like either.
+    #[test]
+    fn a_token_issued_after_its_keys_retirement_or_living_longer_than_the_lifetime_is_refused() {
+        let retired_at = now() - 100;
+        let old = SigningKey { retired_at: Some(retired_at), ..key_at(now() - 1000).unwrap() };
+        let forger = tokens_with(&[SigningKey { retired_at: None, ..old.clone() }]);
+        let verifier = tokens_with(&[key_at(now()).unwrap(), old]);
+
+        let before = forger.sign(&claims(retired_at - 1, 600)).unwrap();
+        assert!(verifier.verify(&before).is_ok(), "signed while it was the signing key");
+        let same_second = forger.sign(&claims(retired_at, 600)).unwrap();
+        assert!(verifier.verify(&same_second).is_ok(), "signed in the second it retired, before the moment");
+        let after = forger.sign(&claims(retired_at + 1, 600)).unwrap();
+        assert_eq!(verifier.verify(&after), Err(TokenRejected::Invalid("issued after its key's retirement")));
+
+        let current = tokens_with(&[key_at(now()).unwrap()]);
+        let longest = current.sign(&claims(now(), 1800)).unwrap();
+        assert!(current.verify(&longest).is_ok(), "exactly the configured lifetime");
+        let longer = current.sign(&claims(now(), 1801)).unwrap();
+        assert_eq!(current.verify(&longer), Err(TokenRejected::Invalid("lives longer than tokens are issued for")));
     }
 
     #[test]
@@ -533,9 +603,9 @@ mod tests {
         assert!(remembering.verify(&token).is_ok(), "exp + 0.999 s is within the leeway");
 
         clock.set(EXP * 1000 + 1000);
-        assert_eq!(remembering.verify(&token), Err(TokenRejected("expired")), "remembered, at exp + 1 s");
+        assert_eq!(remembering.verify(&token), Err(TokenRejected::Expired), "remembered, at exp + 1 s");
         let first_sight = tokens_on(&[key], clock);
-        assert_eq!(first_sight.verify(&token), Err(TokenRejected("expired")), "verified afresh, at exp + 1 s");
+        assert_eq!(first_sight.verify(&token), Err(TokenRejected::Expired), "verified afresh, at exp + 1 s");
     }
 
     #[test]
@@ -544,7 +614,7 @@ mod tests {
         let clock = SetClock::at(EXP * 1000 - 1001);
         let tokens = tokens_on(&[key], clock.clone());
         let token = tokens.sign(&claims(EXP, 60)).unwrap();
-        assert_eq!(tokens.verify(&token), Err(TokenRejected("not yet valid")));
+        assert_eq!(tokens.verify(&token), Err(TokenRejected::Invalid("not yet valid")));
         clock.set(EXP * 1000 - 1000);
         assert!(tokens.verify(&token).is_ok(), "nbf − 1 s is within the leeway");
     }
@@ -555,7 +625,7 @@ mod tests {
         let token = tokens.sign(&claims(now(), 60)).unwrap();
         assert!(tokens.verify(&token).is_ok());
         tokens.install(&[key_at(now()).unwrap()]).unwrap();
-        assert_eq!(tokens.verify(&token), Err(TokenRejected("unknown key id")));
+        assert_eq!(tokens.verify(&token), Err(TokenRejected::Invalid("unknown key id")));
     }
 
     #[test]
@@ -566,7 +636,7 @@ mod tests {
         let (signed, signature) = token.rsplit_once('.').unwrap();
         let flipped = if signature.starts_with('A') { 'B' } else { 'A' };
         let tampered = format!("{signed}.{flipped}{}", &signature[1..]);
-        assert_eq!(tokens.verify(&tampered), Err(TokenRejected("bad signature")));
+        assert_eq!(tokens.verify(&tampered), Err(TokenRejected::Invalid("bad signature")));
         assert!(tokens.verify(&token).is_ok(), "the genuine token is still accepted");
     }
 

@@ -17,7 +17,26 @@ use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
 use domain::ports::{SigningKeyRecords, StoreUnavailable};
 use domain::token::SigningKey;
 
-use crate::store::KeyVault;
+/// Where signing keys are sealed in place, beside the domain's key records: rewriting a
+/// key's stored private bytes is an adapter's concern (encryption at rest), not the
+/// domain's.
+#[async_trait]
+pub trait KeyVault: Send + Sync {
+    /// Replaces the stored private bytes of key `kid` with `to` if they are still `from`;
+    /// whether they were replaced.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable>;
+
+    /// Leaves no copy of replaced bytes in the database's files (free pages, a page's
+    /// unused space, the write-ahead log), after keys were sealed in place.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not (another process holding the database,
+    /// say); the next start that seals nothing does not retry it.
+    async fn scrub(&self) -> Result<(), StoreUnavailable>;
+}
 
 /// The first bytes of a sealed private key (format version 1).
 const MAGIC: &[u8; 4] = b"BAK1";
@@ -107,6 +126,23 @@ impl SealedKeys {
         Self { inner, key }
     }
 
+    /// Every stored key, opened.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] naming the first key that does not open with this
+    /// key-encryption key (or is sealed, without one), or when the keys cannot be read.
+    pub async fn open_all(&self) -> Result<Vec<SigningKey>, StoreUnavailable> {
+        self.inner.all().await?.into_iter().map(|stored| self.open(stored)).collect()
+    }
+
+    /// `key` as it is to be stored: sealed when there is a key-encryption key.
+    fn seal(&self, key: SigningKey) -> Result<SigningKey, StoreUnavailable> {
+        match &self.key {
+            Some(sealer) => Ok(SigningKey { private_pkcs8: sealer.seal(&key.kid, &key.private_pkcs8)?, ..key }),
+            None => Ok(key),
+        }
+    }
+
     fn open(&self, mut stored: SigningKey) -> Result<SigningKey, StoreUnavailable> {
         if !is_sealed(&stored.private_pkcs8) {
             return Ok(stored);
@@ -133,21 +169,23 @@ impl SigningKeyRecords for SealedKeys {
         self.inner.published(retired_after).await?.into_iter().map(|stored| self.open(stored)).collect()
     }
 
+    /// Writes `key` only once every stored key opened: a key sealed under another
+    /// key-encryption key (or a plain key in a store whose keys are sealed) would leave
+    /// the store with keys no single key file opens, and no instance could start.
     async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
-        match &self.key {
-            Some(sealer) => {
-                let sealed = SigningKey { private_pkcs8: sealer.seal(&key.kid, &key.private_pkcs8)?, ..key.clone() };
-                self.inner.schedule(&sealed, now).await
-            }
-            None => {
-                // A store whose keys are sealed takes no plain key: a process started
-                // without the key file stops here, as it would on reading them.
-                for stored in self.inner.published(i64::MIN).await? {
-                    self.open(stored)?;
-                }
-                self.inner.schedule(key, now).await
-            }
-        }
+        self.open_all().await?;
+        self.inner.schedule(&self.seal(key.clone())?, now).await
+    }
+
+    async fn all(&self) -> Result<Vec<SigningKey>, StoreUnavailable> {
+        self.open_all().await
+    }
+
+    /// Like [`schedule`](Self::schedule), only once every stored key opened.
+    async fn revoke(&self, kid: &str, now: i64, replacement: Option<SigningKey>) -> Result<bool, StoreUnavailable> {
+        self.open_all().await?;
+        let replacement = replacement.map(|key| self.seal(key)).transpose()?;
+        self.inner.revoke(kid, now, replacement).await
     }
 }
 
@@ -162,7 +200,7 @@ pub async fn seal_plain_keys(
     key: &KeyEncryptionKey,
 ) -> Result<usize, StoreUnavailable> {
     let mut sealed = 0;
-    for stored in records.published(i64::MIN).await? {
+    for stored in records.all().await? {
         if !is_sealed(&stored.private_pkcs8)
             && vault.reseal(&stored.kid, &stored.private_pkcs8, &key.seal(&stored.kid, &stored.private_pkcs8)?).await?
         {
@@ -190,6 +228,54 @@ mod tests {
         assert_eq!(key(2).open("kid-a", &sealed), None, "another key-encryption key");
         assert_eq!(key(1).open("kid-b", &sealed), None, "moved onto another key's row");
         assert_ne!(key(1).seal("kid-a", &private).unwrap(), sealed, "a fresh nonce each time");
+    }
+
+    fn stored(kid: &str, private: Vec<u8>) -> SigningKey {
+        SigningKey {
+            kid: kid.into(),
+            private_pkcs8: private,
+            public_key: vec![],
+            created_at: 0,
+            activates_at: 0,
+            retired_at: None,
+            revoked_at: None,
+        }
+    }
+
+    /// Records holding `keys` that take no write.
+    fn records_holding(keys: Vec<SigningKey>) -> Arc<dyn SigningKeyRecords> {
+        let mut records = domain::ports::MockSigningKeyRecords::new();
+        records.expect_all().returning(move || Ok(keys.clone()));
+        records.expect_schedule().never();
+        Arc::new(records)
+    }
+
+    /// The finding: `keys rotate --now` with another key file stored a key sealed under
+    /// it, and no instance could start with either file. Now nothing is written unless
+    /// every stored key opens.
+    #[tokio::test]
+    async fn no_key_is_written_unless_every_stored_key_opens_with_the_key_given() {
+        let sealed_by_one = stored("old", key(1).seal("old", b"\x30 private").unwrap());
+        let new = stored("new", b"\x30 new".to_vec());
+
+        let another = SealedKeys::new(records_holding(vec![sealed_by_one.clone()]), Some(Arc::new(key(2))));
+        let refused = another.schedule(&new, 0).await.unwrap_err().to_string();
+        assert!(refused.contains("does not open signing key old"), "{refused}");
+
+        let without = SealedKeys::new(records_holding(vec![sealed_by_one]), None);
+        let refused = without.schedule(&new, 0).await.unwrap_err().to_string();
+        assert!(refused.contains("--key-encryption-key-file"), "{refused}");
+
+        let mut records = domain::ports::MockSigningKeyRecords::new();
+        let sealed_by_two = stored("old", key(2).seal("old", b"\x30 private").unwrap());
+        records.expect_all().returning(move || Ok(vec![sealed_by_two.clone()]));
+        records
+            .expect_schedule()
+            .withf(|written, _| is_sealed(&written.private_pkcs8))
+            .times(1)
+            .returning(|_, _| Ok(()));
+        let right = SealedKeys::new(Arc::new(records), Some(Arc::new(key(2))));
+        assert!(right.schedule(&new, 0).await.is_ok(), "the right key file writes, sealed");
     }
 
     #[test]

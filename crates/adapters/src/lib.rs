@@ -1,9 +1,10 @@
 //! The world behind the domain's ports.
 //!
 //! This crate owns everything that talks to something outside the process or needs a
-//! library the domain must not know: the SQLite and PostgreSQL stores (sqlx), JWT signing and
-//! verification (jsonwebtoken, Ed25519 through aws-lc-rs), the system clock and the
-//! CSPRNG. It depends on `domain` and never on the web layer.
+//! library the domain must not know: the stores (SQLite and PostgreSQL through sqlx, and
+//! one in memory), JWT signing and verification (jsonwebtoken, Ed25519 through aws-lc-rs),
+//! the system clock and the CSPRNG, and the file formats operators feed in. It depends on
+//! `domain` and never on the web layer.
 //!
 //! The hot paths never wait on SQL: [`view::StoreView`] keeps an in-memory view of the
 //! small, read-mostly tables (clients, supported channels, wait times, revocations) and
@@ -12,27 +13,32 @@
 //!
 //! # Layout
 //! - [`store`] — a database seen through each role it plays ([`store::Store`]), and the
-//!   roles only adapters need (the view's source, the lifecycle).
-//! - [`store_copy`] — a whole store copied into an empty one (SQLite to PostgreSQL).
+//!   roles only adapters need (the view's source with its change counters, the lifecycle).
+//! - one folder per store backend (`sqlite/`, `postgres/`, `memory/`, …), each registered
+//!   by one line of `store_backends!` at the end of this file; [`registry`] finds them by
+//!   URL scheme or name ([`BACKENDS`]). `docs/architecture.md`, "Adding a store", says how to add one.
+//! - `sql` — the SQL both SQL backends share, written once.
 //! - [`rows`] — rows to and from the domain's values, for every SQL backend.
+//! - [`store_copy`] — a whole store copied into an empty one (SQLite to PostgreSQL).
 //! - [`store_watch`] — whether the store answers, probed in the background for readiness.
-//! - [`sqlite`] — the SQLite store: the embedded default, one file.
-//! - [`postgres`] — the PostgreSQL store: one database for every host.
 //! - [`redis_limits`] — request limits shared by every instance, counted in Redis.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
 //! - [`key_seal`] — signing keys encrypted at rest (AES-256-GCM under a key-encryption key).
 //! - [`system`] — the system clock and the CSPRNG id generator.
-//! - `testing` — an outage switch for a store and forged tokens, for other crates' tests
-//!   (with the `testing` feature).
+//! - [`formats`] — the files operators feed in and take out (OBIE ATM files, the
+//!   wait-time CSV).
+//! - `testing` — an outage switch for a store, forged tokens and fresh stores of each
+//!   backend, for other crates' tests (with the `testing` feature).
 
+pub mod formats;
 pub mod jwt;
 pub mod key_seal;
-pub mod postgres;
 pub mod redis_limits;
+pub mod registry;
 pub mod rows;
-pub mod sqlite;
+mod sql;
 pub mod store;
 pub mod store_copy;
 pub mod store_watch;
@@ -41,3 +47,6 @@ pub mod system;
 pub mod testing;
 pub mod token_writer;
 pub mod view;
+
+// The store backends, one a line: each declares its folder and registers it.
+registry::store_backends!(sqlite, postgres, memory);

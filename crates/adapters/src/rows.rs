@@ -154,14 +154,15 @@ pub fn token(
     })
 }
 
-/// `signing_keys`: kid, private key, public key, created at, activates at, retired at.
-pub type SigningKeyRow = (String, Vec<u8>, Vec<u8>, i64, i64, Option<i64>);
+/// `signing_keys`: kid, private key, public key, created at, activates at, retired at,
+/// revoked at.
+pub type SigningKeyRow = (String, Vec<u8>, Vec<u8>, i64, i64, Option<i64>, Option<i64>);
 
 /// A signing key.
 pub fn signing_key(
-    (kid, private_pkcs8, public_key, created_at, activates_at, retired_at): SigningKeyRow,
+    (kid, private_pkcs8, public_key, created_at, activates_at, retired_at, revoked_at): SigningKeyRow,
 ) -> SigningKey {
-    SigningKey { kid, private_pkcs8, public_key, created_at, activates_at, retired_at }
+    SigningKey { kid, private_pkcs8, public_key, created_at, activates_at, retired_at, revoked_at }
 }
 
 /// `import_runs`: kind, outcome, runs, last run's time.

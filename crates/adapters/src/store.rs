@@ -1,10 +1,12 @@
 //! A database the service runs on, seen through each role it plays.
 //!
-//! A backend (the SQLite store today; PostgreSQL next) implements the domain's record
-//! ports (`domain::ports::records`), [`ViewSource`] (what the in-memory view polls and
-//! loads) and [`StoreLifecycle`] (migrate, ping, close). [`Store`] holds one backend
-//! as all of them, and [`Store::open`] picks the backend from the database URL. The
-//! contract tests in `tests/store_contract.rs` run against each backend.
+//! A backend (SQLite, PostgreSQL, in memory: one folder each) implements the domain's
+//! record ports (`domain::ports::records`), [`ViewSource`] (what the in-memory view polls
+//! and loads, with the change counters it relies on: see [`Revisions`]), [`KeyVault`] and
+//! [`StoreLifecycle`] (migrate, ping, prepare, close). [`Store`] holds one backend as all
+//! of them, and [`Store::open`] picks the backend registered for the database URL's
+//! scheme ([`crate::registry`]). The contract tests in `tests/store_contract.rs` run
+//! against every registered backend.
 
 use std::sync::Arc;
 
@@ -14,33 +16,37 @@ use domain::ports::{
     TokenArchive, WaitTimeRecords,
 };
 
+pub use crate::key_seal::KeyVault;
 use crate::key_seal::{KeyEncryptionKey, SealedKeys};
-use crate::postgres::PostgresStore;
-use crate::sqlite::SqliteStore;
 
-/// The database systems a store can live in.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Backend {
-    /// An embedded SQLite file: one host.
-    Sqlite,
-    /// A PostgreSQL server: any number of hosts.
-    Postgres,
-}
-
-impl Backend {
-    /// The backend a database URL names, by its scheme.
-    pub fn of_url(url: &str) -> Option<Self> {
-        let scheme = url.split_once(':')?.0;
-        match scheme {
-            "sqlite" => Some(Self::Sqlite),
-            "postgres" | "postgresql" => Some(Self::Postgres),
-            _ => None,
-        }
-    }
-}
-
-/// Change counters, one per topic, bumped by the database itself on every write,
-/// whoever makes it: this server, the CLI, or the bank's branch systems.
+/// Change counters, one per topic: how the in-memory view ([`crate::view`]) learns that
+/// what it serves changed, whoever changed it. It reloads a topic whenever that topic's
+/// counter differs from the one it loaded with, and only then.
+///
+/// # The contract every backend keeps
+/// - Every committed write to a topic's data, by anyone (this server, another instance,
+///   the CLI, the bank's own systems writing plain SQL), moves that topic's counter, in
+///   the same transaction as the write: whoever sees the counter moved sees the write.
+///   A SQL store does it with triggers (`migrations/`), so that writers outside the
+///   service cannot forget it; a store only this process writes does it with each write.
+/// - A counter only grows; a new store's counters are all 0.
+/// - A write moves only its own topic's counter. A write that changes nothing (a client
+///   registered twice, an unknown client id) may move it or not.
+/// - What no topic covers moves no counter: issuing token records, purging expired
+///   ones, counting imports.
+///
+/// The topics, and the writes of each (the contract suite, `tests/store_contract.rs`,
+/// makes each of these writes and checks that its topic's counter, and no other, moved):
+/// - `clients`: client registrations (`ClientRecords::insert`, `set_status`,
+///   `set_addresses`).
+/// - `access`: supported channel combinations (`ChannelRecords::allow`).
+/// - `wait_times`: branch wait times (`WaitTimeRecords::upsert`).
+/// - `revocations`: the revocation of token records (`TokenArchive::revoke`,
+///   `revoke_live_of`); not their issuing or their purge.
+/// - `signing_keys`: signing keys (`SigningKeyRecords::schedule`, [`KeyVault::reseal`]).
+/// - `atms`: the ATM set (`AtmRecords::replace`, `apply`). SQL stores count the set's
+///   date (`atm_set`), which every change of the set rewrites in its transaction, rather
+///   than each ATM row.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.
@@ -58,6 +64,18 @@ pub struct Revisions {
 }
 
 impl Revisions {
+    /// Every topic's name (as `change_log` stores it) and counter.
+    pub fn topics(&self) -> [(&'static str, i64); 6] {
+        [
+            ("clients", self.clients),
+            ("access", self.access),
+            ("wait_times", self.wait_times),
+            ("revocations", self.revocations),
+            ("signing_keys", self.signing_keys),
+            ("atms", self.atms),
+        ]
+    }
+
     /// The counters from `change_log` rows of (topic, revision); unknown topics are
     /// ignored, missing ones stay 0.
     pub fn from_topics(rows: impl IntoIterator<Item = (String, i64)>) -> Self {
@@ -86,7 +104,8 @@ pub use domain::ports::AtmSetRecord as AtmSet;
 /// and the ATM set as stored text.
 #[async_trait]
 pub trait ViewSource: Send + Sync {
-    /// The current change counters.
+    /// The current change counters, which every write to a topic's data moves (the
+    /// contract is on [`Revisions`]); the view polls them and reloads what moved.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when they cannot be read.
@@ -155,27 +174,6 @@ pub trait StoreLifecycle: Send + Sync {
     async fn close(&self);
 }
 
-/// Where signing keys are sealed in place, beside the domain's key records: rewriting a
-/// key's stored private bytes is an adapter's concern (encryption at rest), not the
-/// domain's.
-#[async_trait]
-pub trait KeyVault: Send + Sync {
-    /// Replaces the stored private bytes of key `kid` with `to` if they are still `from`;
-    /// whether they were replaced.
-    ///
-    /// # Errors
-    /// [`StoreUnavailable`] when it could not be written.
-    async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable>;
-
-    /// Leaves no copy of replaced bytes in the database's files (free pages, a page's
-    /// unused space, the write-ahead log), after keys were sealed in place.
-    ///
-    /// # Errors
-    /// [`StoreUnavailable`] when it could not (another process holding the database,
-    /// say); the next start that seals nothing does not retry it.
-    async fn scrub(&self) -> Result<(), StoreUnavailable>;
-}
-
 /// One database, as each of its users sees it.
 #[derive(Clone)]
 pub struct Store {
@@ -239,12 +237,17 @@ impl Store {
     /// This store with its signing keys sealed under `key` (or, without one, stored
     /// plain, and any sealed key refused with a one-line reason, never skipped), after
     /// sealing every key still stored plain. Every process that opens a store goes
-    /// through here, so a key encryption key given once seals the store's keys.
+    /// through here, so a key encryption key given once seals the store's keys, and a
+    /// process given another key file (or none, for sealed keys) stops here, before it
+    /// has changed anything: every stored key must open first.
     ///
     /// # Errors
-    /// [`StoreUnavailable`] if the keys cannot be read or sealed.
+    /// [`StoreUnavailable`] if a stored key does not open with `key`, or the keys cannot
+    /// be read or sealed.
     pub async fn with_key_encryption(mut self, key: Option<KeyEncryptionKey>) -> Result<Self, StoreUnavailable> {
         let key = key.map(Arc::new);
+        let sealed_keys = SealedKeys::new(Arc::clone(&self.keys), key.clone());
+        sealed_keys.open_all().await?;
         if let Some(key) = &key {
             let sealed = crate::key_seal::seal_plain_keys(self.keys.as_ref(), self.vault.as_ref(), key).await?;
             if sealed > 0 {
@@ -254,22 +257,7 @@ impl Store {
                 }
             }
         }
-        self.keys = Arc::new(SealedKeys::new(Arc::clone(&self.keys), key));
+        self.keys = Arc::new(sealed_keys);
         Ok(self)
-    }
-
-    /// Opens the database named by `url`: `sqlite://path/to/file.db`, or
-    /// `postgres://user@host:port/database` (also `postgresql://`).
-    ///
-    /// # Errors
-    /// [`StoreUnavailable`] for an unsupported URL or a database that cannot be opened.
-    pub async fn open(url: &str) -> Result<Self, StoreUnavailable> {
-        match Backend::of_url(url) {
-            Some(Backend::Sqlite) => Ok(Self::of(SqliteStore::connect(url).await?)),
-            Some(Backend::Postgres) => Ok(Self::of(PostgresStore::connect(url).await?)),
-            None => Err(StoreUnavailable::new(
-                "unsupported database URL: expected sqlite://… or postgres://… (postgresql://…)",
-            )),
-        }
     }
 }

@@ -68,8 +68,12 @@ struct Contents {
 async fn read(store: &Store, now: i64) -> Result<Contents, StoreUnavailable> {
     let mut wait_times = store.wait_times.all().await?;
     wait_times.sort_by_key(|row| row.estimate.branch);
-    let mut keys = store.keys.published(i64::MIN).await?;
-    keys.sort_by(|a, b| (a.activates_at, &a.kid).cmp(&(b.activates_at, &b.kid)));
+    let mut keys = store.keys.all().await?;
+    // Of two keys activating together (a revoked waiting key and the one that replaced
+    // it), the revoked one first: the later one retires it, as the revocation did.
+    keys.sort_by(|a, b| {
+        (a.activates_at, a.revoked_at.is_none(), &a.kid).cmp(&(b.activates_at, b.revoked_at.is_none(), &b.kid))
+    });
     Ok(Contents {
         clients: store.clients.all().await?,
         channels: store.channels.all().await?,
@@ -91,7 +95,7 @@ async fn read(store: &Store, now: i64) -> Result<Contents, StoreUnavailable> {
 pub async fn copy(from: &Store, to: &Store, now: i64) -> Result<CopyReport, CopyError> {
     to.lifecycle.migrate().await?;
     let held = to.inventory.contents().await?;
-    let has_keys = !to.keys.published(i64::MIN).await?.is_empty();
+    let has_keys = !to.keys.all().await?.is_empty();
     if held != StoreContents::default() || has_keys {
         return Err(CopyError::TargetNotEmpty(describe(held, has_keys)));
     }
@@ -110,6 +114,11 @@ pub async fn copy(from: &Store, to: &Store, now: i64) -> Result<CopyReport, Copy
     // before it at that moment, as the rotations that made them did.
     for key in &source.keys {
         to.keys.schedule(key, key.activates_at).await?;
+    }
+    for key in &source.keys {
+        if let Some(at) = key.revoked_at {
+            to.keys.revoke(&key.kid, at, None).await?;
+        }
     }
     let issued: Vec<IssuedToken> = source.tokens.iter().map(|record| record.token.clone()).collect();
     for chunk in issued.chunks(TOKENS_PER_WRITE) {

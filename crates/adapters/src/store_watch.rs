@@ -65,6 +65,10 @@ impl ServingHealth for StoreHealth {
     async fn can_serve(&self) -> bool {
         self.view.is_current() && self.watch.answers().await
     }
+
+    fn can_serve_reads(&self) -> bool {
+        self.view.is_current()
+    }
 }
 
 /// Probes the store for readiness checks.

@@ -47,7 +47,7 @@ impl IdGenerator for RandomIds {
     }
 
     fn opaque_token(&self) -> OpaqueToken {
-        // 256 random bits (twice DECISIONS.md's floor of 128), after the issuance time in
+        // 256 random bits (twice docs/contract.md's floor of 128), after the issuance time in
         // milliseconds as 12 lowercase hex digits: characters of the base64url alphabet
         // that sort in time order, so the store's unique index on opaque tokens also
         // grows at its end. The time is no secret: the JWT carries it in `iat`.

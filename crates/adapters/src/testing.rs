@@ -1,9 +1,12 @@
 //! For other crates' tests (the `testing` feature): a store that can be taken down and
-//! brought back, and tokens signed with a store's real keys but claims of the test's
-//! choosing.
+//! brought back, tokens signed with a store's real keys but claims of the test's
+//! choosing, and a fresh store of any registered backend, picked by name
+//! ([`fresh_store_url`]).
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
@@ -17,7 +20,10 @@ use domain::store_contents::StoreContents;
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
 use crate::jwt::JwtTokens;
+use crate::registry;
+pub use crate::registry::{FreshStore, RunSql, TestSupport};
 use crate::store::{AtmSet, KeyVault, Revisions, Store, StoreLifecycle, ViewSource};
+use crate::system::SystemClock;
 
 /// Takes a [`Store`] made by [`with_outage_switch`] down and brings it back, as a
 /// database restarted under the service would (crates.io's chaos proxy, at the store).
@@ -160,9 +166,17 @@ impl SigningKeyRecords for Switched {
         self.switch.check()?;
         self.inner.keys.published(retired_after).await
     }
+    async fn all(&self) -> Result<Vec<SigningKey>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.keys.all().await
+    }
     async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
         self.switch.check()?;
         self.inner.keys.schedule(key, now).await
+    }
+    async fn revoke(&self, kid: &str, now: i64, replacement: Option<SigningKey>) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.keys.revoke(kid, now, replacement).await
     }
 }
 
@@ -231,22 +245,30 @@ impl ImportLog for Switched {
     }
 }
 
-/// A token signed with `store`'s current key for `issuer` and `audience`, with `claims`
-/// the service would never issue (expired, not yet valid, another issuer…).
+/// A token signed for `issuer` and `audience` with `store`'s key `kid` (by default the
+/// one signing now, by the system clock), with `claims` the service would never issue
+/// (expired, not yet valid, another issuer, signed after the key's retirement…).
 ///
 /// # Panics
-/// If the store has no key or cannot be read (a test's set-up is wrong).
+/// If the store has no such key or cannot be read (a test's set-up is wrong).
 #[allow(clippy::expect_used)]
 pub async fn forge_token(
     store: &Store,
-    clock: Arc<dyn Clock>,
+    kid: Option<&str>,
     issuer: &str,
     audience: &str,
     claims: &AccessClaims,
 ) -> String {
-    let keys = store.keys.published(0).await.expect("the store's keys");
-    let signer = JwtTokens::new(issuer, audience, clock);
-    signer.install(&keys).expect("usable keys");
+    let now = SystemClock.unix_now();
+    let keys = store.keys.all().await.expect("the store's keys");
+    let key = keys
+        .into_iter()
+        .find(|key| kid.map_or_else(|| key.signs_at(now), |kid| key.kid == kid))
+        .expect("the key to forge with");
+    // Installed alone, signing whatever the time.
+    let key = SigningKey { activates_at: i64::MIN, retired_at: None, revoked_at: None, ..key };
+    let signer = JwtTokens::new(issuer, audience, Duration::MAX, Arc::new(SystemClock));
+    signer.install(&[key]).expect("a usable key");
     signer.sign(claims).expect("a current key")
 }
 
@@ -254,21 +276,56 @@ pub async fn forge_token(
 /// other than the service (the bank's branch systems, say) would.
 ///
 /// # Errors
-/// The driver's error, as text.
+/// The driver's error, as text; or that `url` names no backend, or one that takes no SQL.
 pub async fn execute_sql(url: &str, statement: &'static str) -> Result<u64, String> {
-    use sqlx::{Connection as _, Executor as _};
-    let done = match crate::store::Backend::of_url(url) {
-        Some(crate::store::Backend::Sqlite) => {
-            let mut connection = sqlx::SqliteConnection::connect(url).await.map_err(|e| e.to_string())?;
-            connection.execute(statement).await.map(|result| result.rows_affected())
-        }
-        Some(crate::store::Backend::Postgres) => {
-            let mut connection = sqlx::PgConnection::connect(url).await.map_err(|e| e.to_string())?;
-            connection.execute(statement).await.map(|result| result.rows_affected())
-        }
-        None => return Err(format!("not a database URL: {url}")),
+    let backend = registry::of_url(url).ok_or_else(|| format!("not a database URL: {url}"))?;
+    let execute = (backend.testing.execute_sql).ok_or_else(|| format!("the {} store takes no SQL", backend.name))?;
+    execute(url, statement).await
+}
+
+/// A new, empty store of the backend registered as `name` (`sqlite`, `postgres`,
+/// `memory`…), for a test harness that picks its backend by name; `None` when that
+/// backend cannot run here, after saying why (under `CI=true`, PostgreSQL without a
+/// server fails instead).
+///
+/// # Panics
+/// If no backend is registered as `name`: the harness is set up wrong.
+#[allow(clippy::panic)]
+pub async fn fresh_store_url(name: &str) -> Option<FreshStore> {
+    let Some(backend) = registry::named(name) else {
+        let known: Vec<&str> = crate::BACKENDS.iter().map(|backend| backend.name).collect();
+        panic!("no store backend is called {name:?}; the backends are {}", known.join(", "));
     };
-    done.map_err(|e| e.to_string())
+    (backend.testing.fresh)().await
+}
+
+/// A new folder under the system's temporary folder, removed with all it holds when
+/// this is dropped.
+pub struct TempFolder(PathBuf);
+
+impl TempFolder {
+    /// A new, empty folder.
+    ///
+    /// # Panics
+    /// If it cannot be made (the machine's temporary folder is not writable).
+    #[allow(clippy::expect_used)]
+    pub fn create() -> Self {
+        let path = std::env::temp_dir().join(format!("branch-atm-test-{}", uuid::Uuid::new_v4().simple()));
+        std::fs::create_dir(&path).expect("a test folder under the temporary folder");
+        Self(path)
+    }
+
+    /// Where it is.
+    pub fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+impl Drop for TempFolder {
+    fn drop(&mut self) {
+        // A folder left behind is litter in the temporary folder, not a failed test.
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
 }
 
 /// Databases of their own on a PostgreSQL server, for tests.

@@ -123,7 +123,8 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
                 let outcome = outcome.map_err(|error| {
                     store_error("token_record");
                     tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");
-                    error.to_string()
+                    // The cause alone: the waiter wraps it in its own `StoreUnavailable`.
+                    error.0.to_string()
                 });
                 for reply in waiting.drain(..) {
                     // A waiter that went away (client disconnected) needs no answer.

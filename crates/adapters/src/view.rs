@@ -18,24 +18,34 @@ use std::time::{Duration, Instant};
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use domain::atm_catalog::AtmCatalog;
-use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore};
-use domain::token::{IssuedToken, TokenId};
+use domain::token::{IssuedToken, SigningKey, TokenId};
 use tokio::sync::Mutex;
 
-use crate::jwt::JwtTokens;
 use crate::store::{Notice, Revisions, Store};
 use crate::token_writer::TokenWriter;
 
-/// Wait times indexed by branch id: the id space is five digits, so a dense table of
-/// 100,000 slots (200 KB) answers any look-up with one array read.
-struct WaitTable(Box<[Option<WaitTime>]>);
+/// Wait times and when each was estimated, indexed by branch id: the id space is five
+/// digits, so a dense table of 100,000 slots (1.6 MB) answers any look-up with one
+/// array read.
+struct WaitTable(Box<[Option<(WaitTime, i64)>]>);
 
 impl WaitTable {
     fn empty() -> Self {
         Self(vec![None; BranchId::SPACE].into_boxed_slice())
     }
+}
+
+/// How fresh the wait-time estimates the view holds are, at some moment.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct WaitTimeFreshness {
+    /// Branches whose estimate is older than the maximum age: answered as unknown.
+    pub stale: usize,
+    /// When the newest estimate was made (seconds since the epoch), if any is held: a
+    /// feed that stopped shows as this falling behind.
+    pub newest: Option<i64>,
 }
 
 /// How long a retired signing key stays published after it stopped signing: the
@@ -65,6 +75,16 @@ pub struct ViewSettings {
     pub max_staleness: Duration,
 }
 
+/// What signs and verifies with the store's signing keys: the view hands it every
+/// published key whenever they change (the JWT adapter, `crate::jwt::JwtTokens`).
+pub trait KeyRing: Send + Sync {
+    /// Replaces the keys held with `keys`.
+    ///
+    /// # Errors
+    /// Why a stored key is unusable; the keys held before stay.
+    fn install(&self, keys: &[SigningKey]) -> Result<(), String>;
+}
+
 /// The registered clients, by id, and the origins the active ones allow.
 #[derive(Default)]
 struct ClientTable {
@@ -87,7 +107,7 @@ impl ClientTable {
 /// The in-memory view; implements the read ports and the token ledger.
 pub struct StoreView {
     store: Store,
-    tokens: Arc<JwtTokens>,
+    keys: Arc<dyn KeyRing>,
     clock: Arc<dyn Clock>,
     writer: TokenWriter,
     key_window_seconds: i64,
@@ -104,21 +124,21 @@ pub struct StoreView {
 }
 
 impl StoreView {
-    /// Loads everything from `store` (signing keys into `tokens`) and starts the token
+    /// Loads everything from `store` (signing keys into `keys`) and starts the token
     /// writer. Call [`StoreView::spawn_refresher`] to keep it current.
     ///
     /// # Errors
     /// [`StoreUnavailable`] if the first load fails.
     pub async fn load(
         store: Store,
-        tokens: Arc<JwtTokens>,
+        keys: Arc<dyn KeyRing>,
         clock: Arc<dyn Clock>,
         settings: ViewSettings,
     ) -> Result<Arc<Self>, StoreUnavailable> {
         let view = Arc::new(Self {
             writer: TokenWriter::spawn(Arc::clone(&store.tokens)),
             store,
-            tokens,
+            keys,
             clock,
             key_window_seconds: key_publication_window(settings.token_lifetime, settings.refresh_interval),
             max_staleness: settings.max_staleness,
@@ -172,7 +192,7 @@ impl StoreView {
             let rows = self.store.wait_times.all().await?;
             metrics::gauge!("branch_atm_wait_time_entries").set(rows.len() as f64);
             for row in rows {
-                table.0[row.estimate.branch.index()] = Some(row.estimate.wait);
+                table.0[row.estimate.branch.index()] = Some((row.estimate.wait, row.estimated_at));
             }
             self.wait_times.store(Arc::new(table));
             done.wait_times = now.wait_times;
@@ -187,7 +207,7 @@ impl StoreView {
         }
         if moved(|r| r.signing_keys) {
             let keys = self.store.keys.published(unix_now - self.key_window_seconds).await?;
-            self.tokens.install(&keys).map_err(StoreUnavailable::new)?;
+            self.keys.install(&keys).map_err(StoreUnavailable::new)?;
             done.signing_keys = now.signing_keys;
             reloaded("signing_keys");
         }
@@ -213,6 +233,18 @@ impl StoreView {
         let mut seen = self.seen.lock().await;
         *seen = None;
         self.refresh_from(&mut seen).await
+    }
+
+    /// How many of the estimates held were made before `oldest_fresh` (seconds since
+    /// the epoch), and when the newest was made: for the metrics.
+    pub fn wait_time_freshness(&self, oldest_fresh: i64) -> WaitTimeFreshness {
+        let table = self.wait_times.load();
+        let mut freshness = WaitTimeFreshness { stale: 0, newest: None };
+        for (_, estimated_at) in table.0.iter().flatten() {
+            freshness.stale += usize::from(*estimated_at < oldest_fresh);
+            freshness.newest = freshness.newest.max(Some(*estimated_at));
+        }
+        freshness
     }
 
     /// How long ago the store last answered a refresh.
@@ -245,12 +277,18 @@ impl StoreView {
         let view = Arc::clone(self);
         tokio::spawn(async move {
             let mut first = true;
+            // Since when the feed is lost, if it is: said once when it goes, once when it
+            // is back, not at every attempt in between.
+            let mut lost_since: Option<Instant> = None;
             loop {
                 let mut feed = match view.store.view.subscribe().await {
                     Ok(Some(feed)) => feed,
                     Ok(None) => return,
                     Err(error) => {
-                        tracing::warn!(%error, "cannot listen for the store's change notices; polling only for now");
+                        if lost_since.is_none() {
+                            lost_since = Some(Instant::now());
+                            tracing::warn!(%error, "cannot listen for the store's change notices; polling only until they are back");
+                        }
                         tokio::time::sleep(RESUBSCRIBE_AFTER).await;
                         continue;
                     }
@@ -265,6 +303,13 @@ impl StoreView {
                 } else {
                     view.reload_or_warn().await;
                 }
+                if let Some(since) = lost_since.take() {
+                    let seconds = since.elapsed().as_secs_f64();
+                    tracing::info!(
+                        after_seconds = seconds,
+                        "listening for the store's change notices again; everything reloaded"
+                    );
+                }
                 loop {
                     match feed.next().await {
                         Ok(Notice::Changed) => {
@@ -276,6 +321,7 @@ impl StoreView {
                         Err(error) => {
                             crate::token_writer::store_error("change_notices");
                             tracing::warn!(%error, "lost the store's change notices; polling only until they are back");
+                            lost_since = Some(Instant::now());
                             break;
                         }
                     }
@@ -298,11 +344,26 @@ impl StoreView {
         tokio::spawn(async move {
             let mut ticks = tokio::time::interval(interval);
             ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            // Since when refreshes fail, if they do: said when they start failing and
+            // when they succeed again, not at every tick in between (the metric counts
+            // each failure).
+            let mut failing_since: Option<Instant> = None;
             loop {
                 ticks.tick().await;
-                if let Err(error) = view.refresh().await {
-                    crate::token_writer::store_error("view_refresh");
-                    tracing::warn!(error = %error, "the in-memory view could not be refreshed");
+                match view.refresh().await {
+                    Ok(()) => {
+                        if let Some(since) = failing_since.take() {
+                            let seconds = since.elapsed().as_secs_f64();
+                            tracing::info!(after_seconds = seconds, "the in-memory view is refreshed again");
+                        }
+                    }
+                    Err(error) => {
+                        crate::token_writer::store_error("view_refresh");
+                        if failing_since.is_none() {
+                            failing_since = Some(Instant::now());
+                            tracing::warn!(error = %error, "the in-memory view could not be refreshed; trying again every refresh interval");
+                        }
+                    }
                 }
             }
         })
@@ -314,6 +375,11 @@ impl ClientRegistry for StoreView {
     async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable> {
         self.vouch()?;
         Ok(self.clients.load().by_id.get(client_id).cloned())
+    }
+
+    async fn is_active(&self, client_id: &ClientId) -> Result<bool, StoreUnavailable> {
+        self.vouch()?;
+        Ok(self.clients.load().by_id.get(client_id).is_some_and(|client| client.status == ClientStatus::Active))
     }
 
     async fn origin_registered(&self, origin: &str) -> Result<bool, StoreUnavailable> {
@@ -332,12 +398,15 @@ impl AccessPolicy for StoreView {
 
 #[async_trait]
 impl WaitTimeStore for StoreView {
-    async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<BranchWaitTime>, StoreUnavailable> {
+    async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
         self.vouch()?;
         let table = self.wait_times.load();
         Ok(branches
             .iter()
-            .filter_map(|branch| table.0[branch.index()].map(|wait| BranchWaitTime { branch: *branch, wait }))
+            .filter_map(|branch| {
+                let (wait, estimated_at) = table.0[branch.index()]?;
+                Some(WaitTimeEstimate { estimate: BranchWaitTime { branch: *branch, wait }, estimated_at })
+            })
             .collect())
     }
 }
@@ -351,6 +420,20 @@ impl TokenLedger for StoreView {
     async fn is_revoked(&self, token_id: &TokenId) -> Result<bool, StoreUnavailable> {
         self.vouch()?;
         Ok(self.revoked.load().contains(token_id))
+    }
+
+    async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
+        let revoked = self.store.tokens.revoke(token_id, now).await?;
+        if revoked {
+            // At once here; the other instances (and this one's next load) read it from
+            // the store.
+            self.revoked.rcu(|held| {
+                let mut held = HashSet::clone(held);
+                held.insert(token_id.clone());
+                held
+            });
+        }
+        Ok(revoked)
     }
 }
 

@@ -7,7 +7,7 @@ use std::borrow::Cow;
 
 use domain::input::Expected;
 
-/// The languages texts are written in (DECISIONS.md: Spanish and English).
+/// The languages texts are written in (docs/contract.md: Spanish and English).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum Language {
     /// English, the default.
@@ -54,12 +54,42 @@ pub enum Message {
     RedirectUri,
     /// Credentials missing or invalid.
     Unauthorized,
-    /// Bearer credentials missing or invalid.
-    BearerUnauthorized,
+    /// No access token was sent.
+    TokenMissing,
+    /// The `Authorization` header is not `Bearer <token>`.
+    AuthorizationMalformed,
+    /// The access token expired.
+    TokenExpired,
+    /// The access token (or the client id sent with it) is not valid.
+    TokenInvalid,
+    /// The access token was issued for another session than `sid` names.
+    OtherSession,
+    /// A required header is absent.
+    MissingHeader,
+    /// A page number outside 1 to the last page (the last page's number).
+    PageRange(u32),
+    /// A number outside a range: its bounds as written.
+    Between(&'static str, &'static str),
+    /// A number that must be above 0 and at most this.
+    AboveZeroUpTo(&'static str),
+    /// Not a decimal number.
+    Decimal,
+    /// A parameter sent without the one it goes with.
+    SentWith(&'static str),
+    /// A parameter that needs a point (`latitude` and `longitude`).
+    NeedsPoint,
+    /// Not one of a code list's names; the list's name and an example.
+    NotACode(&'static str, &'static str),
     /// Unsupported channel combination.
     AccessNotConfigured,
     /// `Content-Type` is not JSON.
     ContentType,
+    /// `Content-Type` is not a form (the revocation endpoint).
+    FormContentType,
+    /// `client_id` names no active client.
+    ClientNotActive,
+    /// The token was issued to another client.
+    OtherClientsToken,
     /// `Accept` does not allow JSON.
     Accept,
     /// The body is over the size limit.
@@ -148,8 +178,36 @@ impl Message {
             Self::RedirectUri => "redirect_uri is not registered for this client.".into(),
             Self::Unauthorized if es => "Las credenciales del cliente faltan o no son válidas.".into(),
             Self::Unauthorized => "The client credentials are missing or invalid.".into(),
-            Self::BearerUnauthorized if es => "El token de acceso falta, no es válido o ha expirado.".into(),
-            Self::BearerUnauthorized => "The access token is missing, invalid or expired.".into(),
+            Self::TokenMissing if es => "Falta el token de acceso: envíe Authorization: Bearer <token>.".into(),
+            Self::TokenMissing => "The access token is missing: send Authorization: Bearer <token>.".into(),
+            Self::AuthorizationMalformed if es => {
+                "La cabecera Authorization debe ser Bearer, un espacio y el token.".into()
+            }
+            Self::AuthorizationMalformed => "The Authorization header must be Bearer, one space and the token.".into(),
+            Self::TokenExpired if es => "El token de acceso ha expirado; solicite uno nuevo.".into(),
+            Self::TokenExpired => "The access token expired; ask for a new one.".into(),
+            Self::TokenInvalid if es => "El token de acceso no es válido.".into(),
+            Self::TokenInvalid => "The access token is not valid.".into(),
+            Self::OtherSession if es => "El token de acceso no se emitió para la sesión que indica sid.".into(),
+            Self::OtherSession => "The access token was not issued for the session sid names.".into(),
+            Self::MissingHeader if es => format!("Falta la cabecera {at}."),
+            Self::MissingHeader => format!("The {at} header is missing."),
+            Self::PageRange(last) if es => format!("{at} debe ser un número entero de 1 a {last}."),
+            Self::PageRange(last) => format!("{at} must be a whole number from 1 to {last}."),
+            Self::Between(min, max) if es => format!("{at} debe estar entre {min} y {max}."),
+            Self::Between(min, max) => format!("{at} must be between {min} and {max}."),
+            Self::AboveZeroUpTo(max) if es => format!("{at} debe ser mayor que 0 y como máximo {max}."),
+            Self::AboveZeroUpTo(max) => format!("{at} must be more than 0 and at most {max}."),
+            Self::Decimal if es => format!("{at} debe ser un número decimal, como 19.4326."),
+            Self::Decimal => format!("{at} must be a decimal number, such as 19.4326."),
+            Self::SentWith(other) if es => format!("{at} debe enviarse junto con {other}."),
+            Self::SentWith(other) => format!("{at} must be sent with {other}."),
+            Self::NeedsPoint if es => format!("{at} requiere latitude y longitude."),
+            Self::NeedsPoint => format!("{at} needs latitude and longitude."),
+            Self::NotACode(list, example) if es => {
+                format!("{at} debe ser un código de la lista {list} de OBIE, como {example}.")
+            }
+            Self::NotACode(list, example) => format!("{at} must be a code of OBIE's {list} list, such as {example}."),
             Self::AccessNotConfigured if es => {
                 "El canal, país o negocio de la solicitud no está habilitado para esta operación.".into()
             }
@@ -158,6 +216,12 @@ impl Message {
             }
             Self::ContentType if es => "Content-Type debe ser application/json.".into(),
             Self::ContentType => "Content-Type must be application/json.".into(),
+            Self::FormContentType if es => "Content-Type debe ser application/x-www-form-urlencoded.".into(),
+            Self::FormContentType => "Content-Type must be application/x-www-form-urlencoded.".into(),
+            Self::ClientNotActive if es => "client_id no corresponde a ningún cliente activo.".into(),
+            Self::ClientNotActive => "client_id names no active client.".into(),
+            Self::OtherClientsToken if es => "El token no se emitió a este cliente; no se revocó.".into(),
+            Self::OtherClientsToken => "The token was not issued to this client; it was not revoked.".into(),
             Self::Accept if es => "Accept debe admitir application/json.".into(),
             Self::Accept => "Accept must allow application/json.".into(),
             Self::BodyTooLarge(limit) if es => format!("El cuerpo supera el máximo de {limit} bytes."),
@@ -185,34 +249,28 @@ impl Message {
     }
 }
 
-/// OBIE's title and description for `status` (reference swagger, error objects), and
-/// their Spanish; statuses OBIE does not define use texts in the same style. The spec's
-/// 500 title "Too many requests" is a copy error (DECISIONS.md).
-pub fn obie_texts(status: u16, language: Language) -> (&'static str, &'static str) {
+/// OBIE's title for `status` (reference swagger, error objects), and its Spanish;
+/// statuses OBIE does not define have titles in the same style. The spec's 500 title
+/// "Too many requests" is a copy error (docs/contract.md).
+pub fn obie_title(status: u16, language: Language) -> &'static str {
     let es = language == Language::Es;
     match status {
-        400 if es => ("Solicitud incorrecta", "Ha enviado una solicitud que no se pudo entender."),
-        400 => ("Bad request", "You have sent a request which could not be understood."),
-        401 if es => ("No autorizado", "El token de acceso falta, no es válido o ha expirado."),
-        401 => ("Unauthorized", "The access token is missing, invalid or expired."),
-        404 if es => ("No encontrado", "No existe ningún recurso en esta ruta."),
-        404 => ("Not found", "There is no resource at this path."),
-        405 if es => ("Método no permitido", "El método no está permitido en esta ruta."),
-        405 => ("Method not allowed", "The method is not allowed on this path."),
-        408 if es => {
-            ("Tiempo de espera agotado", "Su cliente no envió la solicitud a tiempo y se agotó el tiempo de espera.")
-        }
-        408 => ("Client timeout", "Your client has failed to submit a request, and a timeout has occurred."),
-        429 if es => {
-            ("Demasiadas solicitudes", "Ha solicitado este recurso con demasiada frecuencia. Reduzca el ritmo.")
-        }
-        429 => ("Too many requests", "You have requested this resource too often. Slow down."),
-        503 if es => ("Servicio no disponible temporalmente", "El servicio no está disponible temporalmente."),
-        503 => ("Service temporarily unavailable", "The service is temporarily unavailable."),
-        _ if es => {
-            ("Error interno del servidor", "Se produjo un error en el servidor. No hay más información disponible.")
-        }
-        _ => ("Internal server error", "An error occurred on the server. No further information is available."),
+        400 if es => "Solicitud incorrecta",
+        400 => "Bad request",
+        401 if es => "No autorizado",
+        401 => "Unauthorized",
+        404 if es => "No encontrado",
+        404 => "Not found",
+        405 if es => "Método no permitido",
+        405 => "Method not allowed",
+        408 if es => "Tiempo de espera agotado",
+        408 => "Client timeout",
+        429 if es => "Demasiadas solicitudes",
+        429 => "Too many requests",
+        503 if es => "Servicio no disponible temporalmente",
+        503 => "Service temporarily unavailable",
+        _ if es => "Error interno del servidor",
+        _ => "Internal server error",
     }
 }
 
@@ -230,6 +288,19 @@ mod tests {
             Message::DuplicateBranch("00001".into()),
             Message::NoBranchKnown,
             Message::ServerUnavailable,
+            Message::TokenMissing,
+            Message::AuthorizationMalformed,
+            Message::TokenExpired,
+            Message::TokenInvalid,
+            Message::OtherSession,
+            Message::MissingHeader,
+            Message::PageRange(48),
+            Message::Between("-90", "90"),
+            Message::Decimal,
+            Message::AboveZeroUpTo("20037.5"),
+            Message::SentWith("latitude"),
+            Message::NeedsPoint,
+            Message::NotACode("ATMServices", "CashWithdrawal"),
         ];
         for message in messages {
             let en = message.render(Some("branches[0].branchId"), Language::En);
@@ -260,13 +331,10 @@ mod tests {
     }
 
     #[test]
-    fn obie_texts_are_the_reference_files_in_english() {
-        assert_eq!(
-            obie_texts(429, Language::En),
-            ("Too many requests", "You have requested this resource too often. Slow down.")
-        );
-        assert_eq!(obie_texts(500, Language::En).0, "Internal server error");
-        assert_ne!(obie_texts(400, Language::Es), obie_texts(400, Language::En));
+    fn obie_titles_are_the_reference_files_in_english() {
+        assert_eq!(obie_title(429, Language::En), "Too many requests");
+        assert_eq!(obie_title(500, Language::En), "Internal server error");
+        assert_ne!(obie_title(400, Language::Es), obie_title(400, Language::En));
     }
 
     #[test]

@@ -1,14 +1,14 @@
 //! The ATM code lists a query filters by (OBIE ATM 2.3 `ATMServices` and
 //! `Accessibility`), each code with a fixed bit for fast filtering.
 //!
-//! The records themselves are read and validated at the edge (the `api` crate's `obie`
-//! module, field for field as `shared/reference/obie-atml.2.3.0.swagger.json`) and reach
+//! The records themselves are read and validated at the edge (the adapters'
+//! `formats::obie` module, field for field as `docs/reference/obie-atml.2.3.0.swagger.json`) and reach
 //! the domain in stored form ([`crate::atm_catalog::StoredAtm`]).
 
 use serde::{Deserialize, Serialize};
 
 /// ATM services (OBIE code list `ATMServices`). Read by code name or by the code
-/// list's four-letter code (`ATBA`, as in `shared/reference/obie-atml.2.3.0.tabbeddd.xlsx`
+/// list's four-letter code (`ATBA`, as in OBIE's ATM 2.3 data dictionary
 /// and Mexico's CNBV standard); always written by code name.
 #[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]

@@ -228,9 +228,17 @@ impl AtmCatalog {
         Self { brand_names, entries, index: RTree::bulk_load(points), last_updated, fingerprint: fingerprint.finish() }
     }
 
-    /// An empty catalog, updated at `last_updated`.
+    /// An empty catalog, updated at `last_updated` (fingerprinted as a stored empty set is).
     pub fn empty(last_updated: i64) -> Self {
-        Self { brand_names: Vec::new(), entries: Vec::new(), index: RTree::new(), last_updated, fingerprint: 0 }
+        let mut fingerprint = std::collections::hash_map::DefaultHasher::new();
+        last_updated.hash(&mut fingerprint);
+        Self {
+            brand_names: Vec::new(),
+            entries: Vec::new(),
+            index: RTree::new(),
+            last_updated,
+            fingerprint: fingerprint.finish(),
+        }
     }
 
     /// When the set was last replaced, seconds since the Unix epoch.

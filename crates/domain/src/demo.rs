@@ -21,9 +21,9 @@ pub struct DemoDataInvalid(pub String);
 pub const DEMO_CLIENT_ID: &str = "demo-mobile-app";
 /// Its channel.
 pub const DEMO_CHANNEL_ID: &str = "MOBILE";
-/// The bank's country (DECISIONS.md).
+/// The bank's country (docs/contract.md).
 pub const DEMO_COUNTRY_CODE: &str = "MX";
-/// The bank's business code (DECISIONS.md).
+/// The bank's business code (docs/contract.md).
 pub const DEMO_BUSINESS_CODE: &str = "GCB";
 /// How many demo branches: ids 00001 to 00300.
 pub const DEMO_BRANCHES: usize = 300;
@@ -77,6 +77,18 @@ pub fn wait_times(now: i64) -> Vec<WaitTimeEstimate> {
             })
         })
         .collect()
+}
+
+/// Whether `rows` are the demo's wait times exactly, as [`wait_times`] made them at one
+/// moment (in any order): the demo branches, each with its demo wait, all estimated
+/// together.
+pub fn is_demo_wait_times(rows: &[WaitTimeEstimate]) -> bool {
+    let Some(first) = rows.first() else { return false };
+    let mut demo = wait_times(first.estimated_at);
+    let mut rows = rows.to_vec();
+    demo.sort_by_key(|row| row.estimate.branch);
+    rows.sort_by_key(|row| row.estimate.branch);
+    rows == demo
 }
 
 /// Demo cities: name, state, latitude, longitude, first two digits of their post codes.

@@ -1,5 +1,8 @@
 //! Sample values for other crates' tests (with the `mock` feature) and this one's.
 
+use std::sync::Mutex;
+use std::time::Duration;
+
 use time::OffsetDateTime;
 
 use crate::atm::{Accessibility, AtmService};
@@ -7,7 +10,7 @@ use crate::atm_catalog::StoredAtm;
 use crate::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, RedirectUri,
 };
-use crate::ports::MockClock;
+use crate::ports::{Clock, MockClock};
 use crate::token::{AccessClaims, Scope, SessionId, TokenId};
 
 /// The bank's MX/GCB scope on `channel`.
@@ -70,9 +73,33 @@ pub fn clock_at(unix: i64) -> MockClock {
     clock
 }
 
+/// A clock a test moves: it says what it was set to, and changes only when told, so a
+/// test can make a token expire without waiting for it.
+#[derive(Debug)]
+pub struct ManualClock(Mutex<OffsetDateTime>);
+
+impl ManualClock {
+    /// A clock that says `now` until moved.
+    pub fn at(now: OffsetDateTime) -> Self {
+        Self(Mutex::new(now))
+    }
+
+    /// Moves the clock `by` forward.
+    pub fn advance(&self, by: Duration) {
+        let mut now = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        *now += by;
+    }
+}
+
+impl Clock for ManualClock {
+    fn now(&self) -> OffsetDateTime {
+        *self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
 /// The ATM `record` (an OBIE ATM 2.3 object a test wrote) of `brand` in stored form, its
 /// `ATMServices`, `Accessibility` and coordinates taken from the record. It does not
-/// validate the record: the edge's reader (`api::obie`) does that for imports.
+/// validate the record: the file's reader (`adapters::formats::obie`) does that for imports.
 ///
 /// # Panics
 /// If `record` has no string `Identification` or a coordinate is not a number.

@@ -183,6 +183,9 @@ pub struct SigningKey {
     pub activates_at: i64,
     /// When it stops signing (the next key's activation), once that is decided.
     pub retired_at: Option<i64>,
+    /// When an operator withdrew it (`keys revoke`): from then on it is neither published
+    /// nor trusted, and every token it signed is refused.
+    pub revoked_at: Option<i64>,
 }
 
 /// Where a signing key is in its life at some moment.
@@ -194,12 +197,16 @@ pub enum KeyState {
     Current,
     /// No longer signing; published while tokens it signed may live.
     Retired,
+    /// Withdrawn by an operator: neither published nor trusted.
+    Revoked,
 }
 
 impl SigningKey {
     /// Its state at `now`.
     pub fn state_at(&self, now: i64) -> KeyState {
-        if now < self.activates_at {
+        if self.revoked_at.is_some_and(|revoked| revoked <= now) {
+            KeyState::Revoked
+        } else if now < self.activates_at {
             KeyState::Next
         } else if self.retired_at.is_some_and(|retired| retired <= now) {
             KeyState::Retired
@@ -270,6 +277,7 @@ mod tests {
             created_at: 0,
             activates_at: 0,
             retired_at: None,
+            revoked_at: None,
         };
         let shown = format!("{key:?}");
         assert!(shown.contains("kid-1") && !shown.contains("private") && !shown.contains("118"), "{shown}");
@@ -284,10 +292,14 @@ mod tests {
             created_at: 0,
             activates_at: 100,
             retired_at: Some(200),
+            revoked_at: None,
         };
         let states: Vec<KeyState> = [99, 100, 199, 200].into_iter().map(|now| key.state_at(now)).collect();
         assert_eq!(states, [KeyState::Next, KeyState::Current, KeyState::Current, KeyState::Retired]);
         assert!(key.signs_at(150) && !key.signs_at(200));
+        let withdrawn = SigningKey { revoked_at: Some(150), ..key };
+        assert_eq!((withdrawn.state_at(149), withdrawn.state_at(150)), (KeyState::Current, KeyState::Revoked));
+        assert!(!withdrawn.signs_at(160), "a revoked key never signs");
     }
 
     #[test]

@@ -119,12 +119,18 @@ pub struct AtmSetRecord {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait SigningKeyRecords: Send + Sync {
-    /// Every key not retired by `retired_after` (next, current, and recently retired
-    /// ones), newest activation first.
+    /// Every key not retired by `retired_after` and not revoked (next, current, and
+    /// recently retired ones), newest activation first: the keys to publish and trust.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when they cannot be read.
     async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable>;
+
+    /// Every key the store holds, revoked ones too, newest activation first.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn all(&self) -> Result<Vec<SigningKey>, StoreUnavailable>;
 
     /// Adds `key`, to sign from its `activates_at`, in one step: the key signing then is
     /// retired at that moment, and keys still waiting to sign at `now` are dropped.
@@ -132,6 +138,15 @@ pub trait SigningKeyRecords: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written; then nothing changed.
     async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable>;
+
+    /// Withdraws key `kid` at `now` (from then on it is not [`published`](Self::published),
+    /// and a later [`schedule`](Self::schedule) keeps it, to be listed) and, with a
+    /// `replacement`, schedules that as [`schedule`](Self::schedule) does, in the same step.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then nothing changed. An unknown
+    /// or already revoked key is `Ok(false)`, and nothing changes.
+    async fn revoke(&self, kid: &str, now: i64, replacement: Option<SigningKey>) -> Result<bool, StoreUnavailable>;
 }
 
 /// Makes new signing keys (the signing adapter knows the algorithm).

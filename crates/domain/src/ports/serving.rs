@@ -6,7 +6,7 @@ use async_trait::async_trait;
 
 use super::StoreUnavailable;
 use crate::atm_catalog::AtmCatalog;
-use crate::branch::{BranchId, BranchWaitTime};
+use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
 use crate::token::{AccessClaims, IssuedToken, TokenId};
 
@@ -19,6 +19,13 @@ pub trait ClientRegistry: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when the registry cannot be read; never for an unknown id.
     async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable>;
+
+    /// Whether `client_id` is registered and active: a disabled client's tokens are
+    /// refused whenever they were issued.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the registry cannot be read; an unknown id is `Ok(false)`.
+    async fn is_active(&self, client_id: &ClientId) -> Result<bool, StoreUnavailable>;
 
     /// Whether some active client allows pages at `origin` to call the API
     /// ([`ClientRegistration::allows_origin`]): a browser's preflight names no client.
@@ -45,12 +52,13 @@ pub trait AccessPolicy: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait WaitTimeStore: Send + Sync {
-    /// The estimates of those `branches` that the store knows, in the order asked;
-    /// unknown branches are left out.
+    /// The estimates of those `branches` that the store knows, with when each was made,
+    /// in the order asked; unknown branches are left out (stale ones are not: how old is
+    /// too old is the service's to decide).
     ///
     /// # Errors
     /// [`StoreUnavailable`] when the estimates cannot be read.
-    async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<BranchWaitTime>, StoreUnavailable>;
+    async fn wait_times(&self, branches: &[BranchId]) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable>;
 }
 
 /// The current ATM set.
@@ -83,6 +91,14 @@ pub trait TokenLedger: Send + Sync {
     /// [`StoreUnavailable`] when revocations cannot be read; an unknown id is `Ok(false)`
     /// (its signature was checked before this is asked).
     async fn is_revoked(&self, token_id: &TokenId) -> Result<bool, StoreUnavailable>;
+
+    /// Revokes the token `token_id` at `now`: in the store, so that every instance
+    /// refuses it within the refresh bound, and on this instance at once.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the revocation could not be written; then the token is
+    /// still valid. An unknown or already revoked token is `Ok(false)`.
+    async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable>;
 }
 
 /// A signed access token could not be produced (a missing or broken signing key).
@@ -100,11 +116,27 @@ pub trait TokenSigner: Send + Sync {
     fn sign(&self, claims: &AccessClaims) -> Result<String, SigningFailed>;
 }
 
-/// An access token was refused. Deliberately without detail: which check failed is
-/// logged, never told to the caller.
+/// An access token was refused. Callers are told only whether it expired or is not valid
+/// at all; which check failed is logged, never told.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("the access token was refused: {0}")]
-pub struct TokenRejected(pub &'static str);
+pub enum TokenRejected {
+    /// It was valid and its `exp` has passed: the caller should fetch a new one.
+    #[error("the access token expired")]
+    Expired,
+    /// It is not a token this service issued and still honours; the failed check.
+    #[error("the access token was refused: {0}")]
+    Invalid(&'static str),
+}
+
+impl TokenRejected {
+    /// Why, in a few words, for the log and the refusals metric.
+    pub fn reason(&self) -> &'static str {
+        match self {
+            Self::Expired => "expired",
+            Self::Invalid(reason) => reason,
+        }
+    }
+}
 
 /// Verifies access tokens and publishes the keys that do so.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -128,6 +160,12 @@ pub trait ServingHealth: Send + Sync {
     /// Whether the store answers and the data held from it is current. Answers within a
     /// bounded time (about half a second), also when the store is stuck.
     async fn can_serve(&self) -> bool;
+
+    /// Whether the data held is current enough to answer reads (wait times, ATMs, bearer
+    /// checks), whether or not the store answers now: during a database failover every
+    /// instance fails [`can_serve`](Self::can_serve) at once, and a load balancer that
+    /// took them all out would refuse reads it could have had answered from memory.
+    fn can_serve_reads(&self) -> bool;
 }
 
 /// One request limit to count a request against: a sustained rate with bursts, for one

@@ -1,7 +1,10 @@
-//! ATM information: listing pages of the ATM set, filtered and near-me.
+//! ATM information: the ATM set as it is served now, cut into pages, filtered and
+//! near-me. Whether a caller's copy is still current (HTTP's validators) is the HTTP
+//! layer's question; the domain hands it a fingerprint of what it serves.
 
-use std::hash::{Hash as _, Hasher as _};
 use std::sync::Arc;
+
+use async_trait::async_trait;
 
 use crate::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, PageOutOfRange};
 use crate::ports::{AtmDirectory, StoreUnavailable};
@@ -17,49 +20,56 @@ pub enum ListAtmsError {
     Unavailable(#[from] StoreUnavailable),
 }
 
-/// What a conditional request sent (RFC 9110 §13.1), already read from its headers.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Validators<'a> {
-    /// `If-None-Match`: `*` or the tags sent (their opaque part; compared weakly).
-    pub if_none_match: Option<NoneMatch<'a>>,
-    /// `If-Modified-Since`, seconds since the Unix epoch.
-    pub if_modified_since: Option<i64>,
-}
-
-/// An `If-None-Match` value.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum NoneMatch<'a> {
-    /// `*`: any current representation.
-    Any,
-    /// These tags.
-    Tags(Vec<&'a str>),
-}
-
-/// A listing asked for.
+/// The ATM set as served at one moment, in pages of a fixed size. Every page of a
+/// snapshot is cut from the same set, so a page and its fingerprint belong together.
 #[derive(Debug, Clone)]
-pub struct AtmRequest<'a> {
-    /// The page, filters and point.
-    pub query: AtmQuery,
-    /// A digest of everything but the set, the page size and the page number that shapes
-    /// the bytes of the answer: the filters as written in its links, the base URL, the
-    /// service's version. Equal inputs give an equal tag.
-    pub representation: u64,
-    /// The request's validators.
-    pub validators: Validators<'a>,
+pub struct AtmSnapshot {
+    catalog: Arc<AtmCatalog>,
+    page_size: usize,
 }
 
-/// The answer to a listing.
-#[derive(Debug)]
-pub enum AtmAnswer {
-    /// The caller's copy is current (304): the page's tag and the set's LastUpdated.
-    NotModified {
-        /// The page's strong validator.
-        tag: String,
-        /// When the set was last replaced, seconds since the Unix epoch.
-        last_updated: i64,
-    },
-    /// A page to send (200).
-    Page(AtmListing),
+impl AtmSnapshot {
+    /// `catalog` served in pages of `page_size` ATMs (at least one).
+    pub fn new(catalog: Arc<AtmCatalog>, page_size: usize) -> Self {
+        Self { catalog, page_size: page_size.max(1) }
+    }
+
+    /// A fingerprint of everything in the set that a page's bytes depend on: its
+    /// records, brands and LastUpdated. Equal fingerprints, page sizes and queries give
+    /// equal pages.
+    pub fn fingerprint(&self) -> u64 {
+        self.catalog.fingerprint()
+    }
+
+    /// ATMs per page.
+    pub fn page_size(&self) -> usize {
+        self.page_size
+    }
+
+    /// When the set was last replaced, seconds since the Unix epoch.
+    pub fn last_updated(&self) -> i64 {
+        self.catalog.last_updated()
+    }
+
+    /// The last page's number for `query`'s filters (1 for an empty set), for telling a
+    /// caller which pages there are.
+    pub fn last_page(&self, query: &AtmQuery) -> u32 {
+        // Past any page: the catalog answers with the last one's number.
+        let past = AtmQuery { page: u32::MAX, ..query.clone() };
+        match self.catalog.page(&past, self.page_size) {
+            Ok(page) => page.last_page,
+            Err(out_of_range) => out_of_range.last_page,
+        }
+    }
+
+    /// The page `query` asks for.
+    ///
+    /// # Errors
+    /// [`ListAtmsError::PageOutOfRange`] for a page past the last one.
+    pub fn page(&self, query: &AtmQuery) -> Result<AtmListing, ListAtmsError> {
+        let page = self.catalog.page(query, self.page_size)?;
+        Ok(AtmListing { catalog: Arc::clone(&self.catalog), page })
+    }
 }
 
 /// A page of ATMs, each with its brand, its stored record and (near-me) its distance.
@@ -67,7 +77,6 @@ pub enum AtmAnswer {
 pub struct AtmListing {
     catalog: Arc<AtmCatalog>,
     page: AtmPage,
-    tag: String,
 }
 
 /// One ATM of a page.
@@ -82,11 +91,6 @@ pub struct AtmItem<'a> {
 }
 
 impl AtmListing {
-    /// The page's strong validator.
-    pub fn tag(&self) -> &str {
-        &self.tag
-    }
-
     /// When the set was last replaced, seconds since the Unix epoch.
     pub fn last_updated(&self) -> i64 {
         self.catalog.last_updated()
@@ -119,7 +123,18 @@ impl AtmListing {
     }
 }
 
-/// Lists ATMs in pages of a fixed size, and answers conditional requests.
+/// ATM information: the use case behind GET /v1/atms.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmInformation: Send + Sync {
+    /// The ATM set as it is served now.
+    ///
+    /// # Errors
+    /// [`ListAtmsError::Unavailable`] when the set cannot be read or vouched for.
+    async fn snapshot(&self) -> Result<AtmSnapshot, ListAtmsError>;
+}
+
+/// Serves the ATM set the directory holds in pages of a fixed size.
 pub struct AtmLocator {
     directory: Arc<dyn AtmDirectory>,
     page_size: usize,
@@ -130,37 +145,12 @@ impl AtmLocator {
     pub fn new(directory: Arc<dyn AtmDirectory>, page_size: usize) -> Self {
         Self { directory, page_size: page_size.max(1) }
     }
-
-    /// The page asked for, or "not modified" when the caller's validators still hold.
-    /// The page's tag is known before the page is cut: it is a function of the set (its
-    /// fingerprint covers LastUpdated), the query, the page size and the representation.
-    ///
-    /// # Errors
-    /// See [`ListAtmsError`].
-    pub async fn list(&self, request: &AtmRequest<'_>) -> Result<AtmAnswer, ListAtmsError> {
-        let catalog = self.directory.catalog().await?;
-        let tag = self.tag(&catalog, request);
-        if not_modified(&request.validators, &tag, catalog.last_updated()) {
-            return Ok(AtmAnswer::NotModified { tag, last_updated: catalog.last_updated() });
-        }
-        let page = catalog.page(&request.query, self.page_size)?;
-        Ok(AtmAnswer::Page(AtmListing { catalog, page, tag }))
-    }
-
-    fn tag(&self, catalog: &AtmCatalog, request: &AtmRequest<'_>) -> String {
-        let mut hasher = std::collections::hash_map::DefaultHasher::new();
-        (catalog.fingerprint(), request.representation, self.page_size, request.query.page).hash(&mut hasher);
-        format!("{:016x}", hasher.finish())
-    }
 }
 
-/// RFC 9110 §13.2.2: If-None-Match decides when present (weak comparison); otherwise
-/// If-Modified-Since, when the set has not changed since the time given.
-fn not_modified(validators: &Validators<'_>, tag: &str, last_updated: i64) -> bool {
-    match &validators.if_none_match {
-        Some(NoneMatch::Any) => true,
-        Some(NoneMatch::Tags(sent)) => sent.contains(&tag),
-        None => validators.if_modified_since.is_some_and(|since| last_updated <= since),
+#[async_trait]
+impl AtmInformation for AtmLocator {
+    async fn snapshot(&self) -> Result<AtmSnapshot, ListAtmsError> {
+        Ok(AtmSnapshot::new(self.directory.catalog().await?, self.page_size))
     }
 }
 
@@ -176,15 +166,8 @@ mod tests {
         AtmLocator::new(Arc::new(directory), 25)
     }
 
-    fn request(page: u32, validators: Validators<'_>) -> AtmRequest<'_> {
-        AtmRequest { query: AtmQuery { page, ..AtmQuery::default() }, representation: 7, validators }
-    }
-
-    fn page_of(answer: AtmAnswer) -> AtmListing {
-        match answer {
-            AtmAnswer::Page(listing) => listing,
-            AtmAnswer::NotModified { .. } => panic!("a page was expected"),
-        }
+    fn page(n: u32) -> AtmQuery {
+        AtmQuery { page: n, ..AtmQuery::default() }
     }
 
     #[tokio::test]
@@ -192,41 +175,25 @@ mod tests {
         let mut directory = MockAtmDirectory::new();
         directory.expect_catalog().returning(|| Err(StoreUnavailable::new("down")));
         let locator = AtmLocator::new(Arc::new(directory), 25);
-        assert!(matches!(locator.list(&request(1, Validators::default())).await, Err(ListAtmsError::Unavailable(_))));
+        assert!(matches!(locator.snapshot().await, Err(ListAtmsError::Unavailable(_))));
     }
 
     #[tokio::test]
     async fn a_page_past_the_end_of_an_empty_set_is_out_of_range() {
-        let locator = locator(AtmCatalog::empty(0));
-        let first = page_of(locator.list(&request(1, Validators::default())).await.unwrap());
+        let snapshot = locator(AtmCatalog::empty(0)).snapshot().await.unwrap();
+        let first = snapshot.page(&page(1)).unwrap();
         assert_eq!((first.total(), first.number(), first.last_page()), (0, 1, 1));
-        let past = locator.list(&request(2, Validators::default())).await;
-        assert!(matches!(past, Err(ListAtmsError::PageOutOfRange(_))));
+        assert!(matches!(snapshot.page(&page(2)), Err(ListAtmsError::PageOutOfRange(_))));
+        assert_eq!(snapshot.last_page(&page(7)), 1);
     }
 
     #[tokio::test]
-    async fn a_tag_sent_back_is_not_modified_and_any_other_change_is_a_new_page() {
-        let locator = locator(AtmCatalog::empty(1_000));
-        let tag = page_of(locator.list(&request(1, Validators::default())).await.unwrap()).tag().to_owned();
-        let same = Validators { if_none_match: Some(NoneMatch::Tags(vec!["other", &tag])), ..Default::default() };
-        assert!(matches!(
-            locator.list(&request(1, same)).await.unwrap(),
-            AtmAnswer::NotModified { last_updated: 1_000, .. }
-        ));
-        let stale = Validators { if_none_match: Some(NoneMatch::Tags(vec!["other"])), ..Default::default() };
-        assert!(matches!(locator.list(&request(1, stale)).await.unwrap(), AtmAnswer::Page(_)));
-        let mut elsewhere = request(1, Validators::default());
-        elsewhere.representation = 8;
-        assert_ne!(page_of(locator.list(&elsewhere).await.unwrap()).tag(), tag, "the representation is in the tag");
-    }
-
-    #[tokio::test]
-    async fn if_modified_since_counts_only_without_if_none_match() {
-        let locator = locator(AtmCatalog::empty(1_000));
-        let since = |at| Validators { if_modified_since: Some(at), ..Default::default() };
-        assert!(matches!(locator.list(&request(1, since(1_000))).await.unwrap(), AtmAnswer::NotModified { .. }));
-        assert!(matches!(locator.list(&request(1, since(999))).await.unwrap(), AtmAnswer::Page(_)));
-        let both = Validators { if_none_match: Some(NoneMatch::Tags(vec!["stale"])), if_modified_since: Some(1_000) };
-        assert!(matches!(locator.list(&request(1, both)).await.unwrap(), AtmAnswer::Page(_)));
+    async fn a_snapshot_tells_the_set_it_serves_by_its_fingerprint_and_date() {
+        let snapshot = locator(AtmCatalog::empty(1_000)).snapshot().await.unwrap();
+        let again = locator(AtmCatalog::empty(1_000)).snapshot().await.unwrap();
+        let later = locator(AtmCatalog::empty(2_000)).snapshot().await.unwrap();
+        assert_eq!((snapshot.last_updated(), snapshot.page_size()), (1_000, 25));
+        assert_eq!(snapshot.fingerprint(), again.fingerprint(), "the same set, the same fingerprint");
+        assert_ne!(snapshot.fingerprint(), later.fingerprint(), "LastUpdated is part of it");
     }
 }

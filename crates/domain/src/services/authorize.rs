@@ -2,6 +2,8 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
 use crate::client::{ChannelScope, ClientId, ClientStatus};
 use crate::ports::{ClientRegistry, Clock, IdGenerator, SigningFailed, StoreUnavailable, TokenLedger, TokenSigner};
 use crate::token::{AccessClaims, CodeChallenge, IssuedToken, Scope, TokenGrant};
@@ -80,14 +82,24 @@ impl TokenService {
     ) -> Self {
         Self { registry, ledger, signer, clock, ids, lifetime_seconds }
     }
+}
 
+/// Issuing pre-login visitor tokens: the use case behind GET /v1/authorize.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait TokenIssuance: Send + Sync {
     /// Checks the client against its registration, signs a visitor token for a new
     /// session, and records it durably before handing it out.
     ///
     /// # Errors
     /// See [`AuthorizeError`]: each variant is one response status.
+    async fn authorize(&self, request: AuthorizeRequest) -> Result<TokenGrant, AuthorizeError>;
+}
+
+#[async_trait]
+impl TokenIssuance for TokenService {
     #[tracing::instrument(skip_all, fields(client_id = %request.client_id))]
-    pub async fn authorize(&self, request: AuthorizeRequest) -> Result<TokenGrant, AuthorizeError> {
+    async fn authorize(&self, request: AuthorizeRequest) -> Result<TokenGrant, AuthorizeError> {
         let client = self
             .registry
             .find(&request.client_id)

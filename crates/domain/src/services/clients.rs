@@ -1,4 +1,4 @@
-//! Registering, listing and disabling client applications.
+//! Registering, listing, disabling and enabling client applications.
 
 use std::sync::Arc;
 
@@ -26,6 +26,30 @@ pub enum DisableClientError {
     /// can be repeated.
     #[error(transparent)]
     Unavailable(#[from] StoreUnavailable),
+}
+
+/// Why a client was not enabled.
+#[derive(Debug, thiserror::Error)]
+pub enum EnableClientError {
+    /// No client with this id is registered.
+    #[error("client {0} does not exist")]
+    NotFound(ClientId),
+    /// The store could not be read or written. Enabling again finishes the job.
+    #[error(transparent)]
+    Unavailable(#[from] StoreUnavailable),
+}
+
+/// What enabling a client did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Enabled {
+    /// It was disabled and is active now; this many tokens issued to it while it was
+    /// disabled (by an instance that had not yet seen the disable) were revoked.
+    Now {
+        /// Tokens revoked.
+        revoked: u64,
+    },
+    /// It was already active; nothing changed.
+    Already,
 }
 
 /// Why a client's addresses were not changed.
@@ -80,6 +104,29 @@ impl ClientAdmin {
             return Err(UpdateClientError::NotFound(client_id.clone()));
         }
         Ok(())
+    }
+
+    /// Enables `client_id` again. Its tokens stay refused: those live at the disable
+    /// were revoked then, and any issued after it (by an instance that had not yet seen
+    /// it, refused while the client was disabled) are revoked here, before the client is
+    /// active again, so enabling never brings a token back.
+    ///
+    /// # Errors
+    /// See [`EnableClientError`].
+    pub async fn enable(&self, client_id: &ClientId) -> Result<Enabled, EnableClientError> {
+        let clients = self.clients.all().await?;
+        let client = clients
+            .iter()
+            .find(|client| &client.client_id == client_id)
+            .ok_or_else(|| EnableClientError::NotFound(client_id.clone()))?;
+        if client.status == ClientStatus::Active {
+            return Ok(Enabled::Already);
+        }
+        let revoked = self.tokens.revoke_live_of(client_id, self.clock.unix_now()).await?;
+        if !self.clients.set_status(client_id, ClientStatus::Active).await? {
+            return Err(EnableClientError::NotFound(client_id.clone()));
+        }
+        Ok(Enabled::Now { revoked })
     }
 
     /// Disables `client_id` and revokes its live tokens: a disabled application's users
@@ -137,6 +184,49 @@ mod tests {
             .returning(|_, _| Ok(3));
         let revoked = admin(clients, tokens).disable(&ClientId::parse("bank-app").unwrap()).await.unwrap();
         assert_eq!(revoked, 3);
+    }
+
+    fn registered(status: ClientStatus) -> MockClientRecords {
+        let mut clients = MockClientRecords::new();
+        clients.expect_all().returning(move || Ok(vec![ClientRegistration { status, ..registration("bank-app") }]));
+        clients
+    }
+
+    #[tokio::test]
+    async fn enabling_a_disabled_client_revokes_what_was_issued_meanwhile_before_it_is_active() {
+        let mut sequence = mockall::Sequence::new();
+        let mut clients = registered(ClientStatus::Disabled);
+        let mut tokens = MockTokenArchive::new();
+        tokens
+            .expect_revoke_live_of()
+            .withf(|id, now| id.as_str() == "bank-app" && *now == 1_000)
+            .times(1)
+            .in_sequence(&mut sequence)
+            .returning(|_, _| Ok(2));
+        clients
+            .expect_set_status()
+            .withf(|id, status| id.as_str() == "bank-app" && *status == ClientStatus::Active)
+            .times(1)
+            .in_sequence(&mut sequence)
+            .returning(|_, _| Ok(true));
+        let enabled = admin(clients, tokens).enable(&ClientId::parse("bank-app").unwrap()).await.unwrap();
+        assert_eq!(enabled, Enabled::Now { revoked: 2 });
+    }
+
+    #[tokio::test]
+    async fn enabling_an_active_client_changes_nothing_and_revokes_none_of_its_tokens() {
+        let mut clients = registered(ClientStatus::Active);
+        clients.expect_set_status().never();
+        let enabled = admin(clients, no_revocations()).enable(&ClientId::parse("bank-app").unwrap()).await.unwrap();
+        assert_eq!(enabled, Enabled::Already);
+    }
+
+    #[tokio::test]
+    async fn enabling_an_unknown_client_is_an_error() {
+        let mut clients = registered(ClientStatus::Disabled);
+        clients.expect_set_status().never();
+        let result = admin(clients, no_revocations()).enable(&ClientId::parse("nobody").unwrap()).await;
+        assert!(matches!(result, Err(EnableClientError::NotFound(id)) if id.as_str() == "nobody"));
     }
 
     #[tokio::test]

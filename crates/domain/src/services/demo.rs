@@ -1,10 +1,12 @@
-//! Loading the demo data set, only into a store that holds no operator data.
+//! Loading the demo data set, only into a store that holds no operator data, and keeping
+//! its wait times fresh while the store holds nothing else.
 
 use std::sync::Arc;
 
 use crate::demo::{self, DemoDataInvalid};
 use crate::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, Clock, StoreInventory, StoreUnavailable, WaitTimeRecords,
+    AtmRecords, ChannelRecords, ClientRecords, Clock, ImportKind, ImportLog, StoreInventory, StoreUnavailable,
+    WaitTimeRecords,
 };
 use crate::store_contents::StoreContents;
 
@@ -75,11 +77,69 @@ impl DemoData {
     }
 }
 
+/// How often the demo feed re-estimates the demo branches at most: every 5 minutes, or
+/// twice within the maximum age of estimates when that is shorter.
+pub fn demo_feed_interval(max_age: std::time::Duration) -> std::time::Duration {
+    (max_age / 2).clamp(std::time::Duration::from_secs(1), std::time::Duration::from_secs(300))
+}
+
+/// The demo's stand-in for a bank's wait-time feed: while the store holds the demo data
+/// set and nothing of an operator's, it dates the demo branches' estimates now again,
+/// so that the demo keeps answering for as long as it runs, and after a restart days
+/// later, under the maximum age that protects a real deployment from stale estimates.
+pub struct DemoFeed {
+    clients: Arc<dyn ClientRecords>,
+    wait_times: Arc<dyn WaitTimeRecords>,
+    imports: Arc<dyn ImportLog>,
+    clock: Arc<dyn Clock>,
+}
+
+impl DemoFeed {
+    /// A feed reading `clients` and `imports` to tell a demo store, and writing
+    /// `wait_times`, dated by `clock`.
+    pub fn new(
+        clients: Arc<dyn ClientRecords>,
+        wait_times: Arc<dyn WaitTimeRecords>,
+        imports: Arc<dyn ImportLog>,
+        clock: Arc<dyn Clock>,
+    ) -> Self {
+        Self { clients, wait_times, imports, clock }
+    }
+
+    /// Dates the demo estimates now, if the store still holds them as the demo wrote
+    /// them: no client but the demo's, no wait-time import ever recorded, and exactly the
+    /// demo branches with the demo waits, all estimated at one moment. Anything an
+    /// operator or a bank's system wrote breaks one of these, and the feed then leaves
+    /// the store alone. Whether it wrote.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when the store cannot be read or written.
+    pub async fn refresh(&self) -> Result<bool, StoreUnavailable> {
+        let demo_clients: Vec<_> = demo::clients()
+            .map_err(|e| StoreUnavailable::new(e.to_string()))?
+            .into_iter()
+            .map(|c| c.client_id)
+            .collect();
+        if !self.clients.all().await?.iter().all(|client| demo_clients.contains(&client.client_id)) {
+            return Ok(false);
+        }
+        if self.imports.tally().await?.iter().any(|tally| tally.kind == ImportKind::WaitTimes) {
+            return Ok(false);
+        }
+        if !demo::is_demo_wait_times(&self.wait_times.all().await?) {
+            return Ok(false);
+        }
+        self.wait_times.upsert(&demo::wait_times(self.clock.unix_now())).await?;
+        Ok(true)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::ports::{
-        MockAtmRecords, MockChannelRecords, MockClientRecords, MockStoreInventory, MockWaitTimeRecords,
+        ImportOutcome, ImportTally, MockAtmRecords, MockChannelRecords, MockClientRecords, MockImportLog,
+        MockStoreInventory, MockWaitTimeRecords,
     };
     use crate::testing::clock_at;
 
@@ -117,5 +177,63 @@ mod tests {
         let held = StoreContents { atms: true, ..StoreContents::default() };
         let outcome = DemoData::new(targets(held, 0), Arc::new(clock_at(42)));
         assert_eq!(outcome.load_into_new_store().await.unwrap(), DemoOutcome::Kept(held));
+    }
+
+    /// A demo feed over a store holding `clients`, the wait times `rows` and the import
+    /// `tallies`; `writes` is how many times it must write.
+    fn feed(
+        clients: Vec<crate::client::ClientRegistration>,
+        rows: Vec<crate::branch::WaitTimeEstimate>,
+        tallies: Vec<ImportTally>,
+        writes: usize,
+    ) -> DemoFeed {
+        let mut client_records = MockClientRecords::new();
+        client_records.expect_all().returning(move || Ok(clients.clone()));
+        let mut imports = MockImportLog::new();
+        imports.expect_tally().returning(move || Ok(tallies.clone()));
+        let mut wait_times = MockWaitTimeRecords::new();
+        wait_times.expect_all().returning(move || Ok(rows.clone()));
+        wait_times
+            .expect_upsert()
+            .withf(|rows| rows.len() == 300 && rows.iter().all(|row| row.estimated_at == 5_000))
+            .times(writes)
+            .returning(|_| Ok(()));
+        DemoFeed::new(Arc::new(client_records), Arc::new(wait_times), Arc::new(imports), Arc::new(clock_at(5_000)))
+    }
+
+    #[tokio::test]
+    async fn the_demo_set_as_the_demo_wrote_it_is_dated_now_again() {
+        let demo = feed(demo::clients().unwrap(), demo::wait_times(42), vec![], 1);
+        assert!(demo.refresh().await.unwrap());
+    }
+
+    #[tokio::test]
+    async fn anything_an_operator_or_a_feed_wrote_stops_the_demo_feed() {
+        let mut other_wait = demo::wait_times(42);
+        other_wait[7].estimate.wait = crate::branch::WaitTime::from_minutes(59).unwrap();
+        let mut other_time = demo::wait_times(42);
+        other_time[0].estimated_at = 43;
+        let mut more = demo::wait_times(42);
+        more.push(crate::branch::WaitTimeEstimate {
+            estimate: crate::branch::BranchWaitTime {
+                branch: crate::branch::BranchId::parse("00301").unwrap(),
+                wait: crate::branch::WaitTime::from_minutes(3).unwrap(),
+            },
+            estimated_at: 42,
+        });
+        let mut clients = demo::clients().unwrap();
+        clients.push(crate::testing::registration("bank-app"));
+        let imported =
+            ImportTally { kind: ImportKind::WaitTimes, outcome: ImportOutcome::Applied, runs: 1, last_at: 1 };
+        for (what, demo) in [
+            ("a wait changed", feed(demo::clients().unwrap(), other_wait, vec![], 0)),
+            ("an estimate dated otherwise", feed(demo::clients().unwrap(), other_time, vec![], 0)),
+            ("another branch", feed(demo::clients().unwrap(), more, vec![], 0)),
+            ("no wait times", feed(demo::clients().unwrap(), vec![], vec![], 0)),
+            ("an operator's client", feed(clients, demo::wait_times(42), vec![], 0)),
+            ("a wait-time import", feed(demo::clients().unwrap(), demo::wait_times(42), vec![imported], 0)),
+        ] {
+            assert!(!demo.refresh().await.unwrap(), "{what}");
+        }
     }
 }

@@ -8,7 +8,7 @@
 
 use std::sync::Arc;
 
-use crate::ports::{Clock, KeyGenerationFailed, KeyGenerator, SigningKeyRecords, StoreUnavailable};
+use crate::ports::{Clock, KeyGenerationFailed, KeyGenerator, SigningKeyRecords, StoreUnavailable, TokenVerifier};
 use crate::token::{KeyState, SigningKey};
 
 /// Why a key was not made or scheduled.
@@ -23,6 +23,9 @@ pub enum KeyManagementError {
         /// When it starts signing.
         activates_at: i64,
     },
+    /// No key with this id is stored.
+    #[error("no signing key {0} is stored (keys list shows them)")]
+    UnknownKey(String),
     /// No key could be generated.
     #[error(transparent)]
     Generation(#[from] KeyGenerationFailed),
@@ -44,6 +47,21 @@ pub struct KeyStatus {
     pub activates_at: i64,
     /// When it stops (or stopped) signing, once decided.
     pub retired_at: Option<i64>,
+    /// When it was withdrawn, if it was.
+    pub revoked_at: Option<i64>,
+}
+
+/// What revoking a key did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum KeyRevocation {
+    /// The key is withdrawn; if it was signing or waiting to, `replaced_by` takes its place.
+    Revoked {
+        /// The new key that signs instead of it (at once, for the signing key; at the
+        /// same moment, for a waiting one), when it was not retired already.
+        replaced_by: Option<ScheduledKey>,
+    },
+    /// It was revoked before; nothing changed.
+    AlreadyRevoked,
 }
 
 /// A key that was made, and when it signs from.
@@ -114,6 +132,37 @@ impl KeyManagement {
         Ok(ScheduledKey { kid: key.kid, activates_at })
     }
 
+    /// Withdraws key `kid` at once (a key that leaked, or was used to forge tokens): it
+    /// leaves the JWKS and every verifier within the refresh bound, so every token it
+    /// signed is refused. In the same step a new key takes its place if it had one: the
+    /// signing key's at once (as `rotate --now`), a waiting key's at the moment it was to
+    /// sign from, so that tokens keep being issued.
+    ///
+    /// # Errors
+    /// [`KeyManagementError::UnknownKey`] for a key the store does not hold; otherwise
+    /// see [`KeyManagementError`].
+    pub async fn revoke(&self, kid: &str) -> Result<KeyRevocation, KeyManagementError> {
+        let now = self.clock.unix_now();
+        let keys = self.keys.all().await?;
+        let key =
+            keys.iter().find(|key| key.kid == kid).ok_or_else(|| KeyManagementError::UnknownKey(kid.to_owned()))?;
+        let replacement = match key.state_at(now) {
+            KeyState::Revoked => return Ok(KeyRevocation::AlreadyRevoked),
+            KeyState::Retired => None,
+            KeyState::Current => Some(now),
+            KeyState::Next => Some(key.activates_at),
+        };
+        let replacement = (replacement
+            .map(|activates_at| self.generator.generate(now).map(|new| SigningKey { activates_at, ..new })))
+        .transpose()?;
+        let replaced_by =
+            replacement.as_ref().map(|key| ScheduledKey { kid: key.kid.clone(), activates_at: key.activates_at });
+        if !self.keys.revoke(kid, now, replacement).await? {
+            return Ok(KeyRevocation::AlreadyRevoked);
+        }
+        Ok(KeyRevocation::Revoked { replaced_by })
+    }
+
     /// Every key in the store, newest activation first, with its state now.
     ///
     /// # Errors
@@ -122,7 +171,7 @@ impl KeyManagement {
         let now = self.clock.unix_now();
         Ok(self
             .keys
-            .published(i64::MIN)
+            .all()
             .await?
             .into_iter()
             .map(|key| KeyStatus {
@@ -131,8 +180,34 @@ impl KeyManagement {
                 created_at: key.created_at,
                 activates_at: key.activates_at,
                 retired_at: key.retired_at,
+                revoked_at: key.revoked_at,
             })
             .collect())
+    }
+}
+
+/// Publishing the keys that verify access tokens: the use case behind the JWKS.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait KeyPublication: Send + Sync {
+    /// The public keys that verify live tokens, as a JWK Set document (RFC 7517 §5).
+    fn key_set(&self) -> String;
+}
+
+/// The keys the token verifier holds, published.
+pub struct PublishedKeys {
+    verifier: Arc<dyn TokenVerifier>,
+}
+
+impl PublishedKeys {
+    /// The keys `verifier` verifies with.
+    pub fn new(verifier: Arc<dyn TokenVerifier>) -> Self {
+        Self { verifier }
+    }
+}
+
+impl KeyPublication for PublishedKeys {
+    fn key_set(&self) -> String {
+        self.verifier.key_set_document()
     }
 }
 
@@ -150,6 +225,7 @@ mod tests {
             created_at: activates_at,
             activates_at,
             retired_at,
+            revoked_at: None,
         }
     }
 
@@ -208,11 +284,43 @@ mod tests {
     }
 
     #[tokio::test]
+    async fn revoking_a_key_puts_a_new_one_in_its_place_in_the_same_step() {
+        let mut keys = MockSigningKeyRecords::new();
+        keys.expect_all().returning(|| {
+            let gone = SigningKey { revoked_at: Some(10), ..key("gone", 0, Some(50)) };
+            Ok(vec![key("next", 800, None), key("current", 100, Some(800)), key("old", 0, Some(100)), gone])
+        });
+        keys.expect_revoke()
+            .withf(|kid, now, new| {
+                kid == "current" && *now == 500 && new.as_ref().is_some_and(|new| new.activates_at == 500)
+            })
+            .times(1)
+            .returning(|_, _, _| Ok(true));
+        keys.expect_revoke()
+            .withf(|kid, _, new| kid == "next" && new.as_ref().is_some_and(|new| new.activates_at == 800))
+            .times(1)
+            .returning(|_, _, _| Ok(true));
+        keys.expect_revoke().withf(|kid, _, new| kid == "old" && new.is_none()).times(1).returning(|_, _, _| Ok(true));
+        let management = management(keys, 500);
+        let signing_now = Some(ScheduledKey { kid: "new".into(), activates_at: 500 });
+        assert_eq!(management.revoke("current").await.unwrap(), KeyRevocation::Revoked { replaced_by: signing_now });
+        let waiting = Some(ScheduledKey { kid: "new".into(), activates_at: 800 });
+        assert_eq!(management.revoke("next").await.unwrap(), KeyRevocation::Revoked { replaced_by: waiting });
+        assert_eq!(management.revoke("old").await.unwrap(), KeyRevocation::Revoked { replaced_by: None });
+        assert_eq!(management.revoke("gone").await.unwrap(), KeyRevocation::AlreadyRevoked);
+        assert!(
+            matches!(management.revoke("nowhere").await, Err(KeyManagementError::UnknownKey(kid)) if kid == "nowhere")
+        );
+    }
+
+    #[tokio::test]
     async fn keys_are_listed_with_their_state_now() {
         let mut keys = MockSigningKeyRecords::new();
-        keys.expect_published()
-            .returning(|_| Ok(vec![key("next", 800, None), key("current", 100, Some(800)), key("old", 0, Some(100))]));
+        keys.expect_all().returning(|| {
+            let withdrawn = SigningKey { revoked_at: Some(50), ..key("withdrawn", 0, Some(10)) };
+            Ok(vec![key("next", 800, None), key("current", 100, Some(800)), key("old", 0, Some(100)), withdrawn])
+        });
         let states: Vec<KeyState> = management(keys, 500).list().await.unwrap().iter().map(|k| k.state).collect();
-        assert_eq!(states, [KeyState::Next, KeyState::Current, KeyState::Retired]);
+        assert_eq!(states, [KeyState::Next, KeyState::Current, KeyState::Retired, KeyState::Revoked]);
     }
 }

@@ -5,7 +5,15 @@
 //! - [`authorize`]: issue a pre-login visitor token (GET /v1/authorize).
 //! - [`bearer`]: check a bearer token and the `client_id` it is presented with; shared
 //!   by every protected operation.
+//! - [`revocation`]: an app revokes its own token (POST /v1/revoke, RFC 7009).
 //! - [`wait_times`]: estimated wait per branch (POST …/branch/waittime/retrieve).
+//! - [`keys`] ([`keys::KeyPublication`]): the JWKS; [`origins`]: the browser pages of
+//!   registered clients (CORS).
+//!
+//! Each operation the HTTP layer calls is a trait here (the inbound ports: `TokenIssuance`,
+//! `TokenRevocation`, `BearerAuthentication`, `WaitTimeEnquiry`, `AtmInformation`,
+//! `KeyPublication`, `BrowserOrigins`), beside the service that implements it, with a mockall mock, so the
+//! HTTP layer depends on the use cases, never on a service's concrete type.
 //!
 //! Operating it (the `branch-atm` commands and the service's own upkeep):
 //! - [`clients`]: registering, listing and disabling client applications.
@@ -23,5 +31,7 @@ pub mod clients;
 pub mod demo;
 pub mod imports;
 pub mod keys;
+pub mod origins;
+pub mod revocation;
 pub mod token_records;
 pub mod wait_times;

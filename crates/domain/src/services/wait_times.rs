@@ -2,9 +2,11 @@
 
 use std::sync::Arc;
 
+use async_trait::async_trait;
+
 use crate::branch::{BranchId, BranchWaitTime};
 use crate::client::ChannelScope;
-use crate::ports::{AccessPolicy, StoreUnavailable, WaitTimeStore};
+use crate::ports::{AccessPolicy, Clock, StoreUnavailable, WaitTimeStore};
 use crate::token::{AccessClaims, SessionId};
 
 /// The most branches one request may ask for (spec: RetrieveWaitTimeRequest.branches).
@@ -47,23 +49,47 @@ pub enum RetrieveWaitTimesError {
     Unavailable(#[from] StoreUnavailable),
 }
 
-/// Answers wait-time requests from the store of estimates.
+/// Answers wait-time requests from the store of estimates, fresh ones only.
 pub struct WaitTimeService {
     policy: Arc<dyn AccessPolicy>,
     store: Arc<dyn WaitTimeStore>,
+    clock: Arc<dyn Clock>,
+    max_age_seconds: i64,
 }
 
 impl WaitTimeService {
-    /// A service checking `policy` and reading `store`.
-    pub fn new(policy: Arc<dyn AccessPolicy>, store: Arc<dyn WaitTimeStore>) -> Self {
-        Self { policy, store }
+    /// A service checking `policy` and reading `store`, which answers a branch whose
+    /// estimate is older than `max_age` (by `clock`) as unknown: a stale wait sends a
+    /// customer to the wrong branch, and is worse than none.
+    pub fn new(
+        policy: Arc<dyn AccessPolicy>,
+        store: Arc<dyn WaitTimeStore>,
+        clock: Arc<dyn Clock>,
+        max_age: std::time::Duration,
+    ) -> Self {
+        let max_age_seconds = i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX);
+        Self { policy, store, clock, max_age_seconds }
     }
+}
 
+/// Estimated wait times: the use case behind POST …/branch/waittime/retrieve.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait WaitTimeEnquiry: Send + Sync {
     /// The known branches' estimates, in request order.
     ///
     /// # Errors
     /// See [`RetrieveWaitTimesError`].
-    pub async fn retrieve(
+    async fn retrieve(
+        &self,
+        claims: &AccessClaims,
+        query: &WaitTimeQuery,
+    ) -> Result<Vec<BranchWaitTime>, RetrieveWaitTimesError>;
+}
+
+#[async_trait]
+impl WaitTimeEnquiry for WaitTimeService {
+    async fn retrieve(
         &self,
         claims: &AccessClaims,
         query: &WaitTimeQuery,
@@ -77,7 +103,11 @@ impl WaitTimeService {
         if let Some(index) = first_repeat(&query.branches) {
             return Err(RetrieveWaitTimesError::DuplicateBranch { index, branch: query.branches[index] });
         }
-        let known = self.store.wait_times(&query.branches).await?;
+        let oldest_fresh = self.clock.unix_now().saturating_sub(self.max_age_seconds);
+        let known: Vec<BranchWaitTime> = (self.store.wait_times(&query.branches).await?.into_iter())
+            .filter(|estimate| estimate.estimated_at >= oldest_fresh)
+            .map(|estimate| estimate.estimate)
+            .collect();
         if known.is_empty() {
             return Err(RetrieveWaitTimesError::NoneKnown);
         }
@@ -100,9 +130,19 @@ fn first_repeat(branches: &[BranchId]) -> Option<usize> {
 mod tests {
     use super::*;
     use crate::branch::WaitTime;
+    use crate::branch::WaitTimeEstimate;
     use crate::client::ChannelId;
     use crate::ports::{MockAccessPolicy, MockWaitTimeStore};
     use crate::services::bearer::tests::claims;
+    use crate::testing::clock_at;
+
+    /// The time the tests run at, and the age limit they serve under (one hour).
+    const NOW: i64 = 1_800_000_000;
+    const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
+
+    fn service(policy: MockAccessPolicy, store: MockWaitTimeStore) -> WaitTimeService {
+        WaitTimeService::new(Arc::new(policy), Arc::new(store), Arc::new(clock_at(NOW)), MAX_AGE)
+    }
 
     fn ids(raw: &[&str]) -> Vec<BranchId> {
         raw.iter().map(|id| BranchId::parse(id).unwrap()).collect()
@@ -119,19 +159,23 @@ mod tests {
         policy
     }
 
-    /// A store that knows only branch 00001 (5 minutes) and 00003 (12 minutes).
+    /// A store that knows branch 00001 (5 minutes, estimated just now), 00003 (12
+    /// minutes, estimated exactly an hour ago) and 00004 (9 minutes, an hour and a
+    /// second ago).
     fn store() -> MockWaitTimeStore {
         let mut store = MockWaitTimeStore::new();
         store.expect_wait_times().returning(|branches| {
             Ok(branches
                 .iter()
                 .filter_map(|branch| {
-                    let minutes = match branch.to_string().as_str() {
-                        "00001" => 5,
-                        "00003" => 12,
+                    let (minutes, estimated_at) = match branch.to_string().as_str() {
+                        "00001" => (5, NOW),
+                        "00003" => (12, NOW - 3600),
+                        "00004" => (9, NOW - 3601),
                         _ => return None,
                     };
-                    Some(BranchWaitTime { branch: *branch, wait: WaitTime::from_minutes(minutes).unwrap() })
+                    let estimate = BranchWaitTime { branch: *branch, wait: WaitTime::from_minutes(minutes).unwrap() };
+                    Some(WaitTimeEstimate { estimate, estimated_at })
                 })
                 .collect())
         });
@@ -146,7 +190,7 @@ mod tests {
 
     #[tokio::test]
     async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out() {
-        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(store()));
+        let service = service(policy(true), store());
         let answer = service.retrieve(&claims(), &query(&["00003", "00002", "00001"])).await.unwrap();
         let pairs: Vec<_> = answer.iter().map(|b| (b.branch.to_string(), b.wait.minutes())).collect();
         assert_eq!(pairs, [("00003".to_string(), 12), ("00001".to_string(), 5)]);
@@ -154,14 +198,25 @@ mod tests {
 
     #[tokio::test]
     async fn no_known_branch_is_not_found() {
-        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(store()));
+        let service = service(policy(true), store());
         let result = service.retrieve(&claims(), &query(&["00002"])).await;
         assert!(matches!(result, Err(RetrieveWaitTimesError::NoneKnown)));
     }
 
+    /// The finding: an estimate three days old was answered as today's wait.
+    #[tokio::test]
+    async fn an_estimate_older_than_the_maximum_age_is_answered_as_unknown() {
+        let service = service(policy(true), store());
+        let answer = service.retrieve(&claims(), &query(&["00004", "00003", "00001"])).await.unwrap();
+        let served: Vec<String> = answer.iter().map(|b| b.branch.to_string()).collect();
+        assert_eq!(served, ["00003", "00001"], "an hour old is served, an hour and a second is not");
+        let only_stale = service.retrieve(&claims(), &query(&["00004"])).await;
+        assert!(matches!(only_stale, Err(RetrieveWaitTimesError::NoneKnown)), "all stale is no branch known");
+    }
+
     #[tokio::test]
     async fn the_same_branch_twice_names_the_second_position() {
-        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(untouched_store()));
+        let service = service(policy(true), untouched_store());
         let result = service.retrieve(&claims(), &query(&["00001", "00003", "00001"])).await;
         assert!(matches!(result, Err(RetrieveWaitTimesError::DuplicateBranch { index: 2, .. })));
     }
@@ -178,14 +233,14 @@ mod tests {
 
     #[tokio::test]
     async fn an_unsupported_channel_is_not_configured() {
-        let service = WaitTimeService::new(Arc::new(policy(false)), Arc::new(untouched_store()));
+        let service = service(policy(false), untouched_store());
         let result = service.retrieve(&claims(), &query(&["00001"])).await;
         assert!(matches!(result, Err(RetrieveWaitTimesError::AccessNotConfigured)));
     }
 
     #[tokio::test]
     async fn a_supported_channel_other_than_the_tokens_is_not_configured() {
-        let service = WaitTimeService::new(Arc::new(policy(true)), Arc::new(untouched_store()));
+        let service = service(policy(true), untouched_store());
         let mut from_web = query(&["00001"]);
         from_web.scope.channel = ChannelId::parse("WEB").unwrap();
         let result = service.retrieve(&claims(), &from_web).await;
@@ -196,7 +251,7 @@ mod tests {
     async fn a_sid_from_another_session_is_refused_before_anything_is_read() {
         let mut unread = MockAccessPolicy::new();
         unread.expect_is_supported().never();
-        let service = WaitTimeService::new(Arc::new(unread), Arc::new(untouched_store()));
+        let service = service(unread, untouched_store());
         let mut other_session = query(&["00001"]);
         other_session.session = SessionId::new("sid-2".into());
         let result = service.retrieve(&claims(), &other_session).await;

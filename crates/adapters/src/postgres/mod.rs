@@ -1,0 +1,119 @@
+//! The PostgreSQL store: one database for every instance of the service, on as many
+//! hosts as the bank runs. The same contract as the SQLite store (the contract tests
+//! run against both); what differs is the connection, how many rows are written at once,
+//! how token records are kept over time, and change notices.
+//!
+//! What a PostgreSQL store is made of:
+//! - this file: the connection (a pool, `synchronous_commit = on`);
+//! - `records`: what PostgreSQL writes in its own dialect (`SqlDialect`): a set of rows
+//!   as one `INSERT … SELECT FROM UNNEST(…)` statement (one transaction, one commit), and
+//!   `LOCK TABLE` so that two key rotations take turns;
+//! - `partitions`: token records partitioned by the hour they expire in, so purging a
+//!   day-old hour drops a partition instead of deleting rows one by one
+//!   ([`StoreLifecycle::prepare`](crate::store::StoreLifecycle::prepare) makes the
+//!   partitions of the coming hours ahead of time);
+//! - `listener`: change notices pushed by the database (LISTEN/NOTIFY), so every
+//!   instance reloads at once instead of at its next poll;
+//! - `migrations/postgres`: its schema, with the triggers that move the change counters
+//!   and notify;
+//! - every other statement is shared with SQLite (`shared_sql_records!`, `src/sql/`).
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use domain::ports::StoreUnavailable;
+use sqlx::PgPool;
+use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
+
+use crate::registry::Backend;
+use crate::sql::{shared_sql_records, unavailable};
+use crate::store::Store;
+#[cfg(feature = "testing")]
+use crate::testing::FreshStore;
+
+mod listener;
+mod partitions;
+mod records;
+
+pub use partitions::TOKEN_PARTITION_SECONDS;
+
+/// Connections per instance. The request paths do not use the pool (they read the
+/// in-memory view); its users are the group commit, the view's refresher, readiness
+/// probes and maintenance. Three instances take 24 of PostgreSQL's default 100.
+const POOL_SIZE: u32 = 8;
+
+/// How long a caller waits for a pooled connection (including opening one): the fault
+/// issue bounds every store wait on a request path at about 2 s.
+const CONNECT_WAIT: Duration = Duration::from_secs(2);
+
+/// The schema, `migrations/postgres`, built into the binary.
+static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/postgres");
+
+/// A PostgreSQL database.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects to the database at `url` (`postgres://user@host:port/database`, or
+    /// `postgresql://…`, with any of libpq's URL parameters sqlx knows, such as
+    /// `sslmode`).
+    ///
+    /// Every connection commits synchronously (`synchronous_commit = on`), whatever the
+    /// server's default: a token is answered only once its record is on disk.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the URL is not a PostgreSQL URL or the server cannot be
+    /// reached.
+    pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
+        let options = PgConnectOptions::from_str(url).map_err(unavailable)?.application_name("branch-atm").options([
+            ("synchronous_commit", "on"),
+            // A transaction left open by a process that hung holds its locks for at
+            // most this long.
+            ("idle_in_transaction_session_timeout", "30s"),
+        ]);
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(CONNECT_WAIT)
+            .idle_timeout(Duration::from_secs(600))
+            .max_lifetime(Duration::from_secs(1800))
+            .connect_with(options)
+            .await
+            .map_err(unavailable)?;
+        Ok(Self { pool })
+    }
+}
+
+shared_sql_records!(PostgresStore);
+
+/// The PostgreSQL store, registered under `postgres:`, `postgresql:`.
+pub const BACKEND: Backend = Backend {
+    name: "postgres",
+    schemes: &["postgres", "postgresql"],
+    example: "postgres://user@host:port/database",
+    shared_across_processes: true,
+    open: |url| Box::pin(async move { Ok(Store::of(PostgresStore::connect(url).await?)) }),
+    #[cfg(feature = "testing")]
+    testing: crate::testing::TestSupport { fresh: fresh_for_a_test, execute_sql: Some(execute_sql) },
+};
+
+/// A store in a new database of its own on the server at `TEST_POSTGRES_URL`, dropped
+/// after the test; `None` (said) without that server.
+#[cfg(feature = "testing")]
+fn fresh_for_a_test() -> crate::registry::Opening<'static, Option<FreshStore>> {
+    Box::pin(async {
+        let database = crate::testing::postgres::TestDatabase::create("tests").await?;
+        Some(FreshStore::new(database.url.clone(), database))
+    })
+}
+
+/// Runs `statement` at `url` over a connection of its own, as another system would.
+#[cfg(feature = "testing")]
+fn execute_sql<'a>(url: &'a str, statement: &'static str) -> crate::registry::Opening<'a, Result<u64, String>> {
+    use sqlx::{Connection as _, Executor as _};
+    Box::pin(async move {
+        let mut connection = sqlx::PgConnection::connect(url).await.map_err(|e| e.to_string())?;
+        connection.execute(statement).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
+    })
+}

@@ -1,0 +1,225 @@
+//! What the PostgreSQL store writes in its own dialect: a set of rows as one statement
+//! over arrays (`INSERT … SELECT FROM UNNEST(…)`: one round trip, and outside an explicit
+//! transaction one commit, all rows or none), `LOCK TABLE` so that two key rotations take
+//! turns, a snapshot for reading the ATM set, and `VACUUM FULL` to scrub.
+
+use async_trait::async_trait;
+use domain::atm_catalog::StoredAtm;
+use domain::branch::WaitTimeEstimate;
+use domain::ports::{AtmKey, StoreUnavailable};
+use domain::token::{CodeChallenge, IssuedToken};
+use sqlx::{Executor as _, PgPool, Postgres};
+
+use super::{MIGRATOR, PostgresStore};
+use crate::rows::{self, AtmRow};
+use crate::sql::{self, SqlDialect, unavailable};
+use crate::store::{AtmSet, ChangeFeed};
+
+/// Taken first by every write of the ATM set: two writers (two `atms import`s, or
+/// instances loading the demo set together) take turns instead of both emptying the
+/// table and one failing on the other's rows. SQLite's writers take turns anyway.
+const LOCK_ATM_SET: &str = "SELECT 1 FROM atm_set WHERE id = 1 FOR UPDATE";
+
+/// Rows per statement when a set is written in chunks (ATMs): each row's values travel
+/// as arrays, so this bounds one statement's size (500 OBIE records are about 300 KB).
+const ROWS_PER_STATEMENT: usize = 500;
+
+#[async_trait]
+impl SqlDialect for PostgresStore {
+    type Database = Postgres;
+
+    fn pool(&self) -> &PgPool {
+        &self.pool
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn migrate(&self) -> Result<(), StoreUnavailable> {
+        MIGRATOR.run(&self.pool).await.map_err(StoreUnavailable::new)
+    }
+
+    async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable> {
+        self.make_token_partitions(now).await
+    }
+
+    async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        // Two rotations at once (two hosts' CLIs) take turns: the second sees the first's key.
+        transaction.execute("LOCK TABLE signing_keys IN SHARE ROW EXCLUSIVE MODE").await.map_err(unavailable)?;
+        Ok(transaction)
+    }
+
+    #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
+    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+        let branches: Vec<String> = estimates.iter().map(|e| e.estimate.branch.to_string()).collect();
+        let minutes: Vec<i64> = estimates.iter().map(|e| i64::from(e.estimate.wait.minutes())).collect();
+        let estimated_at: Vec<i64> = estimates.iter().map(|e| e.estimated_at).collect();
+        // One statement: all or none without a transaction of our own.
+        sqlx::query(
+            "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) \
+             SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[]) \
+             ON CONFLICT (branch_id) DO UPDATE SET minutes = excluded.minutes, estimated_at = excluded.estimated_at",
+        )
+        .bind(&branches)
+        .bind(&minutes)
+        .bind(&estimated_at)
+        .execute(&self.pool)
+        .await
+        .map(drop)
+        .map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip_all, fields(atms = atms.len()))]
+    async fn replace_atms(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        transaction.execute(LOCK_ATM_SET).await.map_err(unavailable)?;
+        transaction.execute(sql::DELETE_EVERY_ATM).await.map_err(unavailable)?;
+        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
+            let columns = AtmColumns::of(chunk);
+            sqlx::query(
+                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
+                 $6::float8[], $7::float8[])",
+            )
+            .bind(&columns.brands)
+            .bind(&columns.ids)
+            .bind(&columns.records)
+            .bind(&columns.services)
+            .bind(&columns.accessibility)
+            .bind(&columns.latitudes)
+            .bind(&columns.longitudes)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip_all, fields(upserts = upserts.len(), removals = removals.len()))]
+    async fn apply_atm_changes(
+        &self,
+        upserts: &[StoredAtm],
+        removals: &[AtmKey],
+        now: i64,
+    ) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        transaction.execute(LOCK_ATM_SET).await.map_err(unavailable)?;
+        let (brands, ids): (Vec<&str>, Vec<&str>) = removals.iter().map(|(b, i)| (b.as_str(), i.as_str())).unzip();
+        sqlx::query(
+            "DELETE FROM atms WHERE (brand_name, identification) IN \
+             (SELECT * FROM UNNEST($1::text[], $2::text[]))",
+        )
+        .bind(&brands)
+        .bind(&ids)
+        .execute(&mut *transaction)
+        .await
+        .map_err(unavailable)?;
+        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
+            let columns = AtmColumns::of(chunk);
+            sqlx::query(
+                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
+                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
+                 $6::float8[], $7::float8[]) \
+                 ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
+                 services = excluded.services, accessibility = excluded.accessibility, \
+                 latitude = excluded.latitude, longitude = excluded.longitude",
+            )
+            .bind(&columns.brands)
+            .bind(&columns.ids)
+            .bind(&columns.records)
+            .bind(&columns.services)
+            .bind(&columns.accessibility)
+            .bind(&columns.latitudes)
+            .bind(&columns.longitudes)
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
+        // One snapshot for both reads, so the set and its date belong together.
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        transaction.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").await.map_err(unavailable)?;
+        let (last_updated,): (i64,) =
+            sqlx::query_as(sql::ATM_SET_DATE).fetch_one(&mut *transaction).await.map_err(unavailable)?;
+        let found: Vec<AtmRow> =
+            sqlx::query_as(sql::ATMS_IN_ORDER).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)?;
+        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+        Ok(AtmSet { atms, last_updated })
+    }
+
+    #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
+    async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        let ids: Vec<&str> = tokens.iter().map(|t| t.token_id.as_str()).collect();
+        let opaque: Vec<&str> = tokens.iter().map(|t| t.opaque_token.as_str()).collect();
+        let clients: Vec<&str> = tokens.iter().map(|t| t.client_id.as_str()).collect();
+        let sessions: Vec<&str> = tokens.iter().map(|t| t.session.as_str()).collect();
+        let issued: Vec<i64> = tokens.iter().map(|t| t.issued_at).collect();
+        let expires: Vec<i64> = tokens.iter().map(|t| t.expires_at).collect();
+        let challenges: Vec<Option<&str>> =
+            tokens.iter().map(|t| t.code_challenge.as_ref().map(CodeChallenge::as_str)).collect();
+        // One statement outside any explicit transaction: one round trip and one commit
+        // for the whole batch, all rows or none.
+        sqlx::query(
+            "INSERT INTO issued_tokens \
+             (jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge) \
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::text[], $5::int8[], $6::int8[], $7::text[])",
+        )
+        .bind(&ids)
+        .bind(&opaque)
+        .bind(&clients)
+        .bind(&sessions)
+        .bind(&issued)
+        .bind(&expires)
+        .bind(&challenges)
+        .execute(&self.pool)
+        .await
+        .map(drop)
+        .map_err(unavailable)
+    }
+
+    async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        self.purge_token_partitions(before).await
+    }
+
+    async fn scrub(&self) -> Result<(), StoreUnavailable> {
+        // An UPDATE leaves the old row version in the table's pages until a vacuum; VACUUM
+        // FULL rewrites the (small) table from its live rows. Copies already in the
+        // write-ahead log, its archive or a backup are beyond the service's reach.
+        self.pool.execute("VACUUM FULL signing_keys").await.map(drop).map_err(unavailable)
+    }
+
+    async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
+        self.listen().await.map(Some)
+    }
+}
+
+/// ATMs as one array per column, for `UNNEST`.
+struct AtmColumns<'a> {
+    brands: Vec<&'a str>,
+    ids: Vec<&'a str>,
+    records: Vec<&'a str>,
+    services: Vec<i64>,
+    accessibility: Vec<i64>,
+    latitudes: Vec<Option<f64>>,
+    longitudes: Vec<Option<f64>>,
+}
+
+impl<'a> AtmColumns<'a> {
+    fn of(atms: &'a [StoredAtm]) -> Self {
+        Self {
+            brands: atms.iter().map(|atm| atm.brand.as_str()).collect(),
+            ids: atms.iter().map(|atm| atm.identification.as_str()).collect(),
+            records: atms.iter().map(|atm| atm.record.as_str()).collect(),
+            services: atms.iter().map(|atm| i64::from(atm.services)).collect(),
+            accessibility: atms.iter().map(|atm| i64::from(atm.accessibility)).collect(),
+            latitudes: atms.iter().map(|atm| atm.coordinates.map(|(lat, _)| lat)).collect(),
+            longitudes: atms.iter().map(|atm| atm.coordinates.map(|(_, lon)| lon)).collect(),
+        }
+    }
+}

@@ -1,0 +1,441 @@
+//! [`shared_sql_records!`]: every role of a SQL store, in statements both dialects run.
+
+/// Implements every role a [`Store`](crate::store::Store) needs for `$store`, a type that
+/// implements [`SqlDialect`](crate::sql::SqlDialect): the statements both dialects share
+/// are here, the rest is a call to the dialect's own method of the same purpose.
+///
+/// Placeholders are `$N`, bound in order; a number used twice is bound once.
+macro_rules! shared_sql_records {
+    ($store:ty) => {
+        // An unnamed constant's scope of its own, so that these imports meet none of the
+        // backend module's.
+        const _: () = {
+            use async_trait::async_trait;
+            use domain::atm_catalog::StoredAtm;
+            use domain::branch::WaitTimeEstimate;
+            use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
+            use domain::ports::{
+                AtmKey, AtmRecords, ChannelRecords, ClientRecords, ImportKind, ImportLog, ImportOutcome, ImportTally,
+                SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+            };
+            use domain::store_contents::StoreContents;
+            use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
+            use $crate::rows;
+            use $crate::sql::{SqlDialect, unavailable};
+            use $crate::store::{AtmSet, ChangeFeed, KeyVault, Revisions, StoreLifecycle, ViewSource};
+
+            #[async_trait]
+            impl StoreLifecycle for $store {
+                async fn migrate(&self) -> Result<(), StoreUnavailable> {
+                    SqlDialect::migrate(self).await
+                }
+
+                async fn ping(&self) -> Result<(), StoreUnavailable> {
+                    sqlx::query("SELECT revision FROM change_log LIMIT 1")
+                        .fetch_optional(self.pool())
+                        .await
+                        .map(drop)
+                        .map_err(unavailable)
+                }
+
+                async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable> {
+                    SqlDialect::prepare(self, now).await
+                }
+
+                async fn close(&self) {
+                    self.pool().close().await;
+                }
+            }
+
+            #[async_trait]
+            impl ViewSource for $store {
+                async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
+                    let rows: Vec<(String, i64)> = sqlx::query_as("SELECT topic, revision FROM change_log")
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
+                    Ok(Revisions::from_topics(rows))
+                }
+
+                async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
+                    SqlDialect::atm_set(self).await
+                }
+
+                async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
+                    SqlDialect::subscribe(self).await
+                }
+            }
+
+            #[async_trait]
+            impl ImportLog for $store {
+                async fn record(
+                    &self,
+                    kind: ImportKind,
+                    outcome: ImportOutcome,
+                    at: i64,
+                ) -> Result<(), StoreUnavailable> {
+                    // The last time never moves back (a host whose clock is behind).
+                    sqlx::query(
+                        "INSERT INTO import_runs (kind, outcome, runs, last_at) VALUES ($1, $2, 1, $3) \
+                         ON CONFLICT (kind, outcome) DO UPDATE SET runs = import_runs.runs + 1, \
+                         last_at = CASE WHEN excluded.last_at > import_runs.last_at \
+                         THEN excluded.last_at ELSE import_runs.last_at END",
+                    )
+                    .bind(kind.label())
+                    .bind(outcome.label())
+                    .bind(at)
+                    .execute(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    Ok(())
+                }
+
+                async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable> {
+                    let rows: Vec<rows::ImportRunRow> =
+                        sqlx::query_as("SELECT kind, outcome, runs, last_at FROM import_runs ORDER BY kind, outcome")
+                            .fetch_all(self.pool())
+                            .await
+                            .map_err(unavailable)?;
+                    Ok(rows::import_tally(rows))
+                }
+            }
+
+            #[async_trait]
+            impl StoreInventory for $store {
+                async fn contents(&self) -> Result<StoreContents, StoreUnavailable> {
+                    let (clients, supported_channels, wait_times, atms, token_records): (bool, bool, bool, bool, bool) =
+                        sqlx::query_as(
+                            "SELECT EXISTS (SELECT 1 FROM clients), EXISTS (SELECT 1 FROM supported_channels), \
+                             EXISTS (SELECT 1 FROM branch_wait_times), EXISTS (SELECT 1 FROM atms), \
+                             EXISTS (SELECT 1 FROM issued_tokens)",
+                        )
+                        .fetch_one(self.pool())
+                        .await
+                        .map_err(unavailable)?;
+                    Ok(StoreContents { clients, supported_channels, wait_times, atms, token_records })
+                }
+            }
+
+            #[async_trait]
+            impl ClientRecords for $store {
+                async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable> {
+                    let inserted = sqlx::query(
+                        "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, \
+                         allowed_origins, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
+                         ON CONFLICT (client_id) DO NOTHING",
+                    )
+                    .bind(client.client_id.as_str())
+                    .bind(client.scope.country.as_str())
+                    .bind(client.scope.business.as_str())
+                    .bind(client.scope.channel.as_str())
+                    .bind(rows::redirect_uris_text(&client.redirect_uris)?)
+                    .bind(rows::origins_text(&client.allowed_origins)?)
+                    .bind(rows::status_text(client.status))
+                    .bind(now)
+                    .execute(self.pool())
+                    .await
+                    .map_err(unavailable)?
+                    .rows_affected();
+                    Ok(inserted == 1)
+                }
+
+                async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
+                    let found: Vec<rows::ClientRow> = sqlx::query_as(
+                        "SELECT client_id, country_code, business_code, channel_id, redirect_uris, allowed_origins, \
+                         status FROM clients ORDER BY client_id",
+                    )
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    found.into_iter().map(rows::client).collect()
+                }
+
+                async fn set_status(
+                    &self,
+                    client_id: &ClientId,
+                    status: ClientStatus,
+                ) -> Result<bool, StoreUnavailable> {
+                    let found = sqlx::query("UPDATE clients SET status = $1 WHERE client_id = $2")
+                        .bind(rows::status_text(status))
+                        .bind(client_id.as_str())
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?
+                        .rows_affected();
+                    Ok(found == 1)
+                }
+
+                async fn set_addresses(
+                    &self,
+                    client_id: &ClientId,
+                    addresses: &ClientAddresses,
+                ) -> Result<bool, StoreUnavailable> {
+                    let uris = addresses.redirect_uris.as_deref().map(rows::redirect_uris_text).transpose()?;
+                    let origins = addresses.allowed_origins.as_deref().map(rows::origins_text).transpose()?;
+                    let found = sqlx::query(
+                        "UPDATE clients SET redirect_uris = COALESCE($1, redirect_uris), \
+                         allowed_origins = COALESCE($2, allowed_origins) WHERE client_id = $3",
+                    )
+                    .bind(uris)
+                    .bind(origins)
+                    .bind(client_id.as_str())
+                    .execute(self.pool())
+                    .await
+                    .map_err(unavailable)?
+                    .rows_affected();
+                    Ok(found == 1)
+                }
+            }
+
+            #[async_trait]
+            impl ChannelRecords for $store {
+                async fn allow(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
+                    sqlx::query(
+                        "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES ($1, $2, $3) \
+                         ON CONFLICT DO NOTHING",
+                    )
+                    .bind(scope.country.as_str())
+                    .bind(scope.business.as_str())
+                    .bind(scope.channel.as_str())
+                    .execute(self.pool())
+                    .await
+                    .map(|done| done.rows_affected() == 1)
+                    .map_err(unavailable)
+                }
+
+                async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
+                    let found: Vec<(String, String, String)> = sqlx::query_as(
+                        "SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3",
+                    )
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    found.iter().map(|(country, business, channel)| rows::scope(country, business, channel)).collect()
+                }
+            }
+
+            #[async_trait]
+            impl WaitTimeRecords for $store {
+                async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+                    SqlDialect::upsert_wait_times(self, estimates).await
+                }
+
+                #[tracing::instrument(skip(self))]
+                async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
+                    let found: Vec<rows::WaitTimeRow> =
+                        sqlx::query_as("SELECT branch_id, minutes, estimated_at FROM branch_wait_times")
+                            .fetch_all(self.pool())
+                            .await
+                            .map_err(unavailable)?;
+                    found.into_iter().map(rows::wait_time).collect()
+                }
+            }
+
+            #[async_trait]
+            impl AtmRecords for $store {
+                async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
+                    SqlDialect::replace_atms(self, atms, now).await
+                }
+
+                async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
+                    SqlDialect::atm_set(self).await
+                }
+
+                async fn apply(
+                    &self,
+                    upserts: &[StoredAtm],
+                    removals: &[AtmKey],
+                    now: i64,
+                ) -> Result<(), StoreUnavailable> {
+                    SqlDialect::apply_atm_changes(self, upserts, removals, now).await
+                }
+            }
+
+            #[async_trait]
+            impl SigningKeyRecords for $store {
+                async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable> {
+                    let found: Vec<rows::SigningKeyRow> = sqlx::query_as(
+                        "SELECT kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at \
+                         FROM signing_keys WHERE (retired_at IS NULL OR retired_at > $1) AND revoked_at IS NULL \
+                         ORDER BY activates_at DESC, kid",
+                    )
+                    .bind(retired_after)
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    Ok(found.into_iter().map(rows::signing_key).collect())
+                }
+
+                async fn all(&self) -> Result<Vec<SigningKey>, StoreUnavailable> {
+                    let found: Vec<rows::SigningKeyRow> = sqlx::query_as(
+                        "SELECT kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at \
+                         FROM signing_keys ORDER BY activates_at DESC, kid",
+                    )
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    Ok(found.into_iter().map(rows::signing_key).collect())
+                }
+
+                async fn schedule(&self, key: &SigningKey, now: i64) -> Result<(), StoreUnavailable> {
+                    change_keys(self, None, Some(key), now).await.map(drop)
+                }
+
+                async fn revoke(
+                    &self,
+                    kid: &str,
+                    now: i64,
+                    replacement: Option<SigningKey>,
+                ) -> Result<bool, StoreUnavailable> {
+                    change_keys(self, Some(kid), replacement.as_ref(), now).await
+                }
+            }
+
+            /// Revokes `revoking` and schedules `key`, in one transaction: `false`, and
+            /// nothing changed, when `revoking` is not a key still standing.
+            async fn change_keys(
+                store: &$store,
+                revoking: Option<&str>,
+                key: Option<&SigningKey>,
+                now: i64,
+            ) -> Result<bool, StoreUnavailable> {
+                let mut transaction = SqlDialect::begin_key_rotation(store).await?;
+                if let Some(kid) = revoking {
+                    let revoked = sqlx::query("UPDATE signing_keys SET revoked_at = $1 WHERE kid = $2 AND revoked_at IS NULL")
+                        .bind(now)
+                        .bind(kid)
+                        .execute(&mut *transaction)
+                        .await
+                        .map_err(unavailable)?
+                        .rows_affected();
+                    if revoked == 0 {
+                        return Ok(false);
+                    }
+                }
+                if let Some(key) = key {
+                    // Waiting keys are dropped; revoked ones stay, to be listed.
+                    sqlx::query("DELETE FROM signing_keys WHERE activates_at > $1 AND revoked_at IS NULL")
+                        .bind(now)
+                        .execute(&mut *transaction)
+                        .await
+                        .map_err(unavailable)?;
+                    // The key signing at `now` (its retirement not yet reached: none, or the
+                    // activation of a waiting key just dropped) signs until the new one does.
+                    sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL OR retired_at > $2")
+                        .bind(key.activates_at)
+                        .bind(now)
+                        .execute(&mut *transaction)
+                        .await
+                        .map_err(unavailable)?;
+                    sqlx::query(
+                        "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at, activates_at) \
+                         VALUES ($1, 'EdDSA', $2, $3, $4, $5)",
+                    )
+                    .bind(&key.kid)
+                    .bind(&key.private_pkcs8)
+                    .bind(&key.public_key)
+                    .bind(key.created_at)
+                    .bind(key.activates_at)
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable)?;
+                }
+                transaction.commit().await.map_err(unavailable)?;
+                Ok(true)
+            }
+
+            #[async_trait]
+            impl KeyVault for $store {
+                async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable> {
+                    let changed =
+                        sqlx::query("UPDATE signing_keys SET private_key = $1 WHERE kid = $2 AND private_key = $3")
+                            .bind(to)
+                            .bind(kid)
+                            .bind(from)
+                            .execute(self.pool())
+                            .await
+                            .map_err(unavailable)?
+                            .rows_affected();
+                    Ok(changed == 1)
+                }
+
+                async fn scrub(&self) -> Result<(), StoreUnavailable> {
+                    SqlDialect::scrub(self).await
+                }
+            }
+
+            #[async_trait]
+            impl TokenArchive for $store {
+                async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+                    SqlDialect::record_tokens(self, tokens).await
+                }
+
+                async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
+                    let found: Option<rows::TokenRow> = sqlx::query_as(
+                        "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, \
+                         revoked_at FROM issued_tokens WHERE opaque_token = $1",
+                    )
+                    .bind(opaque.as_str())
+                    .fetch_optional(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    found.map(rows::token).transpose()
+                }
+
+                async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
+                    let changed =
+                        sqlx::query("UPDATE issued_tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL")
+                            .bind(now)
+                            .bind(token_id.as_str())
+                            .execute(self.pool())
+                            .await
+                            .map_err(unavailable)?
+                            .rows_affected();
+                    Ok(changed == 1)
+                }
+
+                async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
+                    sqlx::query(
+                        "UPDATE issued_tokens SET revoked_at = $1 \
+                         WHERE client_id = $2 AND revoked_at IS NULL AND expires_at >= $1",
+                    )
+                    .bind(now)
+                    .bind(client_id.as_str())
+                    .execute(self.pool())
+                    .await
+                    .map(|done| done.rows_affected())
+                    .map_err(unavailable)
+                }
+
+                async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
+                    let found: Vec<(String,)> = sqlx::query_as(
+                        "SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= $1",
+                    )
+                    .bind(now)
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    Ok(found.into_iter().map(|(jti,)| TokenId::new(jti)).collect())
+                }
+
+                async fn live(&self, now: i64) -> Result<Vec<TokenRecord>, StoreUnavailable> {
+                    let found: Vec<rows::TokenRow> = sqlx::query_as(
+                        "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, \
+                         revoked_at FROM issued_tokens WHERE expires_at >= $1 ORDER BY expires_at, jti",
+                    )
+                    .bind(now)
+                    .fetch_all(self.pool())
+                    .await
+                    .map_err(unavailable)?;
+                    found.into_iter().map(rows::token).collect()
+                }
+
+                async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable> {
+                    SqlDialect::purge_expired_tokens(self, before).await
+                }
+            }
+        };
+    };
+}
+
+pub(crate) use shared_sql_records;

@@ -1,0 +1,189 @@
+//! What the SQLite store writes in its own dialect: sets of rows as multi-row `VALUES`
+//! statements inside one `BEGIN IMMEDIATE` transaction, and `VACUUM` to scrub.
+
+use async_trait::async_trait;
+use domain::atm_catalog::StoredAtm;
+use domain::branch::WaitTimeEstimate;
+use domain::ports::{AtmKey, StoreUnavailable};
+use domain::token::{CodeChallenge, IssuedToken};
+use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+
+use super::{MIGRATOR, SqliteStore};
+use crate::rows::{self, AtmRow};
+use crate::sql::{self, SqlDialect, unavailable};
+use crate::store::AtmSet;
+
+/// Rows per multi-row INSERT: at most 7 parameters a row stays far below SQLite's limit of
+/// 32,766 bound parameters.
+const ROWS_PER_STATEMENT: usize = 500;
+
+impl SqliteStore {
+    /// Begins a write transaction: `BEGIN IMMEDIATE` takes the write lock at once (so a
+    /// writer waits for another at its start, within the busy timeout), and sqlx refuses
+    /// it on a connection it counts as already inside a transaction.
+    async fn write(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)
+    }
+}
+
+/// The head of a multi-row INSERT of ATMs, which [`push_atms`] completes.
+const INSERT_ATMS: &str =
+    "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) ";
+
+/// `atms` as the rows of a multi-row INSERT begun with [`INSERT_ATMS`].
+fn push_atms(statement: &mut QueryBuilder<Sqlite>, atms: &[StoredAtm]) {
+    statement.push_values(atms, |mut row, atm| {
+        let (latitude, longitude) = atm.coordinates.unzip();
+        row.push_bind(atm.brand.as_str())
+            .push_bind(atm.identification.as_str())
+            .push_bind(atm.record.as_str())
+            .push_bind(i64::from(atm.services))
+            .push_bind(i64::from(atm.accessibility))
+            .push_bind(latitude)
+            .push_bind(longitude);
+    });
+}
+
+#[async_trait]
+impl SqlDialect for SqliteStore {
+    type Database = Sqlite;
+
+    fn pool(&self) -> &SqlitePool {
+        &self.pool
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn migrate(&self) -> Result<(), StoreUnavailable> {
+        MIGRATOR.run(&self.pool).await.map_err(StoreUnavailable::new)
+    }
+
+    /// Nothing to prepare: one file, one table of token records.
+    async fn prepare(&self, _now: i64) -> Result<(), StoreUnavailable> {
+        Ok(())
+    }
+
+    async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.write().await
+    }
+
+    #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
+    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
+                .push_values(chunk, |mut row, estimate| {
+                    row.push_bind(estimate.estimate.branch.to_string())
+                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
+                        .push_bind(estimate.estimated_at);
+                })
+                .push(
+                    " ON CONFLICT (branch_id) DO UPDATE SET \
+                     minutes = excluded.minutes, estimated_at = excluded.estimated_at",
+                )
+                .build()
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip_all, fields(atms = atms.len()))]
+    async fn replace_atms(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        sqlx::query(sql::DELETE_EVERY_ATM).execute(&mut *transaction).await.map_err(unavailable)?;
+        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
+            let mut statement = QueryBuilder::<Sqlite>::new(INSERT_ATMS);
+            push_atms(&mut statement, chunk);
+            statement.build().execute(&mut *transaction).await.map_err(unavailable)?;
+        }
+        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip_all, fields(upserts = upserts.len(), removals = removals.len()))]
+    async fn apply_atm_changes(
+        &self,
+        upserts: &[StoredAtm],
+        removals: &[AtmKey],
+        now: i64,
+    ) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        for (brand, identification) in removals {
+            sqlx::query("DELETE FROM atms WHERE brand_name = $1 AND identification = $2")
+                .bind(brand)
+                .bind(identification)
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
+            let mut statement = QueryBuilder::<Sqlite>::new(INSERT_ATMS);
+            push_atms(&mut statement, chunk);
+            statement
+                .push(
+                    " ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
+                     services = excluded.services, accessibility = excluded.accessibility, \
+                     latitude = excluded.latitude, longitude = excluded.longitude",
+                )
+                .build()
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
+        let (last_updated,): (i64,) =
+            sqlx::query_as(sql::ATM_SET_DATE).fetch_one(&self.pool).await.map_err(unavailable)?;
+        let found: Vec<AtmRow> = sqlx::query_as(sql::ATMS_IN_ORDER).fetch_all(&self.pool).await.map_err(unavailable)?;
+        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+        Ok(AtmSet { atms, last_updated })
+    }
+
+    #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
+    async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.write().await?;
+        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<Sqlite>::new(
+                "INSERT INTO issued_tokens \
+                 (jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge) ",
+            )
+            .push_values(chunk, |mut row, token| {
+                row.push_bind(token.token_id.as_str())
+                    .push_bind(token.opaque_token.as_str())
+                    .push_bind(token.client_id.as_str())
+                    .push_bind(token.session.as_str())
+                    .push_bind(token.issued_at)
+                    .push_bind(token.expires_at)
+                    .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
+            })
+            .build()
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    /// Deletes exactly the records that expired before `before`.
+    async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        sqlx::query("DELETE FROM issued_tokens WHERE expires_at < $1")
+            .bind(before)
+            .execute(&self.pool)
+            .await
+            .map(|done| done.rows_affected())
+            .map_err(unavailable)
+    }
+
+    async fn scrub(&self) -> Result<(), StoreUnavailable> {
+        // VACUUM rewrites every page from the live rows only; the checkpoint then copies
+        // the rewritten pages into the database file and empties the write-ahead log.
+        sqlx::query("VACUUM").execute(&self.pool).await.map_err(unavailable)?;
+        sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await.map_err(unavailable)?;
+        Ok(())
+    }
+}

@@ -1,0 +1,413 @@
+//! GET /api/v1/atms: ATM information, paged, filtered and near-me, with conditional
+//! requests.
+
+use std::time::{Duration, SystemTime};
+
+use actix_web::http::header::{self, EntityTag, HeaderValue, HttpDate};
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::atm::{Accessibility, AtmService};
+use domain::atm_catalog::{AtmQuery, GeoPoint, MAX_RADIUS_KM};
+use domain::services::atms::AtmListing;
+use time::OffsetDateTime;
+use time::format_description::well_known::Rfc3339;
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::conditional::{if_none_match, not_modified, strong_tag, validators};
+use crate::errors::bodies::ObieErrorBody as AtmError;
+use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, mime_json};
+use crate::request::{Query, authenticate, optional_uuid};
+
+/// The query parameters read; others are ignored.
+const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
+
+/// The licence marker until the bank publishes its licence text (docs/contract.md).
+const AGREEMENT: &str = "TBC";
+
+/// The record field carrying the distance of a near-me result. OBIE ATM records allow
+/// additional properties, so the record stays valid.
+const DISTANCE_FIELD: &str = "DistanceInMetres";
+
+/// ATM data changes by import: the client may keep a page a minute and must then
+/// revalidate (cheap: a 304). `private`, because the request carries a token: RFC 9111
+/// §3.5 would let a shared cache serve a `public` answer to requests without one.
+const CACHE_CONTROL: &str = "private, max-age=60, must-revalidate";
+
+/// The ATM list response, as documented (the body is written from ready JSON by
+/// [`render`]; the black-box tests validate real bodies against this schema).
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmListResponse)]
+pub(crate) struct AtmListSchema {
+    meta: AtmMetaSchema,
+    /// ATMs by brand, in page order; near-me pages group consecutive ATMs of one brand.
+    data: Vec<AtmBrandSchema>,
+    link: AtmLinksSchema,
+}
+
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmMeta)]
+pub(crate) struct AtmMetaSchema {
+    /// When the ATM set was last replaced.
+    #[schema(rename = "LastUpdated", format = DateTime)]
+    last_updated: String,
+    /// How many ATMs match the request, over all pages.
+    #[schema(rename = "TotalResults", minimum = 0)]
+    total_results: u64,
+    /// `TBC` until the bank publishes its licence text.
+    #[schema(rename = "Agreement", example = "TBC")]
+    agreement: String,
+}
+
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmBrand)]
+pub(crate) struct AtmBrandSchema {
+    /// The brand.
+    #[schema(rename = "BrandName", min_length = 1, max_length = 140)]
+    brand_name: String,
+    /// Its ATMs on this page (UK Open Banking ATM 2.3 records).
+    #[schema(rename = "ATM", min_items = 1)]
+    atm: Vec<AtmRecordSchema>,
+}
+
+/// Stands for the OBIE ATM 2.3 record; `openapi::document` replaces it with the schema
+/// of the reference file.
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = ATM)]
+pub(crate) struct AtmRecordSchema {}
+
+#[allow(dead_code)]
+#[derive(ToSchema)]
+#[schema(as = AtmLinks)]
+pub(crate) struct AtmLinksSchema {
+    /// This page.
+    #[schema(rename = "Self", format = "uri")]
+    this: String,
+    /// The first page.
+    #[schema(rename = "First", format = "uri")]
+    first: String,
+    /// The previous page, if any.
+    #[schema(rename = "Prev", format = "uri")]
+    prev: Option<String>,
+    /// The next page, if any.
+    #[schema(rename = "Next", format = "uri")]
+    next: Option<String>,
+    /// The last page.
+    #[schema(rename = "Last", format = "uri")]
+    last: String,
+}
+
+/// The listing asked for, with the filter part as it goes into links and ETags.
+#[derive(Debug)]
+struct Listing {
+    query: AtmQuery,
+    /// `latitude=…&longitude=…&…` in a fixed order, empty without filters.
+    filters: String,
+    /// The `page` sent was not a page number (it is told with the last page's number,
+    /// which only the set knows; `query.page` is 1 meanwhile).
+    bad_page: bool,
+}
+
+/// The most a radius may be: half the Earth's circumference, every ATM in reach.
+const MAX_RADIUS_TEXT: &str = "20037.5";
+
+/// A finite decimal number as written in a query: digits, sign, point and exponent
+/// (`19.43`, `-99`, `5e-3`); no `inf`, `NaN`, hex or spaces.
+fn decimal(raw: &str) -> Option<f64> {
+    let plain = !raw.is_empty() && raw.len() <= 32 && raw.bytes().all(|b| b.is_ascii_digit() || b".-+eE".contains(&b));
+    plain.then(|| raw.parse::<f64>().ok()).flatten().filter(|value| value.is_finite())
+}
+
+/// `raw` as a number within `min..=max`, or what is wrong with it.
+fn coordinate(
+    name: &'static str,
+    raw: &str,
+    bounds: (&'static str, &'static str),
+    max: f64,
+) -> Result<f64, BadRequest> {
+    let value = decimal(raw).ok_or_else(|| BadRequest::new(name, Message::Decimal))?;
+    if value.abs() > max {
+        return Err(BadRequest::new(name, Message::Between(bounds.0, bounds.1)));
+    }
+    Ok(value)
+}
+
+fn listing_of(raw: &str) -> Result<Listing, BadRequest> {
+    let query = Query::parse(raw, &PARAMETERS)?;
+    let page = match query.optional("page") {
+        None => Some(1),
+        Some(raw) => (!raw.is_empty() && raw.len() <= 9 && raw.bytes().all(|b| b.is_ascii_digit()))
+            .then(|| raw.parse::<u32>().ok())
+            .flatten()
+            .filter(|page| *page >= 1),
+    };
+    let mut filters = Vec::new();
+    let near = match (query.optional("latitude"), query.optional("longitude")) {
+        (None, None) => None,
+        (Some(lat), Some(lon)) => {
+            let latitude = coordinate("latitude", lat, ("-90", "90"), 90.0)?;
+            let longitude = coordinate("longitude", lon, ("-180", "180"), 180.0)?;
+            let point = GeoPoint::new(latitude, longitude)
+                .ok_or_else(|| BadRequest::new("latitude", Message::Between("-90", "90")))?;
+            filters.push(format!("latitude={lat}&longitude={lon}"));
+            Some(point)
+        }
+        (None, Some(_)) => return Err(BadRequest::new("latitude", Message::SentWith("longitude"))),
+        (Some(_), None) => return Err(BadRequest::new("longitude", Message::SentWith("latitude"))),
+    };
+    let radius_km = match query.optional("radiusKm") {
+        None => None,
+        Some(_) if near.is_none() => return Err(BadRequest::new("radiusKm", Message::NeedsPoint)),
+        Some(raw) => {
+            let radius = decimal(raw)
+                .filter(|r| *r > 0.0 && *r <= MAX_RADIUS_KM)
+                .ok_or_else(|| BadRequest::new("radiusKm", Message::AboveZeroUpTo(MAX_RADIUS_TEXT)))?;
+            filters.push(format!("radiusKm={raw}"));
+            Some(radius)
+        }
+    };
+    let service = query
+        .optional("service")
+        .map(|raw| {
+            let service = AtmService::parse(raw)
+                .ok_or_else(|| BadRequest::new("service", Message::NotACode("ATMServices", "CashWithdrawal")))?;
+            filters.push(format!("service={raw}"));
+            Ok::<_, BadRequest>(service)
+        })
+        .transpose()?;
+    let accessibility = query
+        .optional("accessibility")
+        .map(|raw| {
+            let feature = Accessibility::parse(raw).ok_or_else(|| {
+                BadRequest::new("accessibility", Message::NotACode("Accessibility", "WheelchairAccess"))
+            })?;
+            filters.push(format!("accessibility={raw}"));
+            Ok::<_, BadRequest>(feature)
+        })
+        .transpose()?;
+    Ok(Listing {
+        query: AtmQuery { page: page.unwrap_or(1), near, radius_km, service, accessibility },
+        filters: filters.join("&"),
+        bad_page: page.is_none(),
+    })
+}
+
+/// A digest of what shapes a page's bytes beyond the set and the page: the service's
+/// version, the base URL of its links, and the filters as written in them.
+fn representation(base: &str, filters: &str) -> u64 {
+    use std::hash::{Hash as _, Hasher as _};
+    let mut hasher = std::collections::hash_map::DefaultHasher::new();
+    (env!("CARGO_PKG_VERSION"), base, filters).hash(&mut hasher);
+    hasher.finish()
+}
+
+fn link(base: &str, filters: &str, page: u32) -> String {
+    let filters = if filters.is_empty() { String::new() } else { format!("&{filters}") };
+    format!("{base}/api/v1/atms?page={page}{filters}")
+}
+
+/// The envelope: meta, data grouped in runs of one brand (keeping the page's order), and
+/// links. Records are copied in their stored JSON.
+fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, String> {
+    let records: usize = page.items().map(|item| item.record.len()).sum();
+    let mut body = String::with_capacity(records + 1024);
+    let updated = OffsetDateTime::from_unix_timestamp(page.last_updated())
+        .ok()
+        .and_then(|t| t.format(&Rfc3339).ok())
+        .ok_or_else(|| format!("LastUpdated {} is not a date", page.last_updated()))?;
+    body.push_str(&format!(
+        r#"{{"meta":{{"LastUpdated":"{updated}","TotalResults":{},"Agreement":"{AGREEMENT}"}},"data":["#,
+        page.total()
+    ));
+    let mut current_brand: Option<&str> = None;
+    for item in page.items() {
+        let brand = item.brand;
+        if current_brand == Some(brand) {
+            body.push(',');
+        } else {
+            if current_brand.is_some() {
+                body.push_str("]},");
+            }
+            let name = serde_json::to_string(brand).map_err(|error| error.to_string())?;
+            body.push_str(&format!(r#"{{"BrandName":{name},"ATM":["#));
+            current_brand = Some(brand);
+        }
+        let record = item.record;
+        match item.distance_m {
+            None => body.push_str(record),
+            Some(metres) => {
+                body.push_str(record.strip_suffix('}').ok_or("a stored record is not a JSON object")?);
+                body.push_str(&format!(r#","{DISTANCE_FIELD}":{metres}}}"#));
+            }
+        }
+    }
+    if current_brand.is_some() {
+        body.push_str("]}");
+    }
+    let number = page.number();
+    body.push_str(&format!(
+        r#"],"link":{{"Self":"{}","First":"{}""#,
+        link(base, filters, number),
+        link(base, filters, 1)
+    ));
+    if number > 1 {
+        body.push_str(&format!(r#","Prev":"{}""#, link(base, filters, number - 1)));
+    }
+    if number < page.last_page() {
+        body.push_str(&format!(r#","Next":"{}""#, link(base, filters, number + 1)));
+    }
+    body.push_str(&format!(r#","Last":"{}"}}}}"#, link(base, filters, page.last_page())));
+    Ok(body.into_bytes())
+}
+
+/// Lists ATMs.
+#[utoipa::path(
+    get,
+    path = "/v1/atms",
+    tag = "ATMs",
+    operation_id = "listAtms",
+    summary = "ATM locations and services",
+    security(("bearer" = [])),
+    params(
+        ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
+        ("uuid" = Option<String>, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
+        ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer: 304 if it still matches."),
+        ("If-Modified-Since" = Option<String>, Header, description = "An HTTP date: 304 if the data has not changed since (ignored when If-None-Match is sent)."),
+        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+        ("page" = Option<u32>, Query, minimum = 1, description = "1-based page number; pages follow brand, then identification (or distance, near-me)."),
+        ("latitude" = Option<f64>, Query, minimum = -90, maximum = 90, description = "Near-me search: with longitude, nearest ATMs first, each with `DistanceInMetres`."),
+        ("longitude" = Option<f64>, Query, minimum = -180, maximum = 180, description = "Near-me search: with latitude."),
+        ("radiusKm" = Option<f64>, Query, exclusive_minimum = 0, maximum = 20037.5, description = "Only ATMs within this distance (needs latitude and longitude)."),
+        ("service" = Option<String>, Query, pattern = "^(Balance|BillPayments|CashDeposits|CharityDonation|ChequeDeposits|CashWithdrawal|EnvelopeDeposit|FastCash|MobileBankingRegistration|MobilePaymentRegistration|MobilePhoneTopUp|OrderStatement|Other|PINActivation|PINChange|PINUnblock|MiniStatement)$", description = "Only ATMs offering this OBIE ATMServices code."),
+        ("accessibility" = Option<String>, Query, pattern = "^(AudioCashMachine|AutomaticDoors|ExternalRamp|InductionLoop|InternalRamp|LevelAccess|LowerLevelCounter|Other|WheelchairAccess)$", description = "Only ATMs with this OBIE Accessibility code."),
+    ),
+    responses(
+        (status = 200, description = "A page of ATMs.", body = AtmListSchema, headers(
+            ("ETag" = String, description = "Strong validator of this page."),
+            ("Last-Modified" = String, description = "When the ATM set was last replaced."),
+            ("Cache-Control" = String, description = "`private, max-age=60, must-revalidate`: for the client's own cache only, never a shared one."),
+            ("uuid" = String, description = "The request's `uuid` header, when one was sent."),
+        )),
+        (status = 304, description = "Not modified since the ETag or date sent.", headers(
+            ("ETag" = String, description = "The page's validator."),
+        )),
+        (status = 400, description = "Bad request: an invalid query, `uuid` or `client_id`, or a page past the last.", body = AtmError),
+        (status = 401, description = "Bearer token or `client_id` missing or invalid.", body = AtmError,
+            headers(("WWW-Authenticate" = String, description = "`Bearer`."))),
+        (status = 405, description = "Method not allowed.", body = AtmError),
+        (status = 408, description = "The request was not sent in time (the answer has no body).", body = AtmError),
+        (status = 429, description = "Over the session's, the caller address's or the client's request rate.", body = AtmError,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
+        (status = 500, description = "Internal server error.", body = AtmError),
+        (status = 503, description = "The ATM data cannot be served now.", body = AtmError,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
+    ),
+)]
+///
+/// Responses: 200 the page (ETag, Last-Modified, Cache-Control); 304 when If-None-Match
+/// matches or, without it, If-Modified-Since is not older than LastUpdated; 400 bad
+/// query, `uuid` or `client_id`; 401 bearer token; 408 (from the HTTP layer) a request
+/// not sent in time; 429 session, caller address or client over its rate (Retry-After); 503 the ATM set cannot be
+/// vouched for. Bodies are OBIE's `{status, title, description}`.
+pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    // The error context (language, uuid) is built only when an error is answered.
+    let fail = |failure: Failure<Atms>| ApiError::of(failure, &request);
+
+    // 1. Extract: optional uuid, credentials, the client's rate, the query.
+    let headers = request.headers();
+    optional_uuid(headers).map_err(|bad| fail(bad.into()))?;
+    let claims = authenticate(state.bearer.as_ref(), headers).await.map_err(|refusal| fail(refusal.into()))?;
+    state.limits.bearer(state.proxies.caller(&request), &claims).await.map_err(|over| fail(over.into()))?;
+    // 2. Domain values.
+    let listing = listing_of(request.query_string()).map_err(|bad| fail(bad.into()))?;
+    // 3. Call the use case: the set as served now. A page's bytes are a function of the
+    // set (its fingerprint covers LastUpdated), the page size, the page number and the
+    // representation (filters as written, base URL, version), so its strong tag is known
+    // before the page is cut, and a caller's current copy costs no page (RFC 9110 §13.2.2).
+    let snapshot = state.atms.snapshot().await.map_err(|error| fail(error.into()))?;
+    if listing.bad_page {
+        let last = snapshot.last_page(&listing.query);
+        return Err(fail(BadRequest::new("page", Message::PageRange(last)).into()));
+    }
+    let base = state.public_base_url.as_str();
+    let tag = strong_tag((
+        snapshot.fingerprint(),
+        representation(base, &listing.filters),
+        snapshot.page_size(),
+        listing.query.page,
+    ));
+    let sent = if_none_match(&request);
+    let last_updated = snapshot.last_updated();
+    let page = if not_modified(&validators(&request, sent.as_ref()), &tag, last_updated) {
+        None
+    } else {
+        Some(snapshot.page(&listing.query).map_err(|error| fail(error.into()))?)
+    };
+    // 4. Map to the wire.
+    let mut response = if page.is_some() { HttpResponse::Ok() } else { HttpResponse::NotModified() };
+    response
+        .insert_header(header::ETag(EntityTag::new_strong(tag)))
+        .insert_header(header::LastModified(HttpDate::from(
+            SystemTime::UNIX_EPOCH + Duration::from_secs(last_updated.max(0).unsigned_abs()),
+        )))
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
+    match page {
+        None => Ok(response.finish()),
+        Some(page) => {
+            let body = render(&page, &listing.filters, base).map_err(|cause| fail(Failure::unwritable(cause)))?;
+            Ok(response.content_type(mime_json()).body(body))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pages_are_positive_decimal_numbers() {
+        assert_eq!(listing_of("page=3").unwrap().query.page, 3);
+        assert_eq!(listing_of("").unwrap().query.page, 1);
+        for bad in ["page=0", "page=-1", "page=x", "page=1.0", "page=+2", "page=%201", "page=9999999999"] {
+            let listing = listing_of(bad).unwrap();
+            assert!(listing.bad_page, "{bad}: told once the last page is known");
+            assert_eq!(listing.query.page, 1, "{bad}");
+        }
+    }
+
+    #[test]
+    fn coordinates_go_together_and_stay_on_the_globe() {
+        let near = listing_of("latitude=19.4326&longitude=-99.1332&radiusKm=5").unwrap();
+        assert!(near.query.near.is_some());
+        assert_eq!(near.filters, "latitude=19.4326&longitude=-99.1332&radiusKm=5");
+        let cases = [
+            ("latitude=19.4", "longitude", Message::SentWith("latitude")),
+            ("longitude=-99.1", "latitude", Message::SentWith("longitude")),
+            ("latitude=91&longitude=0", "latitude", Message::Between("-90", "90")),
+            ("latitude=0&longitude=181", "longitude", Message::Between("-180", "180")),
+            ("latitude=NaN&longitude=0", "latitude", Message::Decimal),
+            ("latitude=0x1&longitude=0", "latitude", Message::Decimal),
+            ("latitude=inf&longitude=0", "latitude", Message::Decimal),
+            ("radiusKm=5", "radiusKm", Message::NeedsPoint),
+            ("latitude=0&longitude=0&radiusKm=0", "radiusKm", Message::AboveZeroUpTo(MAX_RADIUS_TEXT)),
+            ("latitude=0&longitude=0&radiusKm=-3", "radiusKm", Message::AboveZeroUpTo(MAX_RADIUS_TEXT)),
+            ("latitude=0&longitude=0&radiusKm=99999", "radiusKm", Message::AboveZeroUpTo(MAX_RADIUS_TEXT)),
+        ];
+        for (query, location, message) in cases {
+            assert_eq!(listing_of(query).unwrap_err(), BadRequest::new(location, message), "{query}");
+        }
+    }
+
+    #[test]
+    fn filters_take_obie_code_names() {
+        let listing = listing_of("service=CashDeposits&accessibility=WheelchairAccess").unwrap();
+        assert_eq!(listing.query.service, Some(AtmService::CashDeposits));
+        assert_eq!(listing.query.accessibility, Some(Accessibility::WheelchairAccess));
+        let service = listing_of("service=cashdeposits").unwrap_err();
+        assert_eq!(service, BadRequest::new("service", Message::NotACode("ATMServices", "CashWithdrawal")));
+        assert_eq!(listing_of("accessibility=Ramp").unwrap_err().location, "accessibility");
+    }
+}

@@ -1,0 +1,190 @@
+//! GET /api/v1/authorize: a pre-login visitor token.
+
+use actix_web::http::header::{self, HeaderName, HeaderValue};
+use actix_web::{HttpRequest, HttpResponse, web};
+use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
+use domain::services::authorize::AuthorizeRequest;
+use domain::token::{CodeChallenge, Scope};
+use serde::Serialize;
+use utoipa::ToSchema;
+
+use crate::AppState;
+use crate::errors::bodies::TokenErrorBody as TokenError;
+use crate::errors::{ApiError, Authorize, BadRequest, Failure, Message, mime_json};
+use crate::request::{Query, require_uuid};
+
+/// The only `response_type` served: a visitor token in the JSON body (docs/contract.md).
+const RESPONSE_TYPE: &str = "token";
+
+/// RFC 6749 §4.1.1 recommends bounding `state`; 1024 leaves room for any CSRF scheme.
+const MAX_STATE_LEN: usize = 1024;
+
+/// The token response (spec: all fields strings).
+#[derive(Serialize, ToSchema)]
+pub(crate) struct TokenResponse<'a> {
+    /// A JWS (Ed25519, `kid` in the header) carrying the caller's identity and access;
+    /// verify it with GET /.well-known/jwks.json.
+    #[schema(value_type = String)]
+    access_token: &'a str,
+    /// Always `Bearer`.
+    #[schema(value_type = String, pattern = "^Bearer$", example = "Bearer")]
+    token_type: &'static str,
+    /// Lifetime in seconds, as a string.
+    #[schema(pattern = "^[0-9]+$", example = "1800")]
+    expires_in: String,
+    /// Always `visitor`.
+    #[schema(value_type = String, pattern = "^visitor$", example = "visitor")]
+    scope: &'static str,
+    /// A random handle on the token's server-side record; grants nothing by itself.
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9_-]{22,}$")]
+    opaque_token: &'a str,
+}
+
+/// The parameters this endpoint reads (spec: GET /v1/authorize).
+const PARAMETERS: [&str; 10] = [
+    "response_type",
+    "client_id",
+    "code_challenge",
+    "code_challenge_method",
+    "redirect_uri",
+    "scope",
+    "state",
+    "businessCode",
+    "countryCode",
+    "channelId",
+];
+
+/// What the request asks for, parsed; `state` rides along to the response.
+struct TokenCall {
+    request: AuthorizeRequest,
+    state: Option<HeaderValue>,
+}
+
+fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
+    require_uuid(request.headers())?;
+    let query = Query::parse(request.query_string(), &PARAMETERS)?;
+    if query.required("response_type")? != RESPONSE_TYPE {
+        return Err(BadRequest::new("response_type", Message::ResponseType));
+    }
+    let client_id = query.parsed("client_id", ClientId::parse)?;
+    let scope = ChannelScope {
+        business: query.parsed("businessCode", BusinessCode::parse)?,
+        country: query.parsed("countryCode", CountryCode::parse)?,
+        channel: query.parsed("channelId", ChannelId::parse)?,
+    };
+    let code_challenge = match (query.optional("code_challenge"), query.optional("code_challenge_method")) {
+        (None, None) => None,
+        (Some(challenge), Some("S256")) => Some(
+            CodeChallenge::parse(challenge)
+                .map_err(|shape| BadRequest::new("code_challenge", Message::Malformed(shape)))?,
+        ),
+        (Some(_), _) => return Err(BadRequest::new("code_challenge_method", Message::ChallengeMethod)),
+        // A valid method without a challenge asks for nothing (RFC 7636 §4.3): ignored.
+        (None, Some("S256")) => None,
+        (None, Some(_)) => return Err(BadRequest::new("code_challenge_method", Message::ChallengeMethod)),
+    };
+    if let Some(requested) = query.optional("scope") {
+        Scope::parse_request(requested).map_err(|shape| BadRequest::new("scope", Message::Malformed(shape)))?;
+    }
+    let state = query
+        .optional("state")
+        .map(|state| {
+            // VSCHAR only (RFC 6749 Appendix A.5): a header value may also carry obs-text
+            // bytes, which `state` may not.
+            let visible =
+                !state.is_empty() && state.len() <= MAX_STATE_LEN && state.bytes().all(|b| (0x20..=0x7e).contains(&b));
+            visible
+                .then(|| HeaderValue::from_str(state).ok())
+                .flatten()
+                .ok_or_else(|| BadRequest::new("state", Message::State))
+        })
+        .transpose()?;
+    Ok(TokenCall {
+        request: AuthorizeRequest {
+            client_id,
+            scope,
+            redirect_uri: query.optional("redirect_uri").map(str::to_owned),
+            code_challenge,
+        },
+        state,
+    })
+}
+
+/// Issues a visitor token.
+#[utoipa::path(
+    get,
+    path = "/v1/authorize",
+    tag = "Token",
+    operation_id = "authorize",
+    summary = "Issue a pre-login visitor token",
+    params(
+        ("uuid" = String, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request; echoed in the `uuid` response header."),
+        ("response_type" = String, Query, pattern = "^token$", description = "Must be `token`: the token comes back in the JSON body."),
+        ("client_id" = String, Query, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id generated at application registration."),
+        ("businessCode" = String, Query, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration (e.g. GCB)."),
+        ("countryCode" = String, Query, pattern = "^[A-Z]{2}$", description = "ISO 3166-1 alpha-2 country code (e.g. MX)."),
+        ("channelId" = String, Query, pattern = "^[A-Za-z0-9_-]{1,32}$", description = "The channel identified at registration (e.g. MOBILE)."),
+        ("code_challenge" = Option<String>, Query, pattern = "^[A-Za-z0-9_-]{43}$", description = "PKCE challenge (RFC 7636), with code_challenge_method S256."),
+        ("code_challenge_method" = Option<String>, Query, pattern = "^S256$", description = "`S256`; required with code_challenge, ignored without it."),
+        ("redirect_uri" = Option<String>, Query, description = "Must equal one of the client's registered redirect URIs exactly."),
+        ("scope" = Option<String>, Query, pattern = "^visitor( visitor)*$", description = "Space-separated scopes; only `visitor` can be asked for, and it is always granted."),
+        ("state" = Option<String>, Query, max_length = 1024, pattern = "^[ -~]+$", description = "Returned unchanged in the `state` response header (CSRF protection)."),
+        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+    ),
+    responses(
+        (status = 200, description = "A pre-login visitor token.", body = TokenResponse, headers(
+            ("sid" = String, description = "The session id this call opened; send it as the `sid` header of later calls."),
+            ("state" = String, description = "The `state` parameter, unchanged, when one was sent."),
+            ("uuid" = String, description = "The request's `uuid` header."),
+            ("Cache-Control" = String, description = "`no-store`."),
+        )),
+        (status = 400, description = "A parameter or the `uuid` header is missing or invalid; `location` names it.", body = TokenError),
+        (status = 401, description = "Unknown or disabled client, or not the business, country or channel it registered.", body = TokenError),
+        (status = 405, description = "Method not allowed.", body = TokenError),
+        (status = 429, description = "Over the caller address's or the client's rate of token requests.", body = TokenError,
+            headers(("Retry-After" = String, description = "Seconds to wait."))),
+        (status = 500, description = "Server unavailable.", body = TokenError),
+    ),
+)]
+///
+/// Responses: 200 token (with `sid`, `state`, `Cache-Control: no-store`); 400
+/// `invalidRequest` (missing or malformed parameter or `uuid`, `location` names it);
+/// 401 `unAuthorized` (unknown or disabled client, or not its registration); 429
+/// `tooManyRequests` (caller address or client over its rate; `Retry-After`); 500
+/// `serverUnavailable`.
+pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+    // The error context (language, uuid) is built only when an error is answered.
+    let fail = |failure: Failure<Authorize>| ApiError::of(failure, &request);
+
+    // 1. Extract and 2. parse into domain values.
+    let call = token_call(&request).map_err(|bad| fail(bad.into()))?;
+    state
+        .limits
+        .issue(state.proxies.caller(&request), &call.request.client_id)
+        .await
+        .map_err(|over| fail(over.into()))?;
+    // 3. Call the use case.
+    let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
+    crate::observe::token_issued();
+    // 4. Map to the wire.
+
+    let body = serde_json::to_vec(&TokenResponse {
+        access_token: &grant.access_token,
+        token_type: "Bearer",
+        expires_in: grant.expires_in.to_string(),
+        scope: grant.scope.as_str(),
+        opaque_token: grant.opaque_token.as_str(),
+    })
+    .map_err(|error| fail(Failure::unwritable(error)))?;
+    let session = HeaderValue::from_str(grant.session.as_str()).map_err(|error| fail(Failure::unwritable(error)))?;
+    let mut response = HttpResponse::Ok();
+    response
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .insert_header((header::PRAGMA, HeaderValue::from_static("no-cache")))
+        .insert_header((HeaderName::from_static("sid"), session));
+    if let Some(value) = call.state {
+        response.insert_header((HeaderName::from_static("state"), value));
+    }
+    Ok(response.body(body))
+}

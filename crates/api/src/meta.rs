@@ -1,0 +1,235 @@
+//! The JWKS, the authorization server's metadata (RFC 8414) and the health checks.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use actix_web::http::header::{self, HeaderValue};
+use actix_web::{HttpResponse, web};
+use domain::ports::ServingHealth;
+
+use crate::AppState;
+use crate::errors::mime_json;
+
+/// GET /api/.well-known/jwks.json: the public keys that verify access tokens (RFC 7517).
+#[utoipa::path(
+    get,
+    path = "/.well-known/jwks.json",
+    tag = "Token",
+    operation_id = "jwks",
+    summary = "Public keys that verify access tokens",
+    responses((status = 200, description = "A JWK Set of Ed25519 keys (RFC 7517, RFC 8037).", content_type = "application/jwk-set+json", body = Object)),
+)]
+pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(HeaderValue::from_static("application/jwk-set+json"))
+        .insert_header((header::CACHE_CONTROL, state.jwks_cache_control.clone()))
+        .body(state.keys.key_set())
+}
+
+/// The authorization server's metadata (RFC 8414 §2) for the issuer `{public_base_url}/api`:
+/// where tokens come from and are revoked, the keys that verify them, and what the server
+/// supports. Made once at start-up from the public base URL every instance shares.
+pub fn server_metadata(public_base_url: &str) -> String {
+    let issuer = format!("{public_base_url}/api");
+    serde_json::json!({
+        "issuer": issuer,
+        "authorization_endpoint": format!("{issuer}/v1/authorize"),
+        "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
+        "revocation_endpoint": format!("{issuer}/v1/revoke"),
+        "revocation_endpoint_auth_methods_supported": ["none"],
+        // The token comes back in the JSON body of the authorization endpoint: the
+        // implicit grant's response type; there is no token endpoint.
+        "response_types_supported": ["token"],
+        "grant_types_supported": ["implicit"],
+        "scopes_supported": ["visitor"],
+        "code_challenge_methods_supported": ["S256"],
+        "service_documentation": format!("{issuer}/docs"),
+        "ui_locales_supported": ["en", "es"],
+    })
+    .to_string()
+}
+
+/// The path RFC 8414 §3.1 puts the metadata at for the issuer `{public_base_url}/api`:
+/// `/.well-known/oauth-authorization-server` between the host and the issuer's path.
+pub fn well_known_metadata_path(public_base_url: &str) -> String {
+    let after_scheme = public_base_url.split_once("://").map_or(public_base_url, |(_, rest)| rest);
+    let path = after_scheme.find('/').map_or("", |start| &after_scheme[start..]);
+    format!("/.well-known/oauth-authorization-server{}/api", path.trim_end_matches('/'))
+}
+
+/// GET /api/.well-known/oauth-authorization-server, and the same document at the path
+/// RFC 8414 §3.1 gives (`/.well-known/oauth-authorization-server/api`): how a client or a
+/// resource server discovers the issuer, its keys and its endpoints.
+#[utoipa::path(
+    get,
+    path = "/.well-known/oauth-authorization-server",
+    tag = "Token",
+    operation_id = "authorizationServerMetadata",
+    summary = "Authorization server metadata (RFC 8414)",
+    description = "Also served at `/.well-known/oauth-authorization-server/api` on the host (RFC 8414 §3.1: the \
+                   well-known segment goes between the host and the issuer's path).",
+    responses((status = 200, description = "The metadata of the issuer `<base>/api` (RFC 8414 §2).", body = Object,
+        headers(("Cache-Control" = String, description = "`public, max-age=<JWKS max-age>`.")),
+        example = json!({"issuer": "https://api.example.mx/api", "authorization_endpoint": "https://api.example.mx/api/v1/authorize", "jwks_uri": "https://api.example.mx/api/.well-known/jwks.json", "revocation_endpoint": "https://api.example.mx/api/v1/revoke", "response_types_supported": ["token"], "scopes_supported": ["visitor"], "code_challenge_methods_supported": ["S256"]}))),
+)]
+pub async fn authorization_server(state: web::Data<AppState>) -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, state.jwks_cache_control.clone()))
+        .body(state.server_metadata.clone())
+}
+
+/// GET /api/health/live: the process answers.
+#[utoipa::path(
+    get,
+    path = "/health/live",
+    tag = "Health",
+    operation_id = "live",
+    summary = "Liveness",
+    responses((status = 200, description = "The process answers.", body = Object, example = json!({"status": "up"}))),
+)]
+pub async fn live() -> HttpResponse {
+    HttpResponse::Ok()
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(r#"{"status":"up"}"#)
+}
+
+/// What readiness is made of. Nothing here waits on the store for more than half a
+/// second: a load balancer must be told quickly, also when the store is stuck (the fault
+/// issue).
+pub struct Readiness {
+    health: Arc<dyn ServingHealth>,
+    draining: AtomicBool,
+}
+
+impl Readiness {
+    /// Ready while `health` says the service can answer from its store.
+    pub fn new(health: Arc<dyn ServingHealth>) -> Self {
+        Self { health, draining: AtomicBool::new(false) }
+    }
+
+    /// From now on readiness fails and every response closes its connection: the
+    /// service is about to stop (SIGTERM).
+    pub fn start_draining(&self) {
+        self.draining.store(true, Ordering::Relaxed);
+    }
+
+    /// Whether the service is draining before it stops.
+    pub fn is_draining(&self) -> bool {
+        self.draining.load(Ordering::Relaxed)
+    }
+
+    /// The body of the readiness for reads: why the service should not get reads now, if
+    /// it should not.
+    fn reads_status(&self) -> Result<&'static str, &'static str> {
+        if self.is_draining() {
+            Err(r#"{"status":"draining"}"#)
+        } else if !self.health.can_serve_reads() {
+            Err(r#"{"status":"stale"}"#)
+        } else {
+            Ok(r#"{"status":"ready"}"#)
+        }
+    }
+
+    /// The readiness body: why the service should not get traffic now, if it should not.
+    async fn status(&self) -> Result<&'static str, &'static str> {
+        if self.is_draining() {
+            Err(r#"{"status":"draining"}"#)
+        } else if !self.health.can_serve().await {
+            Err(r#"{"status":"unavailable"}"#)
+        } else {
+            Ok(r#"{"status":"ready"}"#)
+        }
+    }
+}
+
+/// GET /api/health/ready: the store answers and the service is not stopping; 503
+/// otherwise, within half a second.
+#[utoipa::path(
+    get,
+    path = "/health/ready",
+    tag = "Health",
+    operation_id = "ready",
+    summary = "Readiness",
+    responses(
+        (status = 200, description = "The store answers.", body = Object, example = json!({"status": "ready"})),
+        (status = 503, description = "The store does not answer (`unavailable`), or the service is stopping (`draining`).", body = Object, example = json!({"status": "unavailable"})),
+    ),
+)]
+pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
+    let (mut response, body) = match state.readiness.status().await {
+        Ok(body) => (HttpResponse::Ok(), body),
+        Err(body) => (HttpResponse::ServiceUnavailable(), body),
+    };
+    response
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(body)
+}
+
+/// GET /api/health/reads: the data held is current enough to answer reads and the
+/// service is not stopping, whether or not the store answers now; 503 otherwise. For a
+/// load balancer's fallback when no instance is ready (a database failover): reads are
+/// then answered from memory, and writes fail fast.
+#[utoipa::path(
+    get,
+    path = "/health/reads",
+    tag = "Health",
+    operation_id = "readyForReads",
+    summary = "Readiness for reads",
+    responses(
+        (status = 200, description = "Reads are answered from current data.", body = Object, example = json!({"status": "ready"})),
+        (status = 503, description = "The data held is past --max-staleness-ms (`stale`), or the service is stopping (`draining`).", body = Object, example = json!({"status": "stale"})),
+    ),
+)]
+pub async fn reads(state: web::Data<AppState>) -> HttpResponse {
+    let (mut response, body) = match state.readiness.reads_status() {
+        Ok(body) => (HttpResponse::Ok(), body),
+        Err(body) => (HttpResponse::ServiceUnavailable(), body),
+    };
+    response
+        .content_type(mime_json())
+        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+        .body(body)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_metadata_names_the_issuer_tokens_carry_and_its_endpoints() {
+        let metadata: serde_json::Value = serde_json::from_str(&server_metadata("https://api.bank.mx")).unwrap();
+        assert_eq!(metadata["issuer"], "https://api.bank.mx/api");
+        assert_eq!(metadata["jwks_uri"], "https://api.bank.mx/api/.well-known/jwks.json");
+        assert_eq!(metadata["revocation_endpoint"], "https://api.bank.mx/api/v1/revoke");
+        assert_eq!(metadata["scopes_supported"], serde_json::json!(["visitor"]));
+    }
+
+    #[test]
+    fn the_well_known_segment_goes_between_the_host_and_the_issuers_path() {
+        assert_eq!(well_known_metadata_path("https://api.bank.mx"), "/.well-known/oauth-authorization-server/api");
+        assert_eq!(well_known_metadata_path("http://127.0.0.1:8080"), "/.well-known/oauth-authorization-server/api");
+        assert_eq!(
+            well_known_metadata_path("https://bank.mx/open-banking/"),
+            "/.well-known/oauth-authorization-server/open-banking/api"
+        );
+    }
+    use domain::ports::MockServingHealth;
+
+    fn readiness(can_serve: bool) -> Readiness {
+        let mut health = MockServingHealth::new();
+        health.expect_can_serve().returning(move || can_serve);
+        Readiness::new(Arc::new(health))
+    }
+
+    #[tokio::test]
+    async fn ready_while_the_store_serves_and_never_while_draining() {
+        assert_eq!(readiness(true).status().await, Ok(r#"{"status":"ready"}"#));
+        assert_eq!(readiness(false).status().await, Err(r#"{"status":"unavailable"}"#));
+        let stopping = readiness(true);
+        stopping.start_draining();
+        assert_eq!(stopping.status().await, Err(r#"{"status":"draining"}"#));
+    }
+}

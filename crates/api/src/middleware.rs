@@ -1,0 +1,113 @@
+//! What wraps every response: security headers, correlation id, the access log, and
+//! `Connection: close` while the service drains.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{ServiceRequest, ServiceResponse};
+use actix_web::http::ConnectionType;
+use actix_web::http::header::HeaderName;
+use actix_web::middleware::{DefaultHeaders, Next};
+use tracing::Instrument as _;
+
+use domain::client::ClientId;
+
+use crate::access_log::{AccessLine, AccessLog};
+use crate::correlation::{UUID_HEADER, valid_uuid_header};
+use crate::errors::ApiError;
+use crate::meta::Readiness;
+
+/// The security headers docs/contract.md puts on every response (OWASP Secure Headers).
+/// `X-XSS-Protection: 0` turns off the legacy browser filter, which OWASP now advises.
+pub fn security_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add(("Strict-Transport-Security", "max-age=31536000; includeSubDomains"))
+        .add(("X-Content-Type-Options", "nosniff"))
+        .add(("X-XSS-Protection", "0"))
+        .add(("Content-Security-Policy", "default-src 'none'; frame-ancestors 'none'"))
+}
+
+/// The docs page's policy: Swagger UI needs its own scripts and styles (it sets inline
+/// style attributes), data: images from its stylesheet, and fetches of the OpenAPI
+/// document and of "Try it out" calls to this origin. Nothing else.
+pub const DOCS_CONTENT_SECURITY_POLICY: &str = "default-src 'none'; script-src 'self'; \
+     style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; \
+     frame-ancestors 'none'; base-uri 'none'; form-action 'none'";
+
+/// Headers of the docs page: its own CSP, set before [`security_headers`] would set the
+/// JSON one (DefaultHeaders never overrides a header already present).
+pub fn docs_headers() -> DefaultHeaders {
+    DefaultHeaders::new()
+        .add(("Content-Security-Policy", DOCS_CONTENT_SECURITY_POLICY))
+        .add(("Cache-Control", "public, max-age=300"))
+}
+
+/// Runs each request in a span carrying its `uuid` (the correlation id), echoes a valid
+/// `uuid` as a response header, marks answers to browser pages for CORS
+/// ([`crate::cors`]), records its metrics, and writes its access line
+/// ([`crate::access_log`]). While the service drains before it stops, every response
+/// says `Connection: close`, so a keep-alive client sends its next request elsewhere
+/// instead of into a connection about to close.
+pub async fn observe(
+    readiness: Arc<Readiness>,
+    access: AccessLog,
+    request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    let started = Instant::now();
+    let metrics = crate::observe::on();
+    let method = (metrics || access != AccessLog::Off).then(|| request.method().clone());
+    let uuid = valid_uuid_header(request.headers()).cloned();
+    // The span carries the correlation id into whatever the request logs; a request
+    // without one (health checks, most probes) has nothing to correlate and gets none.
+    let span = match uuid.as_ref().and_then(|v| v.to_str().ok()) {
+        Some(uuid) => tracing::info_span!("request", uuid),
+        None => tracing::Span::none(),
+    };
+    let mut response = next.call(request).instrument(span).await?;
+    // After the handler: the revocation form names its client in the body it read.
+    let page = crate::cors::allowed_origin(response.request()).await;
+    let who = (access != AccessLog::Off)
+        .then(|| (crate::request::named_client(response.request()), caller_of(response.request())));
+    if let Some(failure) = response.response().error().and_then(|error| error.as_error::<ApiError>()) {
+        crate::observe::failure(failure, uuid.as_ref().and_then(|v| v.to_str().ok()));
+    }
+    let status = response.status().as_u16();
+    if let Some(method) = method {
+        let route = response.request().match_pattern();
+        let elapsed = started.elapsed();
+        if metrics {
+            crate::observe::request_done(&method, route.clone(), status, elapsed.as_secs_f64());
+        }
+        if access.writes(status) {
+            let (client_id, caller) = who.unwrap_or_default();
+            AccessLine {
+                method: &method,
+                route: route.as_deref(),
+                status,
+                micros: elapsed.as_micros() as u64,
+                uuid: uuid.as_ref().and_then(|v| v.to_str().ok()),
+                client_id: client_id.as_ref().map(ClientId::as_str),
+                caller,
+            }
+            .write();
+        }
+    }
+    if let Some(uuid) = uuid {
+        response.headers_mut().insert(HeaderName::from_static(UUID_HEADER), uuid);
+    }
+    if let Some(allowed) = page {
+        crate::cors::expose(response.headers_mut(), allowed);
+    }
+    if readiness.is_draining() {
+        response.response_mut().head_mut().set_connection_type(ConnectionType::Close);
+    }
+    Ok(response)
+}
+
+/// The caller's address: the peer, or what a trusted proxy reports.
+fn caller_of(request: &actix_web::HttpRequest) -> Option<std::net::IpAddr> {
+    let state = request.app_data::<actix_web::web::Data<crate::AppState>>()?;
+    Some(state.proxies.caller(request))
+}

@@ -1,0 +1,172 @@
+//! What the HTTP layer counts: requests by route and status, tokens issued, refusals by
+//! reason, requests over a limit. Recorded through the `metrics` facade, and only once
+//! the server has installed a recorder (`--metrics-listen`); otherwise nothing is
+//! recorded at all. HTTP requests follow OpenTelemetry's HTTP semantic conventions as
+//! exported to Prometheus; the service's own metrics start with `branch_atm_`. Every
+//! name and label is in `docs/operations.md`.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use crate::errors::{ApiError, Note};
+use crate::log_summary::{self, Cause, Summary};
+
+/// OpenTelemetry's `http.server.request.duration`, in seconds.
+pub const HTTP_DURATION: &str = "http_server_request_duration_seconds";
+
+/// The route label of requests that matched no route: one value, never the raw path
+/// (anyone can send any path; each would be a new series).
+pub const UNMATCHED_ROUTE: &str = "unmatched";
+
+static ON: AtomicBool = AtomicBool::new(false);
+
+/// Whether metrics are recorded (the server installed a recorder: `--metrics-listen`).
+pub fn on() -> bool {
+    ON.load(Ordering::Relaxed)
+}
+
+/// From now on requests and refusals are counted: the server installed a recorder.
+pub fn record_metrics() {
+    ON.store(true, Ordering::Relaxed);
+}
+
+/// The `http_response_status_code` label of `status`: its number, for every status
+/// HTTP defines (100 to 599, written once per process), `other` outside them.
+pub fn status_label(status: u16) -> &'static str {
+    static LABELS: std::sync::LazyLock<Vec<String>> =
+        std::sync::LazyLock::new(|| (100..600u16).map(|status| status.to_string()).collect());
+    match status.checked_sub(100).and_then(|index| LABELS.get(usize::from(index))) {
+        Some(label) => label.as_str(),
+        None => "other",
+    }
+}
+
+/// Records one request's duration under its method, route template and status.
+pub fn request_done(method: &actix_web::http::Method, route: Option<String>, status: u16, seconds: f64) {
+    let route = route.unwrap_or_else(|| UNMATCHED_ROUTE.to_owned());
+    let (method, status) = (method_label(method), status_label(status));
+    HISTOGRAMS.with_borrow_mut(|by_route| {
+        if let Some(series) = by_route.get(route.as_str())
+            && let Some((_, _, histogram)) =
+                series.iter().find(|(m, s, _)| std::ptr::eq(*m, method) && std::ptr::eq(*s, status))
+        {
+            histogram.record(seconds);
+            return;
+        }
+        let histogram = metrics::histogram!(
+            HTTP_DURATION,
+            "http_request_method" => method,
+            "http_route" => route.clone(),
+            "http_response_status_code" => status,
+        );
+        histogram.record(seconds);
+        by_route.entry(route).or_default().push((method, status, histogram));
+    });
+}
+
+/// One request-duration series of a route: its method and status labels and its handle.
+type Series = (&'static str, &'static str, metrics::Histogram);
+
+thread_local! {
+    /// Each worker thread's handles of the request-duration series it has recorded, by
+    /// route then (method, status) label: a request then costs a lookup of its route,
+    /// not the registry's hashing of three labels.
+    static HISTOGRAMS: std::cell::RefCell<std::collections::HashMap<String, Vec<Series>>> =
+        std::cell::RefCell::new(std::collections::HashMap::new());
+}
+
+/// The method label: the request's method when it is a known one, `_OTHER` otherwise
+/// (OpenTelemetry's rule, so that no client can invent series).
+fn method_label(method: &actix_web::http::Method) -> &'static str {
+    use actix_web::http::Method;
+    match *method {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::HEAD => "HEAD",
+        Method::OPTIONS => "OPTIONS",
+        Method::PUT => "PUT",
+        Method::DELETE => "DELETE",
+        Method::PATCH => "PATCH",
+        Method::CONNECT => "CONNECT",
+        Method::TRACE => "TRACE",
+        _ => "_OTHER",
+    }
+}
+
+/// A token was issued.
+pub fn token_issued() {
+    if on() {
+        metrics::counter!("branch_atm_tokens_issued_total").increment(1);
+    }
+}
+
+/// An app asked to revoke a token, and what it found (`revoked`, `already revoked`,
+/// `no such token`).
+pub fn revocation(outcome: &'static str) {
+    if on() {
+        metrics::counter!("branch_atm_token_revocations_total", "outcome" => outcome).increment(1);
+    }
+}
+
+/// The one place a failed request is logged and counted, from what its failure noted
+/// ([`Note`]): a refusal of credentials (INFO, and `branch_atm_refusals_total` by
+/// operation and reason), a request over a limit (`branch_atm_rate_limited_total`), or
+/// the service unable to answer (ERROR, with the cause; never sent to the caller). A
+/// cause is logged whole once a second, with the request's `uuid` when it sent a valid
+/// one, and the others of that second as one line with their count ([`log_summary`]).
+pub fn failure(error: &ApiError, uuid: Option<&str>) {
+    match error.note() {
+        Note::Plain => tracing::debug!(uuid, answer = %error, location = error.location(), "request refused"),
+        Note::Refused { operation, reason } => {
+            if log_summary::record(Cause::Refused(operation, reason), "", summarise) {
+                tracing::info!(uuid, operation, reason, "credentials refused");
+            }
+            if on() {
+                metrics::counter!("branch_atm_refusals_total", "operation" => *operation, "reason" => *reason)
+                    .increment(1);
+            }
+        }
+        Note::RateLimited(limit) => {
+            if on() {
+                metrics::counter!("branch_atm_rate_limited_total", "limit" => *limit).increment(1);
+            }
+        }
+        Note::Failed { what, cause } => {
+            if log_summary::record(Cause::Failed(what), cause, summarise) {
+                tracing::error!(uuid, answer = %error, error = %cause, "{what}: the service could not answer");
+            }
+        }
+    }
+}
+
+/// The line that counts the requests of a cause after the first in a second.
+fn summarise(summary: &Summary) {
+    let more = summary.more;
+    match summary.cause {
+        Cause::Failed(what) => tracing::error!(
+            more,
+            last_error = %summary.last,
+            "{what}: {more} more requests within a second after the one logged, for the same reason"
+        ),
+        Cause::Refused(operation, reason) => {
+            tracing::info!(
+                operation,
+                reason,
+                more,
+                "credentials refused: {more} more within a second, for the same reason"
+            );
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn labels_never_carry_what_a_client_made_up() {
+        assert_eq!((status_label(299), status_label(504), status_label(200)), ("299", "504", "200"));
+        assert_eq!((status_label(99), status_label(600)), ("other", "other"));
+        assert_eq!(method_label(&actix_web::http::Method::from_bytes(b"BREW").unwrap()), "_OTHER");
+        assert_eq!(method_label(&actix_web::http::Method::GET), "GET");
+    }
+}

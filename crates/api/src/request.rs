@@ -1,0 +1,223 @@
+//! Reading headers, query parameters and bodies into domain values, each failure a
+//! [`BadRequest`] naming its location.
+
+use std::collections::HashMap;
+
+use actix_web::http::header::{self, HeaderMap};
+use actix_web::web::{Bytes, Payload};
+use domain::client::ClientId;
+use domain::input::Expected;
+use domain::services::bearer::BearerAuthentication;
+use domain::token::AccessClaims;
+
+use crate::correlation::single_header;
+pub use crate::correlation::{UUID_HEADER, valid_uuid, valid_uuid_header};
+use crate::errors::{BadRequest, Unauthenticated};
+use crate::texts::Message;
+
+/// The client a handler read from its request's body (the revocation form), left in the
+/// request's extensions for what runs after it: CORS ([`crate::cors`]) and the access
+/// log.
+#[derive(Debug, Clone)]
+pub struct ClientInBody(pub ClientId);
+
+/// The client a request names, when it is a valid client id: the one its handler read
+/// from the body ([`ClientInBody`]), else the `client_id` header (the bearer
+/// operations), else the `client_id` query parameter (the token request).
+pub fn named_client(request: &actix_web::HttpRequest) -> Option<ClientId> {
+    use actix_web::HttpMessage as _;
+    if let Some(ClientInBody(client_id)) = request.extensions().get::<ClientInBody>() {
+        return Some(client_id.clone());
+    }
+    let raw = match request.headers().get("client_id") {
+        Some(value) => std::borrow::Cow::Borrowed(value.to_str().ok()?),
+        None => form_urlencoded::parse(request.query_string().as_bytes()).find(|(name, _)| name == "client_id")?.1,
+    };
+    ClientId::parse(&raw).ok()
+}
+
+/// Bodies larger than this are refused before they are buffered. 100 branch items of
+/// `{"branchId":"01234"}` are about 2 KB; 64 KiB leaves room for whitespace and nothing
+/// for abuse.
+pub const MAX_BODY_BYTES: usize = 64 * 1024;
+
+/// A query string: each known parameter at most once, unknown ones ignored (RFC 6749
+/// §3.1 for authorize; the same rule serves every endpoint).
+pub struct Query(HashMap<&'static str, String>);
+
+impl Query {
+    /// Parses `raw`, keeping only the parameters named in `known`.
+    pub fn parse(raw: &str, known: &[&'static str]) -> Result<Self, BadRequest> {
+        let mut parameters = HashMap::new();
+        for (name, value) in form_urlencoded::parse(raw.as_bytes()) {
+            let Some(name) = known.iter().find(|known| **known == name) else { continue };
+            if parameters.insert(*name, value.into_owned()).is_some() {
+                return Err(BadRequest::new(*name, Message::Repeated));
+            }
+        }
+        Ok(Self(parameters))
+    }
+
+    /// Parameter `name`, if sent.
+    pub fn optional(&self, name: &'static str) -> Option<&str> {
+        self.0.get(name).map(String::as_str)
+    }
+
+    /// Parameter `name`, which must be sent.
+    pub fn required(&self, name: &'static str) -> Result<&str, BadRequest> {
+        self.optional(name).ok_or_else(|| BadRequest::new(name, Message::Missing))
+    }
+
+    /// Parameter `name`, which must be sent, parsed into a domain value.
+    pub fn parsed<T>(
+        &self,
+        name: &'static str,
+        parse: impl FnOnce(&str) -> Result<T, Expected>,
+    ) -> Result<T, BadRequest> {
+        parse(self.required(name)?).map_err(|shape| BadRequest::new(name, Message::Malformed(shape)))
+    }
+}
+
+/// The raw value of header `name`: required, sent once, and visible ASCII.
+pub fn required_header<'r>(headers: &'r HeaderMap, name: &'static str) -> Result<&'r str, BadRequest> {
+    let value = single_header(headers, name)?.ok_or_else(|| BadRequest::new(name, Message::MissingHeader))?;
+    value.to_str().map_err(|_| BadRequest::new(name, Message::NotText))
+}
+
+/// Whether some `Accept` header allows JSON: a list header, so its copies count as one
+/// list (RFC 9110 §5.3). Missing is an error.
+pub fn accepts_json_header(headers: &HeaderMap) -> Result<bool, BadRequest> {
+    let mut allowed = None;
+    for value in headers.get_all(header::ACCEPT) {
+        let value = value.to_str().map_err(|_| BadRequest::new("Accept", Message::NotText))?;
+        allowed = Some(allowed.unwrap_or(false) || accepts_json(value));
+    }
+    allowed.ok_or_else(|| BadRequest::new("Accept", Message::MissingHeader))
+}
+
+/// Header `name` parsed into a domain value.
+pub fn parsed_header<T>(
+    headers: &HeaderMap,
+    name: &'static str,
+    parse: impl FnOnce(&str) -> Result<T, Expected>,
+) -> Result<T, BadRequest> {
+    parse(required_header(headers, name)?).map_err(|shape| BadRequest::new(name, Message::Malformed(shape)))
+}
+
+/// Checks that the required `uuid` header is present and a UUID.
+pub fn require_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
+    required_header(headers, UUID_HEADER)?;
+    valid_uuid_header(headers).map(drop).ok_or_else(|| BadRequest::new(UUID_HEADER, Message::Malformed(Expected::Uuid)))
+}
+
+/// Checks that the optional `uuid` header, when sent, is a UUID.
+pub fn optional_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
+    if headers.contains_key(UUID_HEADER) && valid_uuid_header(headers).is_none() {
+        return Err(BadRequest::new(UUID_HEADER, Message::Malformed(Expected::Uuid)));
+    }
+    Ok(())
+}
+
+/// The token of the `Authorization: Bearer <token>` header (RFC 6750 §2.1).
+///
+/// # Errors
+/// [`Unauthenticated::NoToken`] without the header; [`Unauthenticated::MalformedHeader`]
+/// when it is sent twice or is not `Bearer`, one space, and a token without spaces.
+pub fn bearer_token(headers: &HeaderMap) -> Result<&str, Unauthenticated> {
+    let header = single_header(headers, "authorization").map_err(|_| Unauthenticated::MalformedHeader)?;
+    // UTF-8 rather than `to_str`'s byte-by-byte visible-ASCII test: a token is read on
+    // every protected call, and any byte a token may not hold fails its verification.
+    let value = std::str::from_utf8(header.ok_or(Unauthenticated::NoToken)?.as_bytes())
+        .map_err(|_| Unauthenticated::MalformedHeader)?;
+    match value.split_once(' ') {
+        Some((scheme, token)) if scheme.eq_ignore_ascii_case("Bearer") && !token.is_empty() && !token.contains(' ') => {
+            Ok(token)
+        }
+        _ => Err(Unauthenticated::MalformedHeader),
+    }
+}
+
+/// The bearer check every protected operation starts with: `Authorization: Bearer`,
+/// the `client_id` header, then the domain's [`BearerAuthentication`]. Why a token was
+/// refused is for the log only (the observer's), never the caller.
+///
+/// # Errors
+/// [`Unauthenticated`]: no usable bearer token, a missing or malformed `client_id`, or
+/// the domain's refusal.
+pub async fn authenticate(
+    bearer: &dyn BearerAuthentication,
+    headers: &HeaderMap,
+) -> Result<AccessClaims, Unauthenticated> {
+    let token = bearer_token(headers)?;
+    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(Unauthenticated::BadRequest)?;
+    bearer.authenticate(token, &client_id).await.map_err(Unauthenticated::Bearer)
+}
+
+/// Whether a media-type header value (`Content-Type`) is JSON.
+pub fn is_json_content_type(value: &str) -> bool {
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    essence.eq_ignore_ascii_case("application/json")
+}
+
+/// Whether an `Accept` header allows `application/json` (RFC 9110 §12.5.1).
+pub fn accepts_json(value: &str) -> bool {
+    value.split(',').any(|range| {
+        let mut parts = range.split(';');
+        let media = parts.next().unwrap_or_default().trim();
+        let refused = parts.any(|param| {
+            param.trim().strip_prefix("q=").is_some_and(|q| q.trim().parse::<f32>().is_ok_and(|q| q <= 0.0))
+        });
+        !refused
+            && ["application/json", "application/*", "*/*"].iter().any(|allowed| media.eq_ignore_ascii_case(allowed))
+    })
+}
+
+/// Reads the body, refusing more than [`MAX_BODY_BYTES`] without buffering it, and a
+/// body that has not fully arrived within `deadline` (a stalled client must not hold a
+/// request open forever).
+pub async fn read_body(
+    headers: &HeaderMap,
+    payload: Payload,
+    deadline: std::time::Duration,
+) -> Result<Bytes, BadRequest> {
+    let too_large = || BadRequest::new("body", Message::BodyTooLarge(MAX_BODY_BYTES));
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|value| value.to_str().ok())
+        .and_then(|value| value.parse::<usize>().ok());
+    if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
+        return Err(too_large());
+    }
+    match tokio::time::timeout(deadline, payload.to_bytes_limited(MAX_BODY_BYTES)).await {
+        Ok(Ok(Ok(bytes))) => Ok(bytes),
+        Ok(Ok(Err(_))) => Err(too_large()),
+        Ok(Err(_)) => Err(BadRequest::new("body", Message::Body("the body could not be read".into()))),
+        Err(_) => Err(BadRequest::new("body", Message::BodyTimeout)),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn accept_headers_that_allow_json() {
+        for value in ["application/json", "*/*", "text/html, application/*;q=0.5", "APPLICATION/JSON; charset=utf-8"] {
+            assert!(accepts_json(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn accept_headers_that_do_not_allow_json() {
+        for value in ["text/html", "application/xml", "application/json;q=0", ""] {
+            assert!(!accepts_json(value), "{value}");
+        }
+    }
+
+    #[test]
+    fn json_content_types_may_carry_a_charset() {
+        assert!(is_json_content_type("application/json; charset=utf-8"));
+        assert!(!is_json_content_type("text/plain"));
+        assert!(!is_json_content_type("application/jsonx"));
+    }
+}

@@ -1,0 +1,469 @@
+//! The HTTP layer on mocked use cases, in process, without a store: every error variant
+//! of every operation becomes its status, wire `code` and body, and the successes their
+//! wire shape. The status of each is chosen in `api::errors` only: these tests would fail
+//! if a handler chose one of its own.
+
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::body::MessageBody;
+use actix_web::dev::{Service as _, ServiceResponse};
+use actix_web::http::header::HeaderValue;
+use actix_web::{App, test, web};
+use api::AppState;
+use api::caller::TrustedProxies;
+use api::meta::Readiness;
+use api::rate_limit::{Limits, Rate, RateLimits};
+use domain::atm_catalog::AtmCatalog;
+use domain::branch::{BranchId, BranchWaitTime, WaitTime};
+use domain::ports::{MockServingHealth, SigningFailed, StoreUnavailable};
+use domain::services::atms::{AtmSnapshot, ListAtmsError, MockAtmInformation};
+use domain::services::authorize::{AuthorizeError, ClientRefusal, MockTokenIssuance};
+use domain::services::bearer::{BearerError, MockBearerAuthentication};
+use domain::services::keys::MockKeyPublication;
+use domain::services::origins::MockBrowserOrigins;
+use domain::services::revocation::{MockTokenRevocation, RevocationError, RevocationOutcome};
+use domain::services::wait_times::{MockWaitTimeEnquiry, RetrieveWaitTimesError};
+use domain::token::{OpaqueToken, Scope, SessionId, TokenGrant};
+use serde_json::Value;
+
+const UUID: &str = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
+const CLIENT: &str = "demo-mobile-app";
+/// A session id as authorize makes them.
+const SID: &str = "iQOkyUaPa-f1kLBq4Bamag";
+const WAIT_TIMES: &str = "/api/v1/open-banking/channels/branch/waittime/retrieve";
+const AUTHORIZE: &str =
+    "/api/v1/authorize?response_type=token&client_id=demo-mobile-app&businessCode=GCB&countryCode=MX&channelId=MOBILE";
+
+/// The mocks a test sets up; every use case is a mock that fails the test if it is
+/// called without an expectation.
+#[derive(Default)]
+struct Mocks {
+    tokens: MockTokenIssuance,
+    revocation: MockTokenRevocation,
+    bearer: MockBearerAuthentication,
+    wait_times: MockWaitTimeEnquiry,
+    atms: MockAtmInformation,
+    keys: MockKeyPublication,
+    limits: Option<RateLimits>,
+    /// Whether the store answers and whether the data held is current (both by default).
+    health: Option<(bool, bool)>,
+}
+
+impl Mocks {
+    /// Bearer checks that let the demo client's session [`SID`] through.
+    fn admitting() -> Self {
+        let mut mocks = Self::default();
+        mocks.bearer.expect_authenticate().returning(|_, _| Ok(domain::testing::claims(CLIENT, SID, 0, 1800)));
+        mocks
+    }
+
+    /// Bearer checks that end in `error`.
+    fn refusing(error: fn() -> BearerError) -> Self {
+        let mut mocks = Self::default();
+        mocks.bearer.expect_authenticate().returning(move |_, _| Err(error()));
+        mocks
+    }
+
+    fn state(self) -> web::Data<AppState> {
+        let (answers, current) = self.health.unwrap_or((true, true));
+        let mut health = MockServingHealth::new();
+        health.expect_can_serve().returning(move || answers && current);
+        health.expect_can_serve_reads().returning(move || current);
+        let mut origins = MockBrowserOrigins::new();
+        origins.expect_any_client_allows().returning(|_| Ok(false));
+        origins.expect_client_allows().returning(|_, _| Ok(false));
+        web::Data::new(AppState {
+            tokens: Arc::new(self.tokens),
+            revocation: Arc::new(self.revocation),
+            bearer: Arc::new(self.bearer),
+            wait_times: Arc::new(self.wait_times),
+            atms: Arc::new(self.atms),
+            keys: Arc::new(self.keys),
+            server_metadata: api::meta::server_metadata("https://api.example.mx"),
+            origins: Arc::new(origins),
+            jwks_cache_control: HeaderValue::from_static("public, max-age=300"),
+            readiness: Arc::new(Readiness::new(Arc::new(health))),
+            limits: Limits::new(&self.limits.unwrap_or_else(RateLimits::unlimited), None),
+            proxies: TrustedProxies::default(),
+            public_base_url: "https://api.example.mx".to_owned(),
+            body_timeout: Duration::from_secs(5),
+        })
+    }
+
+    /// Sends `request` to the HTTP layer wired to these mocks, with its middleware.
+    async fn call(self, request: test::TestRequest) -> Answer {
+        let state = self.state();
+        let readiness = Arc::clone(&state.readiness);
+        let app = test::init_service(
+            App::new()
+                .wrap(actix_web::middleware::from_fn(move |request, next| {
+                    api::middleware::observe(Arc::clone(&readiness), api::access_log::AccessLog::Off, request, next)
+                }))
+                .wrap(api::middleware::security_headers())
+                .app_data(state)
+                .configure(api::routes)
+                .configure(api::well_known_routes("https://api.example.mx"))
+                .default_service(web::to(api::not_found)),
+        )
+        .await;
+        answer(app.call(request.to_request()).await.unwrap()).await
+    }
+}
+
+/// A response's status, JSON body (`null` when empty) and headers by lower-case name.
+type Answer = (u16, Value, HashMap<String, String>);
+
+async fn answer<B: MessageBody>(response: ServiceResponse<B>) -> Answer {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| (name.as_str().to_owned(), value.to_str().unwrap().to_owned()))
+        .collect();
+    let body = test::read_body(response).await;
+    let json = if body.is_empty() { Value::Null } else { serde_json::from_slice(&body).unwrap() };
+    (status, json, headers)
+}
+
+fn bearer_get(uri: &str) -> test::TestRequest {
+    test::TestRequest::get()
+        .uri(uri)
+        .insert_header(("Authorization", "Bearer token"))
+        .insert_header(("client_id", CLIENT))
+        .insert_header(("uuid", UUID))
+}
+
+fn wait_times_post(body: &str) -> test::TestRequest {
+    test::TestRequest::post()
+        .uri(WAIT_TIMES)
+        .insert_header(("Authorization", "Bearer token"))
+        .insert_header(("client_id", CLIENT))
+        .insert_header(("uuid", UUID))
+        .insert_header(("Accept", "application/json"))
+        .insert_header(("Content-Type", "application/json"))
+        .insert_header(("countryCode", "MX"))
+        .insert_header(("businessCode", "GCB"))
+        .insert_header(("ChannelId", "MOBILE"))
+        .insert_header(("sid", SID))
+        .set_payload(body.to_owned())
+}
+
+/// An error a use case answers, and the status, wire `code` and `location` it must become.
+type Case<E> = (fn() -> E, u16, &'static str, Option<&'static str>);
+
+const ONE_BRANCH: &str = r#"{"branches":[{"branchId":"00001"}]}"#;
+
+fn grant() -> TokenGrant {
+    TokenGrant {
+        access_token: "a.b.c".into(),
+        expires_in: 1800,
+        scope: Scope::Visitor,
+        opaque_token: OpaqueToken::new("opaque".into()),
+        session: SessionId::new("sid-1".into()),
+    }
+}
+
+fn token_error_case(error: fn() -> AuthorizeError) -> Mocks {
+    let mut mocks = Mocks::default();
+    mocks.tokens.expect_authorize().returning(move |_| Err(error()));
+    mocks
+}
+
+#[actix_web::test]
+async fn every_authorize_error_has_its_status_code_and_token_body() {
+    let cases: [Case<AuthorizeError>; 6] = [
+        (|| AuthorizeError::Unauthorized(ClientRefusal::Unknown), 401, "unAuthorized", None),
+        (|| AuthorizeError::Unauthorized(ClientRefusal::Disabled), 401, "unAuthorized", None),
+        (|| AuthorizeError::Unauthorized(ClientRefusal::RegistrationMismatch), 401, "unAuthorized", None),
+        (|| AuthorizeError::RedirectUriNotRegistered, 400, "invalidRequest", Some("redirect_uri")),
+        (|| AuthorizeError::Unavailable(StoreUnavailable::new("down")), 500, "serverUnavailable", None),
+        (|| AuthorizeError::SigningFailed(SigningFailed("no key".into())), 500, "serverUnavailable", None),
+    ];
+    for (error, status, code, location) in cases {
+        let request = test::TestRequest::get().uri(AUTHORIZE).insert_header(("uuid", UUID));
+        let (got, body, headers) = token_error_case(error).call(request).await;
+        assert_eq!((got, body["code"].as_str(), body["location"].as_str()), (status, Some(code), location), "{body}");
+        assert!(body["details"].is_string() && body["timestamp"].is_string(), "the token body: {body}");
+        assert!(body.get("type").is_none() && body.get("uuid").is_none(), "not ErrorResponse: {body}");
+        assert_eq!(headers["cache-control"], "no-store");
+        assert!(!body.to_string().contains("down") && !body.to_string().contains("no key"), "nothing internal");
+    }
+}
+
+#[actix_web::test]
+async fn a_token_is_answered_in_the_specs_shape_with_its_session() {
+    let mut mocks = Mocks::default();
+    mocks.tokens.expect_authorize().returning(|_| Ok(grant()));
+    let request = test::TestRequest::get().uri(&format!("{AUTHORIZE}&state=xyz")).insert_header(("uuid", UUID));
+    let (status, body, headers) = mocks.call(request).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        serde_json::json!({"access_token":"a.b.c","token_type":"Bearer","expires_in":"1800","scope":"visitor","opaque_token":"opaque"})
+    );
+    assert_eq!((headers["sid"].as_str(), headers["state"].as_str()), ("sid-1", "xyz"));
+    assert_eq!(headers["uuid"], UUID);
+}
+
+#[actix_web::test]
+async fn a_bad_request_or_a_limit_is_answered_before_any_use_case_is_called() {
+    let no_uuid = test::TestRequest::get().uri(AUTHORIZE);
+    let (status, body, _) = Mocks::default().call(no_uuid).await;
+    assert_eq!((status, body["code"].as_str(), body["location"].as_str()), (400, Some("invalidRequest"), Some("uuid")));
+
+    let one = Rate { per_second: std::num::NonZeroU32::MIN, burst: std::num::NonZeroU32::MIN };
+    let mut mocks = Mocks::default();
+    mocks.tokens.expect_authorize().times(1).returning(|_| Ok(grant()));
+    mocks.limits = Some(RateLimits { issue_per_caller: one, ..RateLimits::unlimited() });
+    let state = mocks.state();
+    let app = test::init_service(App::new().app_data(state).configure(api::routes)).await;
+    let first = app.call(test::TestRequest::get().uri(AUTHORIZE).insert_header(("uuid", UUID)).to_request()).await;
+    assert_eq!(first.unwrap().status(), 200);
+    let second = app.call(test::TestRequest::get().uri(AUTHORIZE).insert_header(("uuid", UUID)).to_request()).await;
+    let (status, body, headers) = answer(second.unwrap()).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("tooManyRequests")));
+    assert!(headers.contains_key("retry-after"));
+}
+
+fn revocation_post(form: &str) -> test::TestRequest {
+    test::TestRequest::post()
+        .uri("/api/v1/revoke")
+        .insert_header(("Content-Type", "application/x-www-form-urlencoded"))
+        .set_payload(form.to_owned())
+}
+
+#[actix_web::test]
+async fn a_revocation_is_a_bodyless_200_whatever_it_found() {
+    for outcome in [RevocationOutcome::Revoked, RevocationOutcome::AlreadyRevoked, RevocationOutcome::NoSuchToken] {
+        let mut mocks = Mocks::default();
+        mocks
+            .revocation
+            .expect_revoke()
+            .withf(|token, client| token == "a.b.c" && client.as_str() == CLIENT)
+            .times(1)
+            .returning(move |_, _| Ok(outcome));
+        let form = format!("token=a.b.c&client_id={CLIENT}&token_type_hint=access_token&unknown=ignored");
+        let (status, body, headers) = mocks.call(revocation_post(&form)).await;
+        assert_eq!((status, &body), (200, &Value::Null), "{outcome:?}");
+        assert_eq!(headers["cache-control"], "no-store");
+    }
+}
+
+#[actix_web::test]
+async fn every_revocation_error_has_its_status_and_rfc_6749_body() {
+    // The RFC 6749 body names no location.
+    let cases: [Case<RevocationError>; 3] = [
+        (|| RevocationError::UnknownClient, 400, "invalid_client", None),
+        (|| RevocationError::OtherClient, 400, "unauthorized_client", None),
+        (|| RevocationError::Unavailable(StoreUnavailable::new("down")), 503, "temporarily_unavailable", None),
+    ];
+    for (error, status, code, _) in cases {
+        let mut mocks = Mocks::default();
+        mocks.revocation.expect_revoke().returning(move |_, _| Err(error()));
+        let request =
+            revocation_post(&format!("token=opaque&client_id={CLIENT}")).insert_header(("Accept-Language", "es"));
+        let (got, body, headers) = mocks.call(request).await;
+        assert_eq!((got, body["error"].as_str()), (status, Some(code)), "{body}");
+        let description = body["error_description"].as_str().unwrap();
+        assert!(description.is_ascii() && !description.contains("down"), "English, ASCII, nothing internal: {body}");
+        assert_eq!(body.as_object().unwrap().len(), 2, "error and error_description only: {body}");
+        assert_eq!(headers["content-language"], "en");
+        assert_eq!(headers["cache-control"], "no-store");
+        assert_eq!(headers.contains_key("retry-after"), status == 503);
+    }
+}
+
+#[actix_web::test]
+async fn a_malformed_revocation_is_invalid_request_before_the_use_case_is_called() {
+    let cases = [
+        (revocation_post(&format!("client_id={CLIENT}")), "The required value token is missing."),
+        (revocation_post(&format!("token=&client_id={CLIENT}")), "The required value token is missing."),
+        (revocation_post("token=x"), "The required value client_id is missing."),
+        (revocation_post("token=x&client_id=not%20a%20client"), "client_id is not valid"),
+        (revocation_post(&format!("token=x&token=y&client_id={CLIENT}")), "token was sent more than once"),
+        (
+            test::TestRequest::post()
+                .uri("/api/v1/revoke")
+                .insert_header(("Content-Type", "application/json"))
+                .set_payload("{}"),
+            "Content-Type must be application/x-www-form-urlencoded.",
+        ),
+    ];
+    for (request, said) in cases {
+        let (status, body, _) = Mocks::default().call(request).await;
+        assert_eq!((status, body["error"].as_str()), (400, Some("invalid_request")), "{body}");
+        assert!(body["error_description"].as_str().unwrap().contains(said), "{body}");
+    }
+    let get = test::TestRequest::get().uri("/api/v1/revoke");
+    let (status, body, headers) = Mocks::default().call(get).await;
+    assert_eq!((status, body["error"].as_str(), headers["allow"].as_str()), (405, Some("invalid_request"), "POST"));
+}
+
+#[actix_web::test]
+async fn every_wait_time_error_has_its_status_code_and_error_response() {
+    let cases: [Case<RetrieveWaitTimesError>; 5] = [
+        (|| RetrieveWaitTimesError::SessionMismatch, 401, "unAuthorized", None),
+        (|| RetrieveWaitTimesError::AccessNotConfigured, 403, "accessNotConfigured", None),
+        (
+            || RetrieveWaitTimesError::DuplicateBranch { index: 1, branch: BranchId::parse("00001").unwrap() },
+            422,
+            "businessValidationFailed",
+            Some("branches[1].branchId"),
+        ),
+        (|| RetrieveWaitTimesError::NoneKnown, 404, "resourceNotFound", None),
+        (|| RetrieveWaitTimesError::Unavailable(StoreUnavailable::new("down")), 500, "serverUnavailable", None),
+    ];
+    for (error, status, code, location) in cases {
+        let mut mocks = Mocks::admitting();
+        mocks.wait_times.expect_retrieve().returning(move |_, _| Err(error()));
+        let (got, body, headers) = mocks.call(wait_times_post(ONE_BRANCH)).await;
+        assert_eq!((got, body["code"].as_str(), body["location"].as_str()), (status, Some(code), location), "{body}");
+        let kind = if status >= 500 { "fatal" } else { "error" };
+        assert_eq!((body["type"].as_str(), body["uuid"].as_str()), (Some(kind), Some(UUID)), "{body}");
+        assert_eq!(headers.contains_key("www-authenticate"), status == 401, "a Bearer challenge only on 401");
+    }
+}
+
+#[actix_web::test]
+async fn wait_times_are_answered_in_request_order_with_time_taken() {
+    let mut mocks = Mocks::admitting();
+    mocks.wait_times.expect_retrieve().returning(|_, query| {
+        Ok(query
+            .branches
+            .iter()
+            .map(|branch| BranchWaitTime { branch: *branch, wait: WaitTime::from_minutes(7).unwrap() })
+            .collect())
+    });
+    let body = r#"{"branches":[{"branchId":"00042"},{"branchId":"00001"}]}"#;
+    let (status, body, _) = mocks.call(wait_times_post(body)).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        serde_json::json!({"branches":[{"branchId":"00042","timeTaken":"7"},{"branchId":"00001","timeTaken":"7"}]})
+    );
+}
+
+#[actix_web::test]
+async fn a_bearer_refusal_or_outage_is_each_operations_own_status_and_body() {
+    let refused = || BearerError::Refused("token revoked");
+    let down = || BearerError::Unavailable(StoreUnavailable::new("down"));
+
+    let not_valid = r#"Bearer error="invalid_token", error_description="The access token is not valid""#;
+    let (status, body, headers) = Mocks::refusing(refused).call(wait_times_post(ONE_BRANCH)).await;
+    assert_eq!((status, body["code"].as_str()), (401, Some("unAuthorized")));
+    assert_eq!(headers["www-authenticate"], not_valid);
+    let (status, body, headers) = Mocks::refusing(|| BearerError::Expired).call(wait_times_post(ONE_BRANCH)).await;
+    assert_eq!((status, body["details"].as_str()), (401, Some("The access token expired; ask for a new one.")));
+    assert_eq!(
+        headers["www-authenticate"],
+        r#"Bearer error="invalid_token", error_description="The access token expired""#
+    );
+    let (status, body, _) = Mocks::refusing(down).call(wait_times_post(ONE_BRANCH)).await;
+    assert_eq!((status, body["code"].as_str()), (500, Some("serverUnavailable")));
+
+    let (status, body, headers) = Mocks::refusing(refused).call(bearer_get("/api/v1/atms")).await;
+    assert_eq!((status, body["status"].as_str(), body["title"].as_str()), (401, Some("401"), Some("Unauthorized")));
+    assert_eq!(body["description"], "The access token is not valid.");
+    assert_eq!(headers["www-authenticate"], not_valid);
+    let (status, body, headers) = Mocks::refusing(down).call(bearer_get("/api/v1/atms")).await;
+    assert_eq!((status, body["status"].as_str()), (503, Some("503")), "an ATM outage is a 503: {body}");
+    assert_eq!(headers["retry-after"], "5");
+
+    let not_bearer = bearer_get("/api/v1/atms").insert_header(("Authorization", "Basic x"));
+    let (status, _, headers) = Mocks::default().call(not_bearer).await;
+    assert_eq!(status, 401, "no bearer token: refused before the use case is asked");
+    assert!(headers["www-authenticate"].starts_with(r#"Bearer error="invalid_request""#));
+    let no_client = test::TestRequest::get().uri("/api/v1/atms").insert_header(("Authorization", "Bearer t"));
+    let (status, body, _) = Mocks::default().call(no_client).await;
+    assert_eq!((status, body["status"].as_str()), (400, Some("400")));
+    assert_eq!(body["description"], "The client_id header is missing.");
+}
+
+fn atms_answering(result: fn() -> Result<AtmSnapshot, ListAtmsError>) -> Mocks {
+    let mut mocks = Mocks::admitting();
+    mocks.atms.expect_snapshot().returning(result);
+    mocks
+}
+
+fn empty_set() -> Result<AtmSnapshot, ListAtmsError> {
+    Ok(AtmSnapshot::new(Arc::new(AtmCatalog::empty(1_800_000_000)), 25))
+}
+
+#[actix_web::test]
+async fn every_atm_error_has_its_status_and_obie_body() {
+    let (status, body, headers) = atms_answering(|| Err(ListAtmsError::Unavailable(StoreUnavailable::new("down"))))
+        .call(bearer_get("/api/v1/atms"))
+        .await;
+    assert_eq!(
+        (status, body["status"].as_str(), body["title"].as_str()),
+        (503, Some("503"), Some("Service temporarily unavailable"))
+    );
+    assert_eq!(headers["retry-after"], "5");
+    let (status, body, _) = atms_answering(empty_set).call(bearer_get("/api/v1/atms?page=2")).await;
+    assert_eq!((status, body["status"].as_str(), body["title"].as_str()), (400, Some("400"), Some("Bad request")));
+    assert_eq!(body["description"], "page must be a whole number from 1 to 1.", "the last page of an empty set");
+    assert_eq!(body.as_object().unwrap().len(), 3, "status, title, description: {body}");
+}
+
+#[actix_web::test]
+async fn an_atm_page_carries_validators_and_a_matching_one_is_a_304_without_a_body() {
+    let (status, body, headers) = atms_answering(empty_set).call(bearer_get("/api/v1/atms")).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["meta"]["TotalResults"], 0);
+    assert_eq!(body["link"]["Self"], "https://api.example.mx/api/v1/atms?page=1");
+    let tag = headers["etag"].to_owned();
+    assert_eq!(headers["last-modified"], "Fri, 15 Jan 2027 08:00:00 GMT");
+
+    let again = bearer_get("/api/v1/atms").insert_header(("If-None-Match", tag.as_str()));
+    let (status, body, headers) = atms_answering(empty_set).call(again).await;
+    assert_eq!((status, body), (304, Value::Null));
+    assert_eq!(headers["etag"], tag);
+    let since = bearer_get("/api/v1/atms").insert_header(("If-Modified-Since", "Fri, 15 Jan 2027 08:00:00 GMT"));
+    assert_eq!(atms_answering(empty_set).call(since).await.0, 304);
+    let other = bearer_get("/api/v1/atms").insert_header(("If-None-Match", "\"stale\""));
+    assert_eq!(atms_answering(empty_set).call(other).await.0, 200);
+}
+
+#[actix_web::test]
+async fn the_authorization_server_metadata_is_served_where_rfc_8414_and_clients_look() {
+    for path in ["/.well-known/oauth-authorization-server/api", "/api/.well-known/oauth-authorization-server"] {
+        let (status, body, headers) = Mocks::default().call(test::TestRequest::get().uri(path)).await;
+        assert_eq!(status, 200, "{path}");
+        assert_eq!(body["issuer"], "https://api.example.mx/api", "{path}");
+        assert_eq!(body["code_challenge_methods_supported"], serde_json::json!(["S256"]));
+        assert_eq!(headers["cache-control"], "public, max-age=300", "cacheable like the JWKS");
+    }
+}
+
+#[actix_web::test]
+async fn the_jwks_is_the_published_key_set_and_readiness_says_what_the_store_does() {
+    let mut mocks = Mocks::default();
+    mocks.keys.expect_key_set().returning(|| r#"{"keys":[]}"#.to_owned());
+    let (status, body, headers) = mocks.call(test::TestRequest::get().uri("/api/.well-known/jwks.json")).await;
+    assert_eq!((status, body), (200, serde_json::json!({"keys": []})));
+    assert_eq!(headers["cache-control"], "public, max-age=300");
+    let (status, body, _) = Mocks::default().call(test::TestRequest::get().uri("/api/health/ready")).await;
+    assert_eq!((status, body), (200, serde_json::json!({"status": "ready"})));
+    // A failover: the store does not answer, the data held is current. Not ready, but
+    // reads are answered; past the staleness bound, neither.
+    for (health, ready, reads) in [((false, true), 503, (200, "ready")), ((false, false), 503, (503, "stale"))] {
+        let probe = |path: &'static str| {
+            let mocks = Mocks { health: Some(health), ..Mocks::default() };
+            mocks.call(test::TestRequest::get().uri(path))
+        };
+        assert_eq!(probe("/api/health/ready").await.0, ready);
+        let (status, body, _) = probe("/api/health/reads").await;
+        assert_eq!((status, body["status"].as_str()), (reads.0, Some(reads.1)), "{health:?}");
+    }
+    let (status, body, headers) = Mocks::default().call(test::TestRequest::get().uri("/api/nowhere")).await;
+    assert_eq!((status, body["code"].as_str()), (404, Some("resourceNotFound")));
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    let (status, body, headers) = Mocks::default().call(test::TestRequest::delete().uri("/api/v1/atms")).await;
+    assert_eq!((status, body["status"].as_str()), (405, Some("405")), "a 405 in the operation's own shape");
+    assert_eq!(headers["allow"], "GET, HEAD");
+}

@@ -1,0 +1,420 @@
+//! The `branch-atm` command line: its grammar only. What the options mean, their
+//! defaults and the other places they can come from (a config file, the environment)
+//! are in [`crate::settings`].
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+use crate::settings::{CommonOptions, Invocation, ServeOptions};
+
+/// The `branch-atm` command line.
+#[derive(Debug, Parser)]
+#[command(name = "branch-atm", version, about = "Branch and ATM open-banking service")]
+pub struct Cli {
+    /// TOML file of settings, keys named like the flags (`token-ttl-seconds = 900`)
+    /// [env: BRANCH_ATM_CONFIG].
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// Options of every command.
+    #[command(flatten)]
+    pub common: CommonOptions,
+    /// What to do; `serve` when omitted.
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// Options of `serve`, also accepted before the word `serve` (or without it).
+    #[command(flatten)]
+    pub serve: ServeOptions,
+}
+
+impl Cli {
+    /// What the settings are resolved from ([`crate::settings::resolve`]).
+    pub fn invocation(&self) -> Invocation<'_> {
+        let serve_after = match &self.command {
+            Some(Command::Serve(after)) => Some(after),
+            _ => None,
+        };
+        Invocation {
+            config: self.config.as_deref(),
+            common: &self.common,
+            serve: &self.serve,
+            serve_after,
+            serves: matches!(self.command, None | Some(Command::Serve(_))),
+        }
+    }
+}
+
+/// The subcommands.
+// Parsed once per process: the size of the `serve` options does not matter.
+#[allow(clippy::large_enum_variant)]
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the service (the default).
+    Serve(ServeOptions),
+    /// Apply database migrations and exit.
+    Migrate,
+    /// Manage registered client applications.
+    Clients {
+        /// What to do with clients.
+        #[command(subcommand)]
+        action: ClientsAction,
+    },
+    /// Manage the channel combinations supported by the wait-time operation.
+    Access {
+        /// What to do with access.
+        #[command(subcommand)]
+        action: AccessAction,
+    },
+    /// Load branch wait times.
+    Waittimes {
+        /// What to do with wait times.
+        #[command(subcommand)]
+        action: WaitTimesAction,
+    },
+    /// Load the ATM set.
+    Atms {
+        /// What to do with ATMs.
+        #[command(subcommand)]
+        action: AtmsAction,
+    },
+    /// Manage token signing keys.
+    Keys {
+        /// What to do with keys.
+        #[command(subcommand)]
+        action: KeysAction,
+    },
+    /// Look up and revoke issued tokens by their opaque token.
+    Tokens {
+        /// What to do with tokens.
+        #[command(subcommand)]
+        action: TokensAction,
+    },
+    /// Ask the instance this configuration serves (its --listen address, on loopback
+    /// when it listens everywhere) whether it is ready; exit 0 if so. For container
+    /// health checks: HTTP, or HTTPS trusting the instance's own --tls-cert when it
+    /// terminates TLS; touches no store.
+    HealthCheck,
+    /// Act on the store as a whole.
+    Store {
+        /// What to do with the store.
+        #[command(subcommand)]
+        action: StoreAction,
+    },
+}
+
+/// `store …`
+#[derive(Debug, Subcommand)]
+pub enum StoreAction {
+    /// Copy everything (clients, channels, wait times, ATMs, signing keys as stored,
+    /// live token records) from the configured store into a new, empty one, for example
+    /// from the SQLite default to PostgreSQL. A target holding anything is refused.
+    Copy {
+        /// The target database: `postgres://user@host:port/db` or `sqlite://path/to/file.db`.
+        #[arg(long, value_name = "URL")]
+        to: String,
+    },
+}
+
+/// `clients …`
+#[derive(Debug, Subcommand)]
+pub enum ClientsAction {
+    /// Register a client application.
+    Add {
+        /// Client id, 1 to 64 of [A-Za-z0-9._-].
+        #[arg(long)]
+        client_id: String,
+        /// Business code, e.g. GCB.
+        #[arg(long)]
+        business_code: String,
+        /// ISO 3166-1 alpha-2 country code, e.g. MX.
+        #[arg(long)]
+        country_code: String,
+        /// Channel id, e.g. MOBILE.
+        #[arg(long)]
+        channel_id: String,
+        /// A redirect URI the client may send; repeat for several. A page at its origin
+        /// may call the API from a browser.
+        #[arg(long = "redirect-uri", value_name = "URI")]
+        redirect_uris: Vec<String>,
+        /// Another web origin whose pages may call the API (`https://app.example.mx`);
+        /// repeat for several.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+    },
+    /// Replace a client's redirect URIs or added origins (the lists given; the others stay).
+    Update {
+        /// The client id.
+        client_id: String,
+        /// Its redirect URIs from now on; repeat for several.
+        #[arg(long = "redirect-uri", value_name = "URI")]
+        redirect_uris: Vec<String>,
+        /// Its added web origins from now on; repeat for several.
+        #[arg(long = "allowed-origin", value_name = "ORIGIN")]
+        allowed_origins: Vec<String>,
+        /// Remove every added origin (its redirect URIs' origins stay allowed).
+        #[arg(long, conflicts_with = "allowed_origins")]
+        no_allowed_origins: bool,
+    },
+    /// List registered clients, tab-separated.
+    List,
+    /// Disable a client and revoke its live tokens; its tokens are refused from then on,
+    /// whenever they were issued.
+    Disable {
+        /// The client id.
+        client_id: String,
+    },
+    /// Enable a disabled client again. Tokens it held stay refused; it gets new ones.
+    Enable {
+        /// The client id.
+        client_id: String,
+    },
+}
+
+/// `access …`
+#[derive(Debug, Subcommand)]
+pub enum AccessAction {
+    /// Support a (country, business, channel) combination.
+    Allow {
+        /// ISO country code.
+        #[arg(long)]
+        country_code: String,
+        /// Business code.
+        #[arg(long)]
+        business_code: String,
+        /// Channel id.
+        #[arg(long)]
+        channel_id: String,
+    },
+}
+
+/// `waittimes …`
+#[derive(Debug, Subcommand)]
+pub enum WaitTimesAction {
+    /// Upsert wait times from a CSV file: header `branchId,timeTaken[,estimatedAt]`.
+    /// Only branches whose estimate differs from the stored one are written.
+    Import {
+        /// The CSV file.
+        file: PathBuf,
+        /// Say how many branches would be added, changed and left as they are; write nothing.
+        #[arg(long)]
+        dry_run: bool,
+    },
+}
+
+/// `atms …`
+#[derive(Debug, Subcommand)]
+pub enum AtmsAction {
+    /// Make the ATM set the one in an OBIE ATM file (version 2.2 or 2.3): nothing changes
+    /// if any record is invalid, or if the file is the stored set; otherwise its
+    /// differences are applied in one transaction. A file that would remove more than
+    /// --max-shrink-percent of the stored ATMs, remove them all, or is dated before 2000
+    /// is refused unless --allow-shrink.
+    Import {
+        /// The JSON file.
+        file: PathBuf,
+        /// Say how many ATMs would be added, removed and changed (and whether the file
+        /// would be refused); write nothing.
+        #[arg(long)]
+        dry_run: bool,
+        /// The largest share of the stored ATMs, in percent, a file may remove.
+        #[arg(long, value_name = "PERCENT", default_value_t = 10, value_parser = clap::value_parser!(u8).range(0..=100))]
+        max_shrink_percent: u8,
+        /// Apply a file the shrink guard refuses (a set that really shrank).
+        #[arg(long)]
+        allow_shrink: bool,
+    },
+    /// Write the ATM set as an OBIE ATM 2.3 file (to FILE, or standard output);
+    /// importing it back changes nothing.
+    Export {
+        /// The file to write; standard output when omitted.
+        file: Option<PathBuf>,
+    },
+}
+
+/// `keys …`
+#[derive(Debug, Subcommand)]
+pub enum KeysAction {
+    /// Publish a new signing key now; it signs once every verifier's cached JWKS has
+    /// expired (jwks-max-age-seconds plus one refresh-interval-ms, as the config file and
+    /// environment set them for serve). The old key stays published until its tokens expire.
+    Rotate {
+        /// Sign with the new key at once (a compromised key); verifiers holding a cached
+        /// JWKS meet an unknown kid until they fetch it again. Drops a waiting next key.
+        #[arg(long)]
+        now: bool,
+    },
+    /// Withdraw a key at once (leaked, or used to forge tokens): it leaves the JWKS and
+    /// every instance's verifier within a refresh, so every token it signed is refused.
+    /// If it signs now (or waits to), a new key takes its place in the same step.
+    Revoke {
+        /// The key's id (`kid`), as `keys list` shows it.
+        kid: String,
+    },
+    /// List the keys with their state (next, current, retired, revoked) and times,
+    /// tab-separated.
+    List,
+}
+
+/// `tokens …`
+#[derive(Debug, Subcommand)]
+pub enum TokensAction {
+    /// Show the record behind an opaque token.
+    Show {
+        /// The opaque token.
+        opaque_token: String,
+    },
+    /// Revoke the token behind an opaque token.
+    Revoke {
+        /// The opaque token.
+        opaque_token: String,
+    },
+    /// Delete the records of tokens that expired more than a day ago now, as every
+    /// running service does each hour (PostgreSQL: by whole hours of expiry).
+    Purge,
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use clap::Parser as _;
+
+    use super::*;
+    use crate::settings::{CommonSettings, DEFAULT_DATABASE_URL, DEFAULT_LISTEN, Environment, Settings, SettingsError};
+
+    fn cli(args: &[&str]) -> Cli {
+        Cli::try_parse_from(std::iter::once("branch-atm").chain(args.iter().copied())).unwrap()
+    }
+
+    /// `cli` resolved with `environment`, never the caller's.
+    fn resolve_in(cli: &Cli, environment: &Environment) -> Result<(CommonSettings, Settings), SettingsError> {
+        crate::settings::resolve(&cli.invocation(), environment)
+    }
+
+    /// `cli` resolved with no environment at all, whatever the caller of the tests exported.
+    fn resolve(cli: &Cli) -> Result<(CommonSettings, Settings), SettingsError> {
+        resolve_in(cli, &Environment::default())
+    }
+
+    #[test]
+    fn defaults_serve_sqlite_on_loopback_with_demo_data() {
+        let cli = cli(&[]);
+        let (common, settings) = resolve(&cli).unwrap();
+        use secrecy::ExposeSecret as _;
+        assert_eq!(common.database_url.expose_secret(), DEFAULT_DATABASE_URL);
+        assert_eq!(settings.listen.to_string(), DEFAULT_LISTEN);
+        assert!(settings.demo_data);
+        assert_eq!(settings.token_ttl_seconds, 1800);
+        assert_eq!(settings.public_base_url, "http://127.0.0.1:8080");
+    }
+
+    #[test]
+    fn flags_win_over_the_config_file_which_wins_over_defaults() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "token-ttl-seconds = 900\nlisten = \"127.0.0.1:9000\"\nno-demo-data = true").unwrap();
+        let path = file.path().to_str().unwrap();
+        let cli = cli(&["--config", path, "serve", "--listen", "127.0.0.1:9100"]);
+        let (_, settings) = resolve(&cli).unwrap();
+        assert_eq!(settings.listen.port(), 9100);
+        assert_eq!(settings.token_ttl_seconds, 900);
+        assert!(!settings.demo_data);
+    }
+
+    #[test]
+    fn an_unknown_config_key_is_an_error_naming_the_file() {
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "tokn-ttl = 5").unwrap();
+        let cli = cli(&["--config", file.path().to_str().unwrap()]);
+        let error = resolve(&cli).unwrap_err().to_string();
+        assert!(error.contains("tokn-ttl"), "{error}");
+    }
+
+    #[test]
+    fn a_serve_flag_before_the_word_serve_is_honoured() {
+        let (_, settings) = resolve(&cli(&["--listen", "127.0.0.1:9000", "serve"])).unwrap();
+        assert_eq!(settings.listen.port(), 9000);
+        let (_, both) = resolve(&cli(&["--listen", "127.0.0.1:9000", "serve", "--listen", "127.0.0.1:9100"])).unwrap();
+        assert_eq!(both.listen.port(), 9100, "the one after the word serve wins");
+    }
+
+    #[test]
+    fn a_serve_flag_given_to_another_command_is_refused() {
+        let error = resolve(&cli(&["--listen", "127.0.0.1:9000", "clients", "list"])).unwrap_err().to_string();
+        assert_eq!(error, "--listen is an option of serve, not of this command");
+    }
+
+    #[test]
+    fn a_missing_config_file_is_an_error() {
+        let error = resolve(&cli(&["--config", "/nonexistent/branch-atm.toml"])).unwrap_err().to_string();
+        assert!(error.contains("/nonexistent/branch-atm.toml"), "{error}");
+    }
+
+    #[test]
+    fn a_tls_certificate_without_its_key_is_refused() {
+        let cli = cli(&["--tls-cert", "cert.pem"]);
+        assert!(resolve(&cli).is_err());
+    }
+
+    #[test]
+    fn a_zero_token_lifetime_is_refused() {
+        let cli = cli(&["--token-ttl-seconds", "0"]);
+        assert!(resolve(&cli).is_err());
+    }
+
+    #[test]
+    fn limits_have_their_defaults_and_each_is_set_by_its_flag() {
+        let (_, settings) = resolve(&cli(&[])).unwrap();
+        assert_eq!(settings.limits.per_session.per_second.get(), 10);
+        assert_eq!(settings.limits.per_client.burst.get(), 2000);
+        assert!(settings.trusted_proxies.is_empty());
+        let flags = ["--issue-rate-limit-per-second", "3", "--issue-rate-limit-burst", "4"];
+        let (_, settings) = resolve(&cli(&flags)).unwrap();
+        assert_eq!(
+            (settings.limits.issue_per_caller.per_second.get(), settings.limits.issue_per_caller.burst.get()),
+            (3, 4)
+        );
+        let error = resolve(&cli(&["--session-rate-limit-burst", "0"])).unwrap_err().to_string();
+        assert_eq!(error, "session-rate-limit-burst must be at least 1");
+    }
+
+    #[test]
+    fn the_environment_is_read_from_the_variables_given_and_flags_win_over_it() {
+        let environment = Environment::of([
+            ("BRANCH_ATM_LISTEN", "127.0.0.1:18800"),
+            ("branch_atm_token_ttl_seconds", "900"),
+            ("BRANCH_ATM_NO_DEMO_DATA", "true"),
+            ("PATH", "/usr/bin"),
+        ]);
+        let (_, settings) = resolve_in(&cli(&[]), &environment).unwrap();
+        assert_eq!(settings.listen.port(), 18800);
+        assert_eq!(settings.token_ttl_seconds, 900);
+        assert!(!settings.demo_data);
+        let (_, flagged) = resolve_in(&cli(&["--listen", "127.0.0.1:9100"]), &environment).unwrap();
+        assert_eq!(flagged.listen.port(), 9100);
+        let misspelt = Environment::of([("BRANCH_ATM_TOKEN_TTL", "900")]);
+        let error = resolve_in(&cli(&[]), &misspelt).unwrap_err().to_string();
+        assert!(error.contains("token-ttl") && error.contains("BRANCH_ATM_"), "{error}");
+    }
+
+    #[test]
+    fn the_config_file_may_be_named_by_the_environment_and_a_flag_wins_over_it() {
+        let mut named = tempfile::NamedTempFile::new().unwrap();
+        writeln!(named, "token-ttl-seconds = 700").unwrap();
+        let mut flagged = tempfile::NamedTempFile::new().unwrap();
+        writeln!(flagged, "token-ttl-seconds = 600").unwrap();
+        let environment = Environment::of([("BRANCH_ATM_CONFIG", named.path().to_str().unwrap())]);
+        let (_, settings) = resolve_in(&cli(&[]), &environment).unwrap();
+        assert_eq!(settings.token_ttl_seconds, 700);
+        let (_, settings) = resolve_in(&cli(&["--config", flagged.path().to_str().unwrap()]), &environment).unwrap();
+        assert_eq!(settings.token_ttl_seconds, 600);
+    }
+
+    #[test]
+    fn trusted_proxies_are_addresses_or_networks() {
+        let (_, settings) = resolve(&cli(&["--trusted-proxies", "10.0.0.0/8, 192.0.2.1,2001:db8::/32"])).unwrap();
+        let written: Vec<String> = settings.trusted_proxies.iter().map(ToString::to_string).collect();
+        assert_eq!(written, ["10.0.0.0/8", "192.0.2.1/32", "2001:db8::/32"]);
+        let error = resolve(&cli(&["--trusted-proxies", "10.0.0.0/33"])).unwrap_err().to_string();
+        assert!(error.contains("\"10.0.0.0/33\""), "{error}");
+    }
+}

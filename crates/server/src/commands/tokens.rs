@@ -1,0 +1,40 @@
+//! `tokens …`: looking up, revoking and purging issued tokens' records.
+
+use domain::services::token_records::{Revocation, TokenRecords};
+use domain::token::OpaqueToken;
+
+use super::{CommandError, utc};
+use crate::cli::TokensAction;
+
+/// `tokens …`
+///
+/// # Errors
+/// [`CommandError`] with the reason.
+pub async fn tokens(tokens: &TokenRecords, action: TokensAction) -> Result<(), CommandError> {
+    match action {
+        TokensAction::Show { opaque_token } => {
+            let record = tokens.show(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
+            println!("jti\t{}", record.token.token_id);
+            println!("client_id\t{}", record.token.client_id);
+            println!("sid\t{}", record.token.session);
+            println!("issued_at\t{}", utc(record.token.issued_at));
+            println!("expires_at\t{}", utc(record.token.expires_at));
+            println!("revoked_at\t{}", record.revoked_at.map_or_else(|| "-".to_owned(), utc));
+        }
+        TokensAction::Revoke { opaque_token } => {
+            let revocation = tokens.revoke(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
+            println!(
+                "{}",
+                match revocation {
+                    Revocation::Revoked => "revoked",
+                    Revocation::AlreadyRevoked => "already revoked",
+                }
+            );
+        }
+        TokensAction::Purge => {
+            let purged = tokens.purge_expired().await.map_err(|e| CommandError::of(&e))?;
+            println!("purged {purged} records of tokens that expired more than a day ago");
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,84 @@
+//! `waittimes …`: importing a wait-time CSV.
+
+use adapters::formats::wait_time_csv::{self, WaitTimeFileError};
+use domain::ports::ImportKind;
+use domain::services::imports::ImportWaitTimesError;
+
+use super::{CommandError, english, open};
+use crate::cli::WaitTimesAction;
+use crate::startup::Operators;
+
+/// A file's refusal in one line, as an operator reads it.
+fn refused_file(error: &WaitTimeFileError) -> CommandError {
+    match error {
+        WaitTimeFileError::InvalidValue { line, column, value, expected } => {
+            CommandError(format!("line {line}: {column} {value:?} is not valid: expected {}", english(*expected)))
+        }
+        other => CommandError(other.to_string()),
+    }
+}
+
+/// An import's refusal, with positions in the file told as its lines.
+fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
+    match error {
+        ImportWaitTimesError::DuplicateBranch { branch, first, again } => {
+            let line = |at: &usize| lines.get(*at).copied().unwrap_or_default();
+            CommandError(format!("line {}: branch {branch} was already given on line {}", line(again), line(first)))
+        }
+        ImportWaitTimesError::Unavailable(cause) => CommandError::of(cause),
+    }
+}
+
+/// `waittimes …`
+///
+/// # Errors
+/// [`CommandError`] with the reason; nothing is written then.
+pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
+    let WaitTimesAction::Import { file, dry_run } = action;
+    let in_file = |e: CommandError| CommandError(format!("{}: {e}", file.display()));
+    let read = match open(&file).and_then(|opened| {
+        wait_time_csv::read(opened, operators.clock.unix_now()).map_err(|e| in_file(refused_file(&e)))
+    }) {
+        Ok(read) => read,
+        Err(error) => {
+            if !dry_run {
+                operators.imports.invalid_file(ImportKind::WaitTimes).await;
+            }
+            return Err(error);
+        }
+    };
+    let changes = operators
+        .imports
+        .wait_times(&read.estimates, dry_run)
+        .await
+        .map_err(|e| in_file(refused_import(&e, &read.lines)))?;
+    let counts = format!("{} added, {} changed, {} unchanged", changes.added, changes.changed, changes.unchanged);
+    match (dry_run, changes.written) {
+        (true, _) => println!("dry run, nothing written: {} would have {counts}", file.display()),
+        (false, false) => println!("unchanged: {} holds the stored wait times ({counts})", file.display()),
+        (false, true) => println!("imported {}: {counts}", file.display()),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_branch_given_twice_is_told_by_its_lines() {
+        let csv = "branchId,timeTaken\n00001,5\n00002,5\n00001,6\n";
+        let file = wait_time_csv::read(csv.as_bytes(), 0).unwrap();
+        let twice =
+            ImportWaitTimesError::DuplicateBranch { branch: file.estimates[0].estimate.branch, first: 0, again: 2 };
+        let error = refused_import(&twice, &file.lines).to_string();
+        assert_eq!(error, "line 4: branch 00001 was already given on line 2");
+    }
+
+    #[test]
+    fn a_bad_value_says_what_a_good_one_looks_like() {
+        let error = wait_time_csv::read("branchId,timeTaken\n1234,5\n".as_bytes(), 0).unwrap_err();
+        let line = refused_file(&error).to_string();
+        assert!(line.starts_with("line 2: branchId \"1234\" is not valid: expected "), "{line}");
+    }
+}

@@ -1,0 +1,86 @@
+//! `branch-atm`: serve the API (the default) or run an operator's command.
+
+use std::process::ExitCode;
+
+use clap::Parser as _;
+use secrecy::ExposeSecret as _;
+use server::cli::{Cli, Command, StoreAction};
+use server::commands::{self, CommandError};
+use server::errors::one_line;
+use server::settings::{Environment, Settings, resolve};
+use server::startup::{Application, open_operators};
+use server::telemetry::{self, Sink};
+
+#[actix_web::main]
+async fn main() -> ExitCode {
+    match run(Cli::parse()).await {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(error) => {
+            eprintln!("branch-atm: {error}");
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), CommandError> {
+    let (common, settings) =
+        resolve(&cli.invocation(), &Environment::of_process()).map_err(|e| CommandError(e.to_string()))?;
+    let command = match cli.command {
+        None | Some(Command::Serve(_)) => {
+            // Held until the service returns: dropping it writes the log's last lines.
+            let _flush_logs =
+                telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
+            let served = serve(settings).await;
+            // The workers have stopped: their last access lines go to the log writer.
+            api::access_log::flush();
+            return served;
+        }
+        Some(command) => command,
+    };
+    if let Some(filter) = &common.log_filter {
+        telemetry::init(filter, common.log_format, Sink::Stderr);
+    }
+    if let Command::HealthCheck = command {
+        let address = server::probe::probe_address(settings.listen);
+        let tls_cert = settings.tls.as_ref().map(|files| files.cert.as_path());
+        server::probe::health_check(address, tls_cert).map_err(CommandError)?;
+        println!("ready");
+        return Ok(());
+    }
+    if let Command::Store { action: StoreAction::Copy { to } } = &command {
+        // Keys move as stored, sealed or not: no key-encryption key is needed to copy.
+        return commands::store::copy_store(common.database_url.expose_secret(), to).await;
+    }
+    let operators = open_operators(common.database_url.expose_secret(), common.key_encryption_key_file.as_deref())
+        .await
+        .map_err(|e| CommandError::of(&e))?;
+    match command {
+        Command::Migrate => {
+            println!("migrations applied");
+            Ok(())
+        }
+        Command::Clients { action } => commands::clients::clients(&operators.clients, action).await,
+        Command::Access { action } => commands::access::access(&operators.access, action).await,
+        Command::Waittimes { action } => commands::wait_times::wait_times(&operators, action).await,
+        Command::Atms { action } => commands::atms::atms(&operators.imports, action).await,
+        Command::Keys { action } => {
+            commands::keys::keys(&operators.keys, action, settings.key_activation_delay()).await
+        }
+        Command::Tokens { action } => commands::tokens::tokens(&operators.tokens, action).await,
+        Command::Serve(_) | Command::Store { .. } | Command::HealthCheck => Ok(()),
+    }
+}
+
+async fn serve(settings: Settings) -> Result<(), CommandError> {
+    let demo = settings.demo_data;
+    let scheme = if settings.tls.is_some() { "https" } else { "http" };
+    let ip = settings.listen.ip();
+    let application = Application::build(settings).await.map_err(|e| CommandError(one_line(&e)))?;
+    // The address actually bound (the port differs from the setting when it was 0).
+    let local = format!("{scheme}://{ip}:{}", application.port());
+    println!("branch-atm listening on {local}");
+    if demo {
+        println!("{}", server::demo::curl_walkthrough(&local));
+    }
+    application.run_until_stopped().await.map_err(|e| CommandError(format!("server failed: {e}")))
+}

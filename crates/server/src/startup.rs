@@ -1,0 +1,548 @@
+//! Wiring adapters into services and services into an HTTP server. The binary and the
+//! tests start the service the same way: `Application::build(settings)`, then
+//! `.port()`, then `.run_until_stopped()`.
+
+use std::net::TcpListener;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Duration;
+
+use actix_web::dev::{Server, ServerHandle};
+use actix_web::http::header::HeaderValue;
+use actix_web::middleware::from_fn;
+use actix_web::{App, HttpServer, web};
+use adapters::jwt::{Ed25519Keys, JwtTokens};
+use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
+use adapters::redis_limits::RedisLimits;
+use adapters::store::{Store, StoreLifecycle};
+use adapters::store_copy::{self, CopyError, CopyReport};
+use adapters::store_watch::{StoreHealth, StoreWatch};
+use adapters::system::{RandomIds, SystemClock};
+use adapters::view::{StoreView, ViewSettings};
+use domain::ports::{Clock, IdGenerator, SharedLimits, StoreUnavailable, TokenLedger};
+use domain::services::access::ChannelAccess;
+use domain::services::atms::AtmLocator;
+use domain::services::authorize::TokenService;
+use domain::services::bearer::BearerCheck;
+use domain::services::clients::ClientAdmin;
+use domain::services::demo::{DemoData, DemoFeed, DemoLoadError, DemoOutcome, DemoTargets, demo_feed_interval};
+use domain::services::imports::DataImport;
+use domain::services::keys::{KeyManagement, KeyManagementError, PublishedKeys};
+use domain::services::origins::OriginPolicy;
+use domain::services::revocation::RevocationService;
+use domain::services::token_records::TokenRecords;
+use domain::services::wait_times::WaitTimeService;
+use rustls::pki_types::pem::PemObject as _;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
+use secrecy::ExposeSecret as _;
+
+use api::AppState;
+use api::caller::TrustedProxies;
+use api::meta::Readiness;
+use api::rate_limit::Limits;
+
+use crate::settings::{Settings, TlsFiles};
+
+/// The Redis the request limits are counted in, when `--redis-url` names one.
+fn shared_limits(settings: &Settings) -> Result<Option<Arc<dyn SharedLimits>>, StartupError> {
+    let Some(url) = &settings.redis_url else { return Ok(None) };
+    let limits = RedisLimits::new(url.expose_secret()).map_err(|e| StartupError::Limits(e.to_string()))?;
+    Ok(Some(Arc::new(limits)))
+}
+
+/// How long requests in flight may take to finish once the drain period is over (the
+/// fault issue: exit within the drain period plus 15 s).
+const SHUTDOWN_GRACE_SECONDS: u64 = 15;
+
+/// Why the service did not start.
+#[derive(Debug, thiserror::Error)]
+pub enum StartupError {
+    /// The store could not be opened, migrated or loaded.
+    #[error(transparent)]
+    Store(#[from] StoreUnavailable),
+    /// The listen address could not be bound.
+    #[error("cannot listen: {0}")]
+    Listen(#[from] std::io::Error),
+    /// The TLS certificate or key could not be used.
+    #[error("TLS: {0}")]
+    Tls(String),
+    /// No signing key could be made current.
+    #[error(transparent)]
+    Keys(#[from] KeyManagementError),
+    /// The key-encryption key could not be read.
+    #[error(transparent)]
+    KeyFile(#[from] KeyFileError),
+    /// The demo data set could not be loaded.
+    #[error(transparent)]
+    Demo(#[from] DemoLoadError),
+    /// A store could not be copied.
+    #[error(transparent)]
+    Copy(#[from] CopyError),
+    /// The shared request limits' URL is not usable.
+    #[error("--redis-url: {0}")]
+    Limits(String),
+    /// The metrics listener could not be started.
+    #[error("metrics: {0}")]
+    Metrics(String),
+}
+
+/// The domain's services for operators, wired to one store ([`open_operators`]).
+pub struct Operators {
+    /// The service's one clock (a CSV row without `estimatedAt` is estimated now).
+    pub clock: Arc<dyn Clock>,
+    /// Client applications.
+    pub clients: ClientAdmin,
+    /// Supported channel combinations.
+    pub access: ChannelAccess,
+    /// Wait-time and ATM imports.
+    pub imports: DataImport,
+    /// Signing keys.
+    pub keys: KeyManagement,
+    /// Issued tokens.
+    pub tokens: TokenRecords,
+}
+
+/// The operators' services over the store at `database_url`, migrated first: every
+/// command works on a current schema, also on a fresh database file.
+///
+/// # Errors
+/// [`StartupError::Store`] when the store cannot be opened or migrated.
+pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Result<Operators, StartupError> {
+    let store = Store::open(database_url).await?;
+    store.lifecycle.migrate().await?;
+    let store = with_key_encryption(store, key_file).await?;
+    let clock: Arc<dyn Clock> = Arc::new(SystemClock);
+    Ok(Operators {
+        clients: ClientAdmin::new(Arc::clone(&store.clients), Arc::clone(&store.tokens), Arc::clone(&clock)),
+        access: ChannelAccess::new(Arc::clone(&store.channels)),
+        imports: DataImport::new(
+            Arc::clone(&store.wait_times),
+            Arc::clone(&store.atms),
+            Arc::clone(&store.imports),
+            Arc::clone(&clock),
+        ),
+        keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(&clock)),
+        tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
+        clock,
+    })
+}
+
+/// Copies the store at `from_url` (migrated first) into the new, empty store at
+/// `to_url`, keys as stored: sealed keys stay sealed and open with the same key file.
+///
+/// # Errors
+/// [`StartupError::Store`] when either store cannot be opened, [`StartupError::Copy`]
+/// when the copy is refused or fails.
+pub async fn copy_store(from_url: &str, to_url: &str) -> Result<CopyReport, StartupError> {
+    let from = Store::open(from_url).await?;
+    from.lifecycle.migrate().await?;
+    let to = Store::open(to_url).await?;
+    let copied = store_copy::copy(&from, &to, SystemClock.unix_now()).await;
+    from.lifecycle.close().await;
+    to.lifecycle.close().await;
+    Ok(copied?)
+}
+
+/// `store` with its signing keys sealed under the key in `key_file`, or, without one,
+/// refusing sealed keys (a one-line error, never a silently new key).
+async fn with_key_encryption(store: Store, key_file: Option<&Path>) -> Result<Store, StartupError> {
+    let key = key_file.map(KeyEncryptionKey::from_file).transpose()?;
+    Ok(store.with_key_encryption(key).await?)
+}
+
+/// Migrates, seals the signing keys when a key-encryption key is given, makes sure a
+/// key signs tokens, and loads the demo data set when asked to (the domain decides
+/// whether the store takes it). Returns the store as the service uses it.
+async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> Result<Store, StartupError> {
+    store.lifecycle.migrate().await?;
+    store.lifecycle.prepare(clock.unix_now()).await?;
+    let store = with_key_encryption(store, settings.key_encryption_key_file.as_deref()).await?;
+    let keys = KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock));
+    if let Some(kid) = keys.ensure_current().await? {
+        tracing::info!(%kid, "created a signing key");
+    }
+    if settings.demo_data {
+        let targets = DemoTargets {
+            inventory: Arc::clone(&store.inventory),
+            clients: Arc::clone(&store.clients),
+            channels: Arc::clone(&store.channels),
+            wait_times: Arc::clone(&store.wait_times),
+            atms: Arc::clone(&store.atms),
+        };
+        match DemoData::new(targets, Arc::clone(clock)).load_into_new_store().await? {
+            DemoOutcome::Loaded => tracing::info!("loaded the demo data set"),
+            DemoOutcome::Kept(contents) => {
+                tracing::info!(?contents, "the store holds operator data: the demo data set is not loaded");
+            }
+        }
+        let feed = DemoFeed::new(
+            Arc::clone(&store.clients),
+            Arc::clone(&store.wait_times),
+            Arc::clone(&store.imports),
+            Arc::clone(clock),
+        );
+        if feed.refresh().await? {
+            let every = demo_feed_interval(settings.wait_time_max_age);
+            tracing::info!(
+                every_seconds = every.as_secs(),
+                "the store holds the demo data set: its wait times are dated now, and again while it holds nothing else"
+            );
+            spawn_demo_feed(feed, every);
+        }
+    }
+    Ok(store)
+}
+
+/// Dates the demo's wait times now again every `every`, until the store holds anything
+/// else (then the feed stops for good).
+fn spawn_demo_feed(feed: DemoFeed, every: Duration) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval_at(tokio::time::Instant::now() + every, every);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            match feed.refresh().await {
+                Ok(true) => {}
+                Ok(false) => {
+                    tracing::info!("the store holds more than the demo data set now: the demo feed stops");
+                    return;
+                }
+                Err(error) => tracing::warn!(%error, "the demo feed could not date the demo's wait times"),
+            }
+        }
+    });
+}
+
+/// How often the store is readied for the coming hours and expired token records are
+/// purged.
+const UPKEEP_INTERVAL: Duration = Duration::from_secs(3600);
+
+/// Every hour: readies the store for the coming day's token records (PostgreSQL's
+/// partitions), then purges expired ones (the domain keeps them a day after expiry),
+/// so the store holds about one day of issuance whatever the load.
+fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords, clock: Arc<dyn Clock>) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(UPKEEP_INTERVAL);
+        loop {
+            ticks.tick().await;
+            if let Err(error) = lifecycle.prepare(clock.unix_now()).await {
+                tracing::warn!(error = %error, "the store could not be readied for the coming hours");
+            }
+            match records.purge_expired().await {
+                Ok(0) => {}
+                Ok(purged) => tracing::info!(purged, "purged expired token records"),
+                Err(error) => tracing::warn!(error = %error, "expired token records could not be purged"),
+            }
+        }
+    });
+}
+
+/// How often idle sessions, callers and clients are dropped from the limits' tables.
+const RATE_LIMIT_SWEEP: Duration = Duration::from_secs(60);
+
+fn spawn_rate_limit_sweeper(state: web::Data<AppState>) {
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(RATE_LIMIT_SWEEP);
+        loop {
+            ticks.tick().await;
+            state.limits.forget_idle();
+        }
+    });
+}
+
+fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
+    let certs = CertificateDer::pem_file_iter(&files.cert)
+        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+        .map_err(|e| StartupError::Tls(format!("certificate {}: {e}", files.cert.display())))?;
+    let key = PrivateKeyDer::from_pem_file(&files.key)
+        .map_err(|e| StartupError::Tls(format!("key {}: {e}", files.key.display())))?;
+    rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
+        .with_safe_default_protocol_versions()
+        .map_err(|e| StartupError::Tls(e.to_string()))?
+        .with_no_client_auth()
+        .with_single_cert(certs, key)
+        .map_err(|e| StartupError::Tls(e.to_string()))
+}
+
+/// Stops the server on SIGTERM or SIGINT, losing no request (the fault issue). First the
+/// drain: readiness fails so load balancers take the instance out, and every response
+/// closes its connection so no keep-alive client sends a request into a connection about
+/// to close; the service keeps serving meanwhile. After `drain` (or at a second signal)
+/// the server stops accepting and lets the requests in flight finish; a signal during
+/// that wait stops it at once.
+async fn stop_on_signal(server: ServerHandle, readiness: Arc<Readiness>, drain: Duration) {
+    stop_requested().await;
+    readiness.start_draining();
+    tracing::info!(drain_ms = drain.as_millis() as u64, "stopping: draining before connections are refused");
+    tokio::select! {
+        () = tokio::time::sleep(drain) => {}
+        () = stop_requested() => tracing::info!("a second signal: the rest of the drain period is skipped"),
+    }
+    tracing::info!("no longer accepting connections; finishing the requests in flight");
+    tokio::select! {
+        () = server.stop(true) => {}
+        () = stop_requested() => {
+            tracing::warn!("another signal: stopping without waiting for the requests in flight");
+            server.stop(false).await;
+        }
+    }
+}
+
+/// Resolves at the next SIGTERM or SIGINT.
+async fn stop_requested() {
+    use tokio::signal::unix::{SignalKind, signal};
+    let terminate = async {
+        match signal(SignalKind::terminate()) {
+            Ok(mut terminate) => {
+                terminate.recv().await;
+            }
+            Err(error) => {
+                tracing::error!(%error, "SIGTERM cannot be handled; only SIGINT stops the service");
+                std::future::pending::<()>().await;
+            }
+        }
+    };
+    tokio::select! {
+        () = terminate => {}
+        _ = tokio::signal::ctrl_c() => {}
+    }
+}
+
+/// A built, bound, not yet running service.
+pub struct Application {
+    port: u16,
+    server: Server,
+    store: Store,
+    readiness: Arc<Readiness>,
+    drain: Duration,
+    /// The metrics listener and its port, when `--metrics-listen` is given.
+    metrics: Option<(Server, u16)>,
+}
+
+/// How an [`Application`] is put together: its settings, and what tests may give it
+/// instead of the defaults (a store behind an outage switch, a clock they move, ids
+/// they choose).
+pub struct ApplicationBuilder {
+    settings: Settings,
+    store: Option<Store>,
+    clock: Arc<dyn Clock>,
+    ids: Arc<dyn IdGenerator>,
+}
+
+impl ApplicationBuilder {
+    /// Runs on `store` (opened by the caller) instead of the one `settings.database_url`
+    /// names.
+    #[must_use]
+    pub fn store(mut self, store: Store) -> Self {
+        self.store = Some(store);
+        self
+    }
+
+    /// Tells the time with `clock` instead of the system's: the one clock of the whole
+    /// service (issuer and verifier, view, retention).
+    #[must_use]
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
+    }
+
+    /// Makes token ids, session ids and opaque tokens with `ids` instead of the CSPRNG.
+    #[must_use]
+    pub fn ids(mut self, ids: Arc<dyn IdGenerator>) -> Self {
+        self.ids = ids;
+        self
+    }
+
+    /// Opens and prepares the store, loads the in-memory view, binds the listener.
+    ///
+    /// # Errors
+    /// [`StartupError`] says what stopped it.
+    pub async fn build(self) -> Result<Application, StartupError> {
+        let Self { settings, store, clock, ids } = self;
+        let store = match store {
+            Some(store) => store,
+            None => Store::open(settings.database_url.expose_secret()).await?,
+        };
+        Application::assemble(settings, store, clock, ids).await
+    }
+}
+
+impl Application {
+    /// The service of `settings`, with the system clock and the CSPRNG; see
+    /// [`ApplicationBuilder`] for what else a caller may give.
+    pub fn builder(settings: Settings) -> ApplicationBuilder {
+        ApplicationBuilder { settings, store: None, clock: Arc::new(SystemClock), ids: Arc::new(RandomIds) }
+    }
+
+    /// Opens and prepares the store, loads the in-memory view, binds the listener.
+    ///
+    /// # Errors
+    /// [`StartupError`] says what stopped it.
+    pub async fn build(settings: Settings) -> Result<Self, StartupError> {
+        Self::builder(settings).build().await
+    }
+
+    /// Wires the adapters into the domain's services and those into the HTTP layer.
+    async fn assemble(
+        settings: Settings,
+        store: Store,
+        clock: Arc<dyn Clock>,
+        ids: Arc<dyn IdGenerator>,
+    ) -> Result<Self, StartupError> {
+        if settings.metrics_listen.is_some() {
+            // Before the store is read: the first load sets gauges too.
+            crate::metrics::install().map_err(StartupError::Metrics)?;
+        }
+        let store = prepare(store, &clock, &settings).await?;
+
+        let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
+        let issuer = format!("{}/api", settings.public_base_url);
+        let jwt = Arc::new(JwtTokens::new(&issuer, &issuer, lifetime, Arc::clone(&clock)));
+        let view_settings = ViewSettings {
+            token_lifetime: lifetime,
+            refresh_interval: settings.refresh_interval,
+            max_staleness: settings.max_staleness,
+        };
+        let view = StoreView::load(store.clone(), jwt.clone(), Arc::clone(&clock), view_settings).await?;
+        view.spawn_refresher(settings.refresh_interval);
+        view.spawn_listener();
+        spawn_store_upkeep(
+            Arc::clone(&store.lifecycle),
+            TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
+            Arc::clone(&clock),
+        );
+        let health = StoreHealth::new(StoreWatch::new(Arc::clone(&store.lifecycle)), Arc::clone(&view));
+        let readiness = Arc::new(Readiness::new(Arc::new(health)));
+
+        let ledger: Arc<dyn TokenLedger> = view.clone();
+        let metrics_clock = Arc::clone(&clock);
+        let wait_time_max_age = i64::try_from(settings.wait_time_max_age.as_secs()).unwrap_or(i64::MAX);
+        let state = web::Data::new(AppState {
+            tokens: Arc::new(TokenService::new(
+                view.clone(),
+                Arc::clone(&ledger),
+                jwt.clone(),
+                Arc::clone(&clock),
+                ids,
+                settings.token_ttl_seconds,
+            )),
+            revocation: Arc::new(RevocationService::new(
+                jwt.clone(),
+                Arc::clone(&store.tokens),
+                Arc::clone(&ledger),
+                view.clone(),
+                Arc::clone(&clock),
+            )),
+            bearer: Arc::new(BearerCheck::new(jwt.clone(), ledger, view.clone())),
+            wait_times: Arc::new(WaitTimeService::new(view.clone(), view.clone(), clock, settings.wait_time_max_age)),
+            atms: Arc::new(AtmLocator::new(view.clone(), settings.atm_page_size)),
+            keys: Arc::new(PublishedKeys::new(jwt)),
+            server_metadata: api::meta::server_metadata(&settings.public_base_url),
+            origins: Arc::new(OriginPolicy::new(view.clone())),
+            // Digits only after the static text: always a valid header value.
+            jwks_cache_control: HeaderValue::from_str(&format!("public, max-age={}", settings.jwks_max_age.as_secs()))
+                .unwrap_or(HeaderValue::from_static("no-cache")),
+            readiness: Arc::clone(&readiness),
+            limits: Limits::new(&settings.limits, shared_limits(&settings)?),
+            proxies: TrustedProxies::new(settings.trusted_proxies.clone(), settings.forwarded_header),
+            public_base_url: settings.public_base_url.clone(),
+            body_timeout: settings.client_request_timeout,
+        });
+        spawn_rate_limit_sweeper(state.clone());
+        crate::memory::spawn_trimmer();
+
+        let metrics = match settings.metrics_listen {
+            Some(address) => {
+                let view = Arc::clone(&view);
+                let gauges = move || {
+                    metrics::gauge!("branch_atm_view_age_seconds").set(view.age().as_secs_f64());
+                    let now = metrics_clock.unix_now();
+                    let freshness = view.wait_time_freshness(now.saturating_sub(wait_time_max_age));
+                    metrics::gauge!("branch_atm_wait_time_stale_branches").set(freshness.stale as f64);
+                    metrics::gauge!("branch_atm_wait_time_max_age_seconds").set(wait_time_max_age as f64);
+                    if let Some(newest) = freshness.newest {
+                        let age = now.saturating_sub(newest).max(0);
+                        metrics::gauge!("branch_atm_wait_time_newest_age_seconds").set(age as f64);
+                    }
+                    let dropped = u64::try_from(crate::telemetry::dropped_log_messages()).unwrap_or(u64::MAX);
+                    metrics::counter!("branch_atm_log_messages_dropped_total").absolute(dropped);
+                };
+                let (server, port) = crate::metrics::serve(address, gauges, Arc::clone(&store.imports))
+                    .map_err(StartupError::Metrics)?;
+                Some((server, port))
+            }
+            None => None,
+        };
+
+        let listener = TcpListener::bind(settings.listen)?;
+        let port = listener.local_addr()?.port();
+        let draining = Arc::clone(&readiness);
+        let access_log = settings.access_log;
+        if access_log != api::access_log::AccessLog::Off {
+            api::access_log::start_flushing();
+        }
+        let well_known = api::well_known_routes(&settings.public_base_url);
+        let mut server = HttpServer::new(move || {
+            let readiness = Arc::clone(&draining);
+            App::new()
+                .wrap(from_fn(move |request, next| {
+                    api::middleware::observe(Arc::clone(&readiness), access_log, request, next)
+                }))
+                .wrap(api::middleware::security_headers())
+                .app_data(state.clone())
+                .configure(api::routes)
+                .configure(well_known.clone())
+                .default_service(web::to(api::not_found))
+        })
+        .disable_signals()
+        .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
+        .client_request_timeout(settings.client_request_timeout)
+        .h2_max_concurrent_streams(settings.http2_max_concurrent_streams);
+        if let Some(workers) = settings.workers {
+            server = server.workers(workers);
+        }
+        let server = match &settings.tls {
+            Some(files) => server.listen_rustls_0_23(listener, tls_config(files)?)?,
+            None => server.listen(listener)?,
+        }
+        .run();
+        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain, metrics })
+    }
+
+    /// The store the service runs on, for tools and tests that act behind the API (for
+    /// example closing it to see how the service answers an unreachable store).
+    pub fn store(&self) -> Store {
+        self.store.clone()
+    }
+
+    /// The port it listens on (the real one when built with port 0).
+    pub fn port(&self) -> u16 {
+        self.port
+    }
+
+    /// The port of the metrics listener, when there is one.
+    pub fn metrics_port(&self) -> Option<u16> {
+        self.metrics.as_ref().map(|(_, port)| *port)
+    }
+
+    /// Serves until SIGTERM or SIGINT, drains for the drain period (readiness 503,
+    /// `Connection: close` on every response), then stops accepting and lets the
+    /// requests in flight finish (up to 15 s).
+    ///
+    /// # Errors
+    /// The server's I/O error, if it fails.
+    pub async fn run_until_stopped(self) -> std::io::Result<()> {
+        let stopper = tokio::spawn(stop_on_signal(self.server.handle(), self.readiness, self.drain));
+        let metrics = self.metrics.map(|(server, _)| {
+            let handle = server.handle();
+            tokio::spawn(server);
+            handle
+        });
+        let outcome = self.server.await;
+        stopper.abort();
+        if let Some(metrics) = metrics {
+            metrics.stop(false).await;
+        }
+        outcome
+    }
+}

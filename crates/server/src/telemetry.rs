@@ -1,0 +1,209 @@
+//! Logging: pretty lines on a terminal, JSON for log shippers; malformed requests
+//! counted instead of logged one by one.
+
+use std::fmt::Write as _;
+use std::io::IsTerminal as _;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+use tracing::field::{Field, Visit};
+use tracing::{Event, Level, Subscriber};
+use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
+use tracing_subscriber::EnvFilter;
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
+use tracing_subscriber::util::SubscriberInitExt as _;
+
+use api::access_log::LogFormat;
+
+/// Where log lines go.
+#[derive(Debug, Clone, Copy)]
+pub enum Sink {
+    /// Standard output: the service's own logs.
+    Stdout,
+    /// Standard error: a command's logs, only when asked for.
+    Stderr,
+}
+
+/// The service's log writer: lines go to a thread that writes them to stdout in batches,
+/// so no request waits on the terminal or the pipe (the access log writes here too,
+/// given it by [`init`]).
+static LOG_WRITER: OnceLock<NonBlocking> = OnceLock::new();
+
+/// Messages the log writer holds before it drops new ones rather than make a request
+/// wait: a message is one log line, or one access-log batch of up to 16 KB, so this
+/// bounds the backlog at 64 MB.
+const BUFFERED_MESSAGES: usize = 4096;
+
+/// Log messages dropped because the reader of stdout fell behind, since the start.
+pub fn dropped_log_messages() -> usize {
+    LOG_WRITER.get().map_or(0, |writer| writer.error_counter().dropped_lines())
+}
+
+/// Installs the global subscriber. `format` defaults to pretty on a terminal and JSON
+/// otherwise. A second call (tests) is a no-op. For the service (`Sink::Stdout`) the
+/// returned guard flushes the log writer's last lines when dropped: keep it until exit.
+pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) -> Option<WorkerGuard> {
+    let terminal = match sink {
+        Sink::Stdout => std::io::stdout().is_terminal(),
+        Sink::Stderr => std::io::stderr().is_terminal(),
+    };
+    let format = format.unwrap_or(if terminal { LogFormat::Pretty } else { LogFormat::Json });
+    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let malformed = MalformedRequests::start(SUMMARY_INTERVAL);
+    let registry = tracing_subscriber::registry().with(malformed).with(filter);
+    let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal);
+    let mut guard = None;
+    if let Sink::Stdout = sink {
+        let (writer, flusher) = NonBlockingBuilder::default()
+            .lossy(true)
+            .buffered_lines_limit(BUFFERED_MESSAGES)
+            .thread_name("log-writer")
+            .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()));
+        if LOG_WRITER.set(writer.clone()).is_ok() {
+            api::access_log::set_writer(writer, format);
+            guard = Some(flusher);
+        }
+    }
+    let stdout = || LOG_WRITER.get().cloned();
+    let _ = match (format, sink, stdout()) {
+        (LogFormat::Json, Sink::Stdout, Some(writer)) => {
+            registry.with(fmt.json().with_current_span(true).with_span_list(false).with_writer(writer)).try_init()
+        }
+        (LogFormat::Pretty, Sink::Stdout, Some(writer)) => registry.with(fmt.compact().with_writer(writer)).try_init(),
+        (LogFormat::Json, Sink::Stdout, None) => registry
+            .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout))
+            .try_init(),
+        (LogFormat::Json, Sink::Stderr, _) => registry
+            .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr))
+            .try_init(),
+        (LogFormat::Pretty, Sink::Stdout, None) => registry.with(fmt.compact().with_writer(std::io::stdout)).try_init(),
+        (LogFormat::Pretty, Sink::Stderr, _) => registry.with(fmt.compact().with_writer(std::io::stderr)).try_init(),
+    };
+    guard
+}
+
+/// At most one summary line of malformed requests per this interval.
+const SUMMARY_INTERVAL: Duration = Duration::from_secs(60);
+
+/// Requests the HTTP parser refused before the service saw them: malformed heads,
+/// bodies cut short, clients too slow to send or gone. actix-http's dispatcher logs each
+/// at ERROR, but any outsider can send them; they are not errors of the service. This
+/// layer keeps them out of the log and counts them instead; a thread writes one WARN
+/// line (seen with `--log-filter warn` too) with the count and the last reason within a
+/// second of the first one, then at most once per interval (the fault issue, finding 8).
+/// Every other dispatcher error stays an ERROR line.
+#[derive(Clone)]
+struct MalformedRequests(Arc<Mutex<Tally>>);
+
+#[derive(Default)]
+struct Tally {
+    count: u64,
+    last_reason: String,
+    next_summary: Option<Instant>,
+}
+
+/// Where actix-http logs the requests it refused.
+const DISPATCHER_TARGET: &str = "actix_http::h1::dispatcher";
+
+/// How the dispatcher words a connection's failure ("stream error: {DispatchError}").
+const STREAM_ERROR: &str = "stream error: ";
+
+/// The `DispatchError`s (actix-http 3) a client causes: a malformed request, its
+/// connection failing, a request or a close too slow, a body the handler did not need.
+/// The others (service, body, upgrade, internal errors) are the service's own.
+const CLIENT_CAUSES: [&str; 5] = [
+    "request parse error",
+    "I/O error",
+    "request did not complete within the specified timeout",
+    "connection shutdown timeout",
+    "handler dropped payload before reading EOF",
+];
+
+impl MalformedRequests {
+    fn start(interval: Duration) -> Self {
+        let layer = Self(Arc::default());
+        let tally = Arc::clone(&layer.0);
+        std::thread::Builder::new()
+            .name("malformed-requests".into())
+            .spawn(move || {
+                loop {
+                    std::thread::sleep(Duration::from_secs(1));
+                    if let Some((count, reason)) = summary_due(&tally, interval, Instant::now()) {
+                        tracing::warn!(
+                            malformed_requests = count,
+                            last_reason = %reason,
+                            "requests or connections refused by the HTTP parser (malformed, too slow, or cut short)"
+                        );
+                    }
+                }
+            })
+            .ok();
+        layer
+    }
+}
+
+/// The count and last reason to log now, if any are waiting and the last summary is at
+/// least `interval` old; resets the count.
+fn summary_due(tally: &Mutex<Tally>, interval: Duration, now: Instant) -> Option<(u64, String)> {
+    let mut tally = tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+    if tally.count == 0 || tally.next_summary.is_some_and(|next| now < next) {
+        return None;
+    }
+    tally.next_summary = Some(now + interval);
+    Some((std::mem::take(&mut tally.count), std::mem::take(&mut tally.last_reason)))
+}
+
+/// The `message` field of an event.
+#[derive(Default)]
+struct Message(String);
+
+impl Visit for Message {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        if field.name() == "message" {
+            let _ = write!(self.0, "{value:?}");
+        }
+    }
+}
+
+impl<S: Subscriber> Layer<S> for MalformedRequests {
+    fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
+        let metadata = event.metadata();
+        if *metadata.level() != Level::ERROR || metadata.target() != DISPATCHER_TARGET {
+            return true;
+        }
+        let mut message = Message::default();
+        event.record(&mut message);
+        let from_client = message
+            .0
+            .strip_prefix(STREAM_ERROR)
+            .is_some_and(|cause| CLIENT_CAUSES.iter().any(|client| cause.starts_with(client)));
+        if !from_client {
+            return true;
+        }
+        let mut tally = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tally.count += 1;
+        tally.last_reason = message.0;
+        false
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_first_malformed_requests_are_summarised_at_once_and_later_ones_once_an_interval() {
+        let tally = Mutex::new(Tally::default());
+        let start = Instant::now();
+        let interval = Duration::from_secs(60);
+        assert_eq!(summary_due(&tally, interval, start), None, "nothing to say");
+
+        tally.lock().unwrap().count = 3;
+        tally.lock().unwrap().last_reason = "request parse error".into();
+        assert_eq!(summary_due(&tally, interval, start), Some((3, "request parse error".into())));
+
+        tally.lock().unwrap().count = 5;
+        assert_eq!(summary_due(&tally, interval, start + Duration::from_secs(59)), None, "not within the interval");
+        assert_eq!(summary_due(&tally, interval, start + Duration::from_secs(60)).map(|(n, _)| n), Some(5));
+    }
+}

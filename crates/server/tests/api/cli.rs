@@ -1,0 +1,809 @@
+//! The binary's commands, run as an operator runs them.
+
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+use crate::helpers::{Kept, TestApp, eventually, eventually_status};
+
+pub fn branch_atm(database_url: &str, args: &[&str]) -> Output {
+    crate::binary::branch_atm_command().arg("--database-url").arg(database_url).args(args).output().unwrap()
+}
+
+pub fn stdout(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stdout).into_owned()
+}
+
+pub fn stderr(output: &Output) -> String {
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+/// A new store for one test, on the store the suite runs on, and a folder for files.
+pub struct Fresh {
+    /// A folder for the test's files.
+    pub folder: tempfile::TempDir,
+    /// The store's URL.
+    pub url: String,
+    _store: Option<Kept>,
+}
+
+pub fn fresh_database() -> Fresh {
+    let folder = tempfile::tempdir().unwrap();
+    // Also called from tests on a runtime, which cannot be blocked on: a thread of its own.
+    let (url, store) = std::thread::spawn(|| {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap()
+            .block_on(crate::helpers::fresh_database())
+    })
+    .join()
+    .unwrap();
+    Fresh { folder, url, _store: store }
+}
+
+#[test]
+fn clients_are_added_listed_and_disabled() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let fresh = fresh_database();
+    let url = fresh.url.clone();
+    let add = branch_atm(
+        &url,
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "bank-app",
+            "--business-code",
+            "GCB",
+            "--country-code",
+            "MX",
+            "--channel-id",
+            "WEB",
+            "--redirect-uri",
+            "https://app.example.mx/cb",
+        ],
+    );
+    assert!(add.status.success(), "{}", stderr(&add));
+    assert!(stderr(&add).is_empty(), "commands log nothing unless asked: {}", stderr(&add));
+
+    let again = branch_atm(
+        &url,
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "bank-app",
+            "--business-code",
+            "GCB",
+            "--country-code",
+            "MX",
+            "--channel-id",
+            "WEB",
+        ],
+    );
+    assert!(!again.status.success());
+    assert_eq!(stderr(&again).lines().count(), 1, "one line: {}", stderr(&again));
+    assert!(stderr(&again).contains("already exists"));
+
+    let list = branch_atm(&url, &["clients", "list"]);
+    assert!(stdout(&list).contains("bank-app\tactive\tMX\tGCB\tWEB\thttps://app.example.mx/cb"), "{}", stdout(&list));
+
+    let disable = branch_atm(&url, &["clients", "disable", "bank-app"]);
+    assert!(disable.status.success(), "{}", stderr(&disable));
+    assert!(stdout(&branch_atm(&url, &["clients", "list"])).contains("bank-app\tdisabled"));
+}
+
+#[test]
+fn invalid_arguments_fail_with_one_line_naming_the_value() {
+    let fresh = fresh_database();
+    let url = fresh.url.clone();
+    let bad = branch_atm(
+        &url,
+        &[
+            "clients",
+            "add",
+            "--client-id",
+            "x",
+            "--business-code",
+            "GCB",
+            "--country-code",
+            "mexico",
+            "--channel-id",
+            "WEB",
+        ],
+    );
+    assert!(!bad.status.success());
+    assert_eq!(stderr(&bad).lines().count(), 1);
+    assert!(stderr(&bad).contains("mexico"));
+}
+
+#[tokio::test]
+async fn a_csv_with_a_bad_row_names_its_line_and_changes_nothing() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let before: Value = app.wait_times(&session, &["00001"]).await.json().await.unwrap();
+    let csv = app.folder.path().join("bad.csv");
+    std::fs::write(&csv, "branchId,timeTaken\n00001,59\n00002,abc\n").unwrap();
+
+    let import = branch_atm(&app.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
+    assert!(!import.status.success());
+    assert!(stderr(&import).contains("line 3"), "{}", stderr(&import));
+    assert_eq!(stderr(&import).lines().count(), 1);
+
+    tokio::time::sleep(std::time::Duration::from_millis(1200)).await;
+    let after: Value = app.wait_times(&session, &["00001"]).await.json().await.unwrap();
+    assert_eq!(before, after, "nothing of the bad file was written");
+}
+
+#[tokio::test]
+async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let session = app.session().await;
+    let csv = app.folder.path().join("good.csv");
+    // Estimated ten minutes ago (an estimate past --wait-time-max-age-minutes is not served).
+    let estimated = time::OffsetDateTime::now_utc() - time::Duration::minutes(10);
+    let estimated = estimated.format(&time::format_description::well_known::Rfc3339).unwrap();
+    std::fs::write(&csv, format!("branchId,timeTaken,estimatedAt\n00001,59,{estimated}\n54321,7,\n")).unwrap();
+    let import = branch_atm(&app.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", stderr(&import));
+    assert!(stdout(&import).contains("1 added, 1 changed, 0 unchanged"), "{}", stdout(&import));
+
+    let expected =
+        serde_json::json!({"branches":[{"branchId":"54321","timeTaken":"7"},{"branchId":"00001","timeTaken":"59"}]});
+    let served = eventually(|| async {
+        let body: Value = app.wait_times(&session, &["54321", "00001"]).await.json().await.ok()?;
+        (body == expected).then_some(body)
+    })
+    .await;
+    assert_eq!(served, Some(expected), "the imported file is served after the next refresh");
+
+    let disable = branch_atm(&app.database_url, &["clients", "disable", "demo-mobile-app"]);
+    assert!(stdout(&disable).contains("revoked 1"), "{}", stdout(&disable));
+    assert!(eventually_status(&app, &session, 401).await, "a revoked token is refused");
+    assert_eq!(
+        app.authorize(&crate::helpers::demo_authorize_query()).await.status(),
+        401,
+        "a disabled client gets no token"
+    );
+}
+
+/// `branch-atm keys …` with the serve settings a deployment gives every instance (and
+/// the command) through the environment: JWKS cached 2 s, refreshed every 100 ms.
+fn keys_command(app: &TestApp, args: &[&str]) -> Output {
+    crate::binary::branch_atm_command()
+        .args(["--database-url", &app.database_url, "keys"])
+        .args(args)
+        .env("BRANCH_ATM_JWKS_MAX_AGE_SECONDS", "2")
+        .env("BRANCH_ATM_REFRESH_INTERVAL_MS", "100")
+        .output()
+        .unwrap()
+}
+
+fn kid_of(token: &str) -> String {
+    jsonwebtoken::decode_header(token).unwrap().kid.unwrap()
+}
+
+async fn published_kids(app: &TestApp) -> (Vec<String>, String) {
+    let response = app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap();
+    let cache_control = response.headers()["cache-control"].to_str().unwrap().to_owned();
+    let jwks: Value = response.json().await.unwrap();
+    let kids = jwks["keys"].as_array().unwrap().iter().map(|key| key["kid"].as_str().unwrap().to_owned()).collect();
+    (kids, cache_control)
+}
+
+/// The finding: `keys rotate` signed with the new key at once, while verifiers may cache
+/// the JWKS for its max-age, so they met an unknown `kid`. Now the new key is published
+/// at once and signs only after the JWKS max-age plus one refresh; every token a
+/// verifier sees is signed by a key in the JWKS it fetched at least max-age before.
+#[tokio::test]
+async fn a_rotated_key_is_published_at_once_and_signs_only_after_verifiers_caches_expired() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app = TestApp::with_demo_and(|settings| {
+        settings.refresh_interval = std::time::Duration::from_millis(100);
+        settings.jwks_max_age = std::time::Duration::from_secs(2);
+    })
+    .await;
+    let old = app.session().await;
+    let (cached, cache_control) = published_kids(&app).await;
+    assert_eq!(cache_control, "public, max-age=2");
+    assert_eq!(cached, [kid_of(&old.token)]);
+
+    let rotate = keys_command(&app, &["rotate"]);
+    assert!(rotate.status.success(), "{}", stderr(&rotate));
+    assert!(stdout(&rotate).contains("signs from"), "{}", stdout(&rotate));
+    let published_at = std::time::Instant::now();
+    let new_kid = eventually(|| async {
+        let (kids, _) = published_kids(&app).await;
+        kids.into_iter().find(|kid| !cached.contains(kid))
+    })
+    .await
+    .expect("the next key is published within a refresh");
+    assert_eq!(kid_of(&app.session().await.token), cached[0], "the old key still signs while caches may be stale");
+    let listed = stdout(&keys_command(&app, &["list"]));
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{new_kid}\tnext\t"))), "{listed}");
+
+    // The new key signs from its activation: not before the cached JWKS has expired.
+    let mut signed_by_new = None;
+    for _ in 0..100 {
+        if kid_of(&app.session().await.token) == new_kid {
+            signed_by_new = Some(published_at.elapsed());
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let after = signed_by_new.expect("the new key signs within 10 s");
+    assert!(after >= std::time::Duration::from_secs(1), "not before the caches expired: {after:?}");
+    assert_eq!(app.wait_times(&old, &["00001"]).await.status(), 200, "a token of the old key still works");
+    let listed = stdout(&keys_command(&app, &["list"]));
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{new_kid}\tcurrent\t"))), "{listed}");
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{}\tretired\t", cached[0]))), "{listed}");
+}
+
+/// The finding: a compromised key could not be cut off: `keys rotate --now` stopped
+/// signing with it, but it stayed published and trusted until its tokens expired. Now
+/// `keys revoke` withdraws it from the JWKS and the verifiers within a refresh, every
+/// token it signed is refused, and a new key signs at once.
+#[tokio::test]
+async fn a_revoked_key_leaves_the_jwks_and_the_verifiers_and_a_new_key_signs_at_once() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let old = app.session().await;
+    let old_kid = kid_of(&old.token);
+
+    let revoke = keys_command(&app, &["revoke", &old_kid]);
+    assert!(revoke.status.success(), "{}", stderr(&revoke));
+    assert!(stdout(&revoke).contains("is revoked") && stdout(&revoke).contains("in its place"), "{}", stdout(&revoke));
+    assert!(eventually_status(&app, &old, 401).await, "the key's tokens are refused within a refresh");
+    let refused = app.wait_times(&old, &["00001"]).await;
+    let challenge = refused.headers()["www-authenticate"].to_str().unwrap();
+    assert!(challenge.contains(r#"error="invalid_token""#), "{challenge}");
+    let (published, _) = published_kids(&app).await;
+    assert!(!published.contains(&old_kid), "gone from the JWKS: {published:?}");
+    // A token the key's holder mints now is refused too.
+    let forged = app.forge_with_key(&old_kid, &crate::helpers::demo_claims(&old.sid, crate::helpers::now(), 600)).await;
+    let forged = crate::helpers::Session { token: forged, sid: old.sid.clone() };
+    assert_eq!(app.wait_times(&forged, &["00001"]).await.status(), 401);
+
+    let new = app.session().await;
+    assert_ne!(kid_of(&new.token), old_kid);
+    assert!(published.contains(&kid_of(&new.token)), "the new key is published: {published:?}");
+    assert_eq!(app.wait_times(&new, &["00001"]).await.status(), 200);
+    let listed = stdout(&keys_command(&app, &["list"]));
+    assert!(listed.lines().any(|line| line.starts_with(&format!("{old_kid}\trevoked\t"))), "{listed}");
+
+    let again = keys_command(&app, &["revoke", &old_kid]);
+    assert!(again.status.success() && stdout(&again).contains("revoked already"), "{}", stdout(&again));
+    let unknown = keys_command(&app, &["revoke", "no-such-kid"]);
+    assert!(!unknown.status.success());
+    assert_eq!(stderr(&unknown).lines().count(), 1, "{}", stderr(&unknown));
+    assert!(stderr(&unknown).contains("no signing key no-such-kid"), "{}", stderr(&unknown));
+}
+
+/// The finding: after `keys rotate --now`, whoever held the old key kept minting tokens
+/// that verified, dated after the rotation. A key signs nothing after its retirement,
+/// so a token it signed then is refused; those it signed before still work.
+#[tokio::test]
+async fn a_token_dated_after_its_keys_retirement_is_refused() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let old = app.session().await;
+    let old_kid = kid_of(&old.token);
+    assert!(keys_command(&app, &["rotate", "--now"]).status.success());
+    let rotated_at = crate::helpers::now();
+    assert!(eventually(|| async { (kid_of(&app.session().await.token) != old_kid).then_some(()) }).await.is_some());
+
+    let sid = old.sid.clone();
+    let before = app.forge_with_key(&old_kid, &crate::helpers::demo_claims(&sid, rotated_at - 60, 600)).await;
+    let before = crate::helpers::Session { token: before, sid: sid.clone() };
+    assert_eq!(app.wait_times(&before, &["00001"]).await.status(), 200, "dated before the rotation");
+    assert_eq!(app.wait_times(&old, &["00001"]).await.status(), 200, "issued before the rotation");
+    let after = app.forge_with_key(&old_kid, &crate::helpers::demo_claims(&sid, rotated_at + 1, 600)).await;
+    let after = crate::helpers::Session { token: after, sid };
+    assert_eq!(app.wait_times(&after, &["00001"]).await.status(), 401, "dated after the rotation");
+}
+
+#[tokio::test]
+async fn rotate_now_signs_at_once_and_a_second_rotation_waits_for_the_first() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let first = kid_of(&app.session().await.token);
+    assert!(keys_command(&app, &["rotate"]).status.success());
+    let again = keys_command(&app, &["rotate"]);
+    assert!(!again.status.success());
+    assert!(stderr(&again).contains("is already next") && stderr(&again).contains("--now"), "{}", stderr(&again));
+
+    let now = keys_command(&app, &["rotate", "--now"]);
+    assert!(now.status.success(), "{}", stderr(&now));
+    let urgent = eventually(|| async {
+        let kid = kid_of(&app.session().await.token);
+        (kid != first).then_some(kid)
+    })
+    .await
+    .expect("the new key signs within a refresh");
+    let (kids, _) = published_kids(&app).await;
+    assert_eq!(kids.len(), 2, "the new key and the old one; the waiting one was dropped: {kids:?}");
+    assert!(kids.contains(&urgent) && kids.contains(&first));
+}
+
+#[tokio::test]
+async fn an_opaque_token_finds_its_record_and_revokes_it() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let response = app.authorize(&crate::helpers::demo_authorize_query()).await;
+    let sid = response.headers()["sid"].to_str().unwrap().to_owned();
+    let body: Value = response.json().await.unwrap();
+    let opaque = body["opaque_token"].as_str().unwrap();
+    let session =
+        crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid: sid.clone() };
+
+    let show = branch_atm(&app.database_url, &["tokens", "show", opaque]);
+    assert!(stdout(&show).contains(&format!("sid\t{sid}")), "{}", stdout(&show));
+    let revoke = branch_atm(&app.database_url, &["tokens", "revoke", opaque]);
+    assert!(stdout(&revoke).contains("revoked"));
+    assert!(eventually_status(&app, &session, 401).await, "a revoked token is refused");
+}
+
+#[tokio::test]
+async fn serve_prints_its_address_and_stops_cleanly_on_sigterm() {
+    use std::io::{BufRead as _, BufReader};
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
+    let mut server = crate::binary::branch_atm_command()
+        .args([
+            "--database-url",
+            &url,
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--log-filter",
+            "warn",
+            "--shutdown-drain-ms",
+            "0",
+        ])
+        .current_dir(folder.path())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first.strip_prefix("branch-atm listening on ").expect("the first line says where it listens");
+    let walkthrough: Vec<String> = lines.by_ref().take(3).map(Result::unwrap).collect();
+    assert!(walkthrough.iter().any(|line| line.contains("client_id=demo-mobile-app")), "{walkthrough:?}");
+
+    let live = reqwest::get(format!("{address}/api/health/live")).await.unwrap();
+    assert_eq!(live.text().await.unwrap(), r#"{"status":"up"}"#);
+    let token = reqwest::Client::new()
+        .get(format!("{address}/api/v1/authorize"))
+        .query(&crate::helpers::demo_authorize_query())
+        .header("uuid", crate::helpers::UUID)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(token.status(), 200);
+    let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    assert!(killed.success());
+    let status = server.wait().unwrap();
+    assert!(status.success(), "a SIGTERM is a clean stop: {status:?}");
+
+    // The access log (on by default, whatever --log-filter says): one JSON line a
+    // request, written out by the time the service has stopped.
+    let access: Vec<Value> = lines
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|line| line["target"] == "access")
+        .collect();
+    let issued = access.iter().find(|line| line["route"] == "/api/v1/authorize").expect("the token request's line");
+    assert_eq!((issued["method"].as_str(), issued["status"].as_u64()), (Some("GET"), Some(200)));
+    assert_eq!(issued["uuid"], crate::helpers::UUID);
+    assert_eq!((issued["client_id"].as_str(), issued["caller"].as_str()), (Some("demo-mobile-app"), Some("127.0.0.1")));
+    assert!(issued["micros"].as_u64().is_some() && issued["timestamp"].is_string(), "{issued}");
+    assert!(access.iter().any(|line| line["route"] == "/api/health/live"), "{access:?}");
+}
+
+/// `--access-log errors` writes a line for a refused request only.
+#[tokio::test]
+async fn the_access_log_can_keep_only_errors() {
+    use std::io::{BufRead as _, BufReader};
+    let fresh = fresh_database();
+    let mut server = crate::binary::branch_atm_command()
+        .args(["--database-url", &fresh.url, "serve", "--listen", "127.0.0.1:0", "--shutdown-drain-ms", "0"])
+        .args(["--access-log", "errors", "--log-filter", "warn"])
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let first = lines.next().unwrap().unwrap();
+    let address = first.strip_prefix("branch-atm listening on ").unwrap().to_owned();
+    assert_eq!(reqwest::get(format!("{address}/api/health/live")).await.unwrap().status(), 200);
+    assert_eq!(reqwest::get(format!("{address}/api/no-such-thing")).await.unwrap().status(), 404);
+    Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
+    server.wait().unwrap();
+    let access: Vec<Value> = lines
+        .map_while(Result::ok)
+        .filter_map(|line| serde_json::from_str::<Value>(&line).ok())
+        .filter(|line| line["target"] == "access")
+        .collect();
+    assert_eq!(access.len(), 1, "{access:?}");
+    assert_eq!((access[0]["route"].as_str(), access[0]["status"].as_u64()), (Some("unmatched"), Some(404)));
+}
+
+#[tokio::test]
+async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
+    let file = folder.path().join("atms.json");
+    let atms = serde_json::json!({"meta": {}, "data": [{"Brand": [{"BrandName": "Banco del Operador", "ATM": [
+        {"Identification": "OP-1", "SupportedCurrencies": ["MXN"],
+         "Location": {"PostalAddress": {"TownName": "Mérida", "Country": "MX"}}}
+    ]}]}]});
+    std::fs::write(&file, atms.to_string()).unwrap();
+    let import = branch_atm(&url, &["atms", "import", file.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", stderr(&import));
+
+    // The README's start: demo data not switched off.
+    let mut settings = server::settings::Settings::for_database(&url);
+    settings.demo_data = true;
+    let application = server::startup::Application::build(settings).await.unwrap();
+    let store = application.store();
+    drop(application);
+
+    let held = store.view.atms().await.unwrap();
+    assert_eq!(held.atms.len(), 1, "the operator's one ATM is kept, and nothing added");
+    assert_eq!(held.atms[0].brand, "Banco del Operador");
+    assert!(store.clients.all().await.unwrap().is_empty(), "no demo client was registered");
+}
+
+#[test]
+fn the_environment_wins_over_the_config_file_and_flags_win_over_the_environment() {
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
+    let config = folder.path().join("branch-atm.toml");
+    std::fs::write(&config, "token-ttl-seconds = 0\n").unwrap();
+    let run = |env: Option<&str>, args: &[&str]| {
+        let mut command = crate::binary::branch_atm_command();
+        command.arg("--config").arg(&config).arg("--database-url").arg(&url).args(args);
+        if let Some(ttl) = env {
+            command.env("BRANCH_ATM_TOKEN_TTL_SECONDS", ttl);
+        }
+        command.output().unwrap()
+    };
+    let file_only = run(None, &["clients", "list"]);
+    assert!(stderr(&file_only).contains("token-ttl-seconds must be from 1"), "the file's 0: {}", stderr(&file_only));
+    let env_over_file = run(Some("60"), &["clients", "list"]);
+    assert!(env_over_file.status.success(), "the environment's 60 wins: {}", stderr(&env_over_file));
+    let flag_over_env = run(Some("60"), &["serve", "--token-ttl-seconds", "0", "--listen", "127.0.0.1:0"]);
+    assert!(stderr(&flag_over_env).contains("token-ttl-seconds must be from 1"), "the flag's 0 wins");
+}
+
+#[test]
+fn an_unknown_environment_setting_is_refused_by_name() {
+    let fresh = fresh_database();
+    let url = fresh.url.clone();
+    let output = crate::binary::branch_atm_command()
+        .args(["--database-url", &url, "clients", "list"])
+        .env("BRANCH_ATM_TOKEN_TTL", "900")
+        .output()
+        .unwrap();
+    assert!(!output.status.success());
+    assert!(stderr(&output).contains("token-ttl"), "{}", stderr(&output));
+    assert_eq!(stderr(&output).lines().count(), 1, "{}", stderr(&output));
+}
+
+/// Whether a browser's preflight from `origin` for the ATM operation is answered for it
+/// within five seconds (the running service sees the store's changes at its next refresh).
+async fn preflight_becomes(app: &TestApp, origin: &str, allowed: bool) -> bool {
+    eventually(|| async {
+        let response = app
+            .http
+            .request(reqwest::Method::OPTIONS, format!("{}/api/v1/atms", app.address))
+            .header("Origin", origin)
+            .header("Access-Control-Request-Method", "GET")
+            .send()
+            .await
+            .unwrap();
+        let answered = response.headers().get("access-control-allow-origin").is_some_and(|o| o == origin);
+        (answered == allowed).then_some(())
+    })
+    .await
+    .is_some()
+}
+
+#[tokio::test]
+async fn a_clients_allowed_origins_are_added_listed_and_replaced() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app = TestApp::with_demo().await;
+    let url = app.database_url.clone();
+    let mut add = vec!["clients", "add", "--client-id", "web-two", "--business-code", "GCB", "--country-code", "MX"];
+    add.extend(["--channel-id", "WEB", "--redirect-uri", "https://two.example.mx/app/cb"]);
+    add.extend(["--allowed-origin", "https://cdn.example.mx"]);
+    let added = branch_atm(&url, &add);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let listed = stdout(&branch_atm(&url, &["clients", "list"]));
+    let line = listed.lines().find(|line| line.starts_with("web-two\t")).unwrap();
+    assert!(line.ends_with("\thttps://two.example.mx https://cdn.example.mx"), "{line}");
+    assert!(preflight_becomes(&app, "https://cdn.example.mx", true).await);
+    assert!(preflight_becomes(&app, "https://two.example.mx", true).await, "its redirect URI's origin");
+
+    let cleared = branch_atm(&url, &["clients", "update", "web-two", "--no-allowed-origins"]);
+    assert!(cleared.status.success(), "{}", stderr(&cleared));
+    assert!(preflight_becomes(&app, "https://cdn.example.mx", false).await);
+    assert!(preflight_becomes(&app, "https://two.example.mx", true).await, "the redirect URI's origin stays");
+
+    let refused = branch_atm(&url, &["clients", "update", "web-two", "--allowed-origin", "https://cdn.example.mx/"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("origin \"https://cdn.example.mx/\" is not valid"), "{}", stderr(&refused));
+    let unknown = branch_atm(&url, &["clients", "update", "nobody", "--allowed-origin", "https://cdn.example.mx"]);
+    assert!(stderr(&unknown).contains("client nobody does not exist"), "{}", stderr(&unknown));
+}
+
+/// The private key bytes of every signing key, as the store file holds them (a store
+/// opened without a key-encryption key reads the rows as they are).
+async fn stored_private_keys(database_url: &str) -> Vec<Vec<u8>> {
+    let store = adapters::store::Store::open(database_url).await.unwrap();
+    let keys = store.keys.published(i64::MIN).await.unwrap();
+    store.lifecycle.close().await;
+    keys.into_iter().map(|key| key.private_pkcs8).collect()
+}
+
+/// PKCS#8 DER starts with a SEQUENCE byte; a sealed key does not.
+fn all_sealed(keys: &[Vec<u8>]) -> bool {
+    !keys.is_empty() && keys.iter().all(|key| key.first() != Some(&0x30))
+}
+
+/// The finding: Ed25519 private keys sat unencrypted in the store. With a key-encryption
+/// key they are sealed (keys stored before are sealed at the next start); without it, or
+/// with another one, the command stops with one line and makes no new key.
+#[tokio::test]
+async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a_one_line_error() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let fresh = fresh_database();
+    let (folder, url) = (&fresh.folder, fresh.url.clone());
+    let key_file = folder.path().join("kek.hex");
+    std::fs::write(&key_file, format!("{}\n", "5a".repeat(32))).unwrap();
+    let wrong_file = folder.path().join("wrong.bin");
+    std::fs::write(&wrong_file, [9_u8; 32]).unwrap();
+    let with_key = |file: &std::path::Path, args: &[&str]| {
+        let mut all = vec!["--key-encryption-key-file", file.to_str().unwrap()];
+        all.extend_from_slice(args);
+        branch_atm(&url, &all)
+    };
+
+    // A key made before any key-encryption key was given is stored plain...
+    assert!(branch_atm(&url, &["keys", "rotate", "--now"]).status.success());
+    let plain = stored_private_keys(&url).await;
+    assert!(!all_sealed(&plain));
+    // ...and sealed by the next process that opens the store with one, leaving no plain
+    // copy anywhere in the database's files.
+    let listed = with_key(&key_file, &["keys", "list"]);
+    assert!(listed.status.success(), "{}", stderr(&listed));
+    assert!(all_sealed(&stored_private_keys(&url).await));
+    // SQLite's files (PostgreSQL's VACUUM FULL rewrites the table; its files are the server's).
+    let files = crate::store::sqlite_file(&url).map_or_else(Vec::new, |file| vec![file.with_extension("db-wal"), file]);
+    for file in files {
+        let bytes = std::fs::read(&file).unwrap_or_default();
+        let private = &plain[0];
+        assert!(!bytes.windows(private.len()).any(|w| w == private.as_slice()), "a plain key left in {file:?}");
+    }
+    // New keys are sealed as they are stored.
+    assert!(with_key(&key_file, &["keys", "rotate", "--now"]).status.success());
+    let keys = stored_private_keys(&url).await;
+    assert_eq!(keys.len(), 2);
+    assert!(all_sealed(&keys));
+
+    let missing = branch_atm(&url, &["keys", "rotate", "--now"]);
+    assert!(!missing.status.success());
+    assert_eq!(stderr(&missing).lines().count(), 1, "{}", stderr(&missing));
+    assert!(stderr(&missing).contains("--key-encryption-key-file"), "{}", stderr(&missing));
+    let wrong = with_key(&wrong_file, &["keys", "list"]);
+    assert!(!wrong.status.success());
+    assert_eq!(stderr(&wrong).lines().count(), 1, "{}", stderr(&wrong));
+    assert!(stderr(&wrong).contains("does not open"), "{}", stderr(&wrong));
+    assert_eq!(stored_private_keys(&url).await.len(), 2, "no new key was made");
+}
+
+/// Every command that writes a signing key, as an operator types it.
+/// Every key command that writes; `KID` stands for the key signing when the test began.
+const KEY_WRITING_COMMANDS: &[&[&str]] =
+    &[&["keys", "rotate"], &["keys", "rotate", "--now"], &["keys", "revoke", "KID"]];
+
+/// The finding: `keys rotate --now` given another key-encryption key file stored a new
+/// current key sealed under it and exited 0; the running instances then failed every
+/// refresh, answered 500/503 once their data went stale, and no instance could start
+/// with either file. Now each key command first opens every stored key with the file
+/// it was given and, if one does not open, refuses in one line and changes nothing.
+#[tokio::test]
+async fn a_key_command_given_another_a_missing_or_a_malformed_key_file_changes_nothing() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = folder.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let right = write("kek.hex", format!("{}\n", "5a".repeat(32)).as_bytes());
+    let app = TestApp::with_demo_and(|settings| {
+        settings.key_encryption_key_file = Some(right.clone());
+        settings.refresh_interval = std::time::Duration::from_millis(100);
+        settings.max_staleness = std::time::Duration::from_millis(500);
+    })
+    .await;
+    let key_list = || {
+        let listed =
+            branch_atm(&app.database_url, &["--key-encryption-key-file", right.to_str().unwrap(), "keys", "list"]);
+        assert!(listed.status.success(), "{}", stderr(&listed));
+        stdout(&listed)
+    };
+    let before = (key_list(), stored_private_keys(&app.database_url).await);
+    let kid = kid_of(&app.session().await.token);
+    let command_line = |command: &[&'static str]| -> Vec<String> {
+        command.iter().map(|arg| if *arg == "KID" { kid.clone() } else { (*arg).to_owned() }).collect()
+    };
+
+    let wrong = write("wrong.bin", &[9_u8; 32]);
+    let malformed = write("malformed.hex", b"5a5a5a5a not a key\n");
+    let absent = folder.path().join("no-such-file");
+    let bad_files: [(&str, Option<&std::path::Path>, &str); 4] = [
+        ("another key", Some(&wrong), "does not open"),
+        ("no key file", None, "--key-encryption-key-file"),
+        ("a malformed file", Some(&malformed), "must hold 32 bytes or 64 hexadecimal characters"),
+        ("a file that is not there", Some(&absent), "no-such-file"),
+    ];
+    for command in KEY_WRITING_COMMANDS {
+        for (what, file, reason) in &bad_files {
+            let mut args = Vec::new();
+            if let Some(file) = file {
+                args.extend(["--key-encryption-key-file", file.to_str().unwrap()]);
+            }
+            let command_line = command_line(command);
+            args.extend(command_line.iter().map(String::as_str));
+            let output = branch_atm(&app.database_url, &args);
+            let said = stderr(&output);
+            assert!(!output.status.success(), "{command:?} with {what} succeeded: {}", stdout(&output));
+            assert_eq!(said.lines().count(), 1, "{command:?} with {what}: one line: {said}");
+            assert!(said.contains(reason), "{command:?} with {what}: {said}");
+            assert_eq!(
+                (key_list(), stored_private_keys(&app.database_url).await),
+                before,
+                "{command:?} with {what} changed the stored keys"
+            );
+        }
+    }
+
+    // The running service never met a key it cannot open: past its staleness bound it
+    // is ready and issues and accepts tokens, and a new instance starts with the file.
+    tokio::time::sleep(std::time::Duration::from_millis(800)).await;
+    let ready = app.http.get(format!("{}/api/health/ready", app.address)).send().await.unwrap();
+    assert_eq!(ready.status(), 200);
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
+    let mut another = server::settings::Settings::for_database(&app.database_url);
+    another.key_encryption_key_file = Some(right.clone());
+    assert!(server::startup::Application::build(another).await.is_ok(), "an instance with the right file starts");
+    for command in KEY_WRITING_COMMANDS {
+        let mut args = vec!["--key-encryption-key-file", right.to_str().unwrap()];
+        let command_line = command_line(command);
+        args.extend(command_line.iter().map(String::as_str));
+        let output = branch_atm(&app.database_url, &args);
+        assert!(output.status.success(), "{command:?} with the right file: {}", stderr(&output));
+    }
+}
+
+#[tokio::test]
+async fn the_service_signs_and_verifies_with_keys_sealed_at_rest() {
+    let folder = tempfile::tempdir().unwrap();
+    let key_file = folder.path().join("kek.bin");
+    std::fs::write(&key_file, [3_u8; 32]).unwrap();
+    let app = TestApp::with_demo_and(|settings| settings.key_encryption_key_file = Some(key_file.clone())).await;
+    assert!(all_sealed(&stored_private_keys(&app.database_url).await));
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
+
+    // Another instance started on the same store without the key file does not start.
+    let without = server::settings::Settings::for_database(&app.database_url);
+    let error = server::startup::Application::build(without).await.err().expect("no start without the key file");
+    let line = server::errors::one_line(&error);
+    assert!(line.contains("--key-encryption-key-file"), "{line}");
+}
+
+/// A target for `store copy`: the other backend when PostgreSQL is reachable (from the
+/// embedded default to PostgreSQL, or back), else another SQLite file.
+async fn copy_target(folder: &std::path::Path) -> (String, Option<adapters::testing::postgres::TestDatabase>) {
+    if crate::store::store_under_test().name != "postgres"
+        && let Some(database) = adapters::testing::postgres::TestDatabase::create("store copy into PostgreSQL").await
+    {
+        return (database.url.clone(), Some(database));
+    }
+    (format!("sqlite://{}/copy/branch-atm.db", folder.display()), None)
+}
+
+/// The operator's move to PostgreSQL: everything the service holds arrives, so the
+/// copy serves the same answers, honours the same tokens and refusals, and publishes
+/// the same keys; a target holding anything is refused, and left as it was.
+#[tokio::test]
+async fn a_store_is_copied_whole_into_an_empty_one_and_never_into_a_used_one() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let source = TestApp::with_demo().await;
+    let kept = source.session().await;
+    let revoked = source.authorize(&crate::helpers::demo_authorize_query()).await;
+    let revoked_sid = revoked.headers()["sid"].to_str().unwrap().to_owned();
+    let revoked: Value = revoked.json().await.unwrap();
+    assert!(
+        branch_atm(&source.database_url, &["tokens", "revoke", revoked["opaque_token"].as_str().unwrap()])
+            .status
+            .success()
+    );
+    // A next key waiting to sign, beside the current one; then that key revoked, and a
+    // replacement waiting for the same moment.
+    assert!(branch_atm(&source.database_url, &["keys", "rotate"]).status.success());
+    let listed = stdout(&branch_atm(&source.database_url, &["keys", "list"]));
+    let next = listed.lines().find(|line| line.contains("\tnext\t")).unwrap().split('\t').next().unwrap();
+    assert!(branch_atm(&source.database_url, &["keys", "revoke", next]).status.success());
+    let atms = source.get_atms(&kept, "/api/v1/atms", &[]).await;
+    let (etag, last_modified) = (atms.headers()["etag"].clone(), atms.headers()["last-modified"].clone());
+    let atm_body = atms.text().await.unwrap();
+
+    let (target, _database) = copy_target(source.folder.path()).await;
+    let copy = branch_atm(&source.database_url, &["store", "copy", "--to", &target]);
+    assert!(copy.status.success(), "{}", stderr(&copy));
+    assert!(stdout(&copy).contains("3 signing keys and 2 live token records (1 revoked)"), "{}", stdout(&copy));
+
+    let copied = TestApp::on_store(&target).await;
+    assert_eq!(
+        stdout(&branch_atm(&target, &["keys", "list"])),
+        stdout(&branch_atm(&source.database_url, &["keys", "list"])),
+        "the same keys in the same states"
+    );
+    assert_eq!(
+        stdout(&branch_atm(&target, &["clients", "list"])),
+        stdout(&branch_atm(&source.database_url, &["clients", "list"]))
+    );
+    // A token issued before the move works after it; a revoked one stays refused.
+    let answer = copied.wait_times(&kept, &["00001", "00042"]).await;
+    assert_eq!(answer.status(), 200);
+    assert_eq!(answer.text().await.unwrap(), source.wait_times(&kept, &["00001", "00042"]).await.text().await.unwrap());
+    let refused =
+        crate::helpers::Session { token: revoked["access_token"].as_str().unwrap().to_owned(), sid: revoked_sid };
+    assert_eq!(copied.wait_times(&refused, &["00001"]).await.status(), 401);
+    // The ATM set and its date moved as they were: the same validators, the same page.
+    let atms = copied.get_atms(&kept, "/api/v1/atms", &[]).await;
+    assert_eq!((&atms.headers()["etag"], &atms.headers()["last-modified"]), (&etag, &last_modified));
+    assert_eq!(atms.text().await.unwrap().replace(&copied.address, ""), atm_body.replace(&source.address, ""));
+
+    let again = branch_atm(&source.database_url, &["store", "copy", "--to", &target]);
+    assert!(!again.status.success());
+    assert_eq!(stderr(&again).lines().count(), 1, "{}", stderr(&again));
+    assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
+    assert_eq!(copied.wait_times(&kept, &["00001"]).await.status(), 200, "the used target is left as it was");
+}

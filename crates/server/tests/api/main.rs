@@ -1,0 +1,26 @@
+//! Black-box tests: the real application on port 0, through the real HTTP stack.
+
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod atms;
+mod authorize;
+#[path = "../support/binary.rs"]
+mod binary;
+mod cli;
+mod clients;
+mod cors;
+mod docs_page;
+mod helpers;
+mod imports;
+mod instances;
+mod limits;
+mod metrics;
+mod openapi;
+mod revoke;
+mod routes;
+#[path = "../support/store.rs"]
+mod store;
+mod tls;
+mod tokens;
+mod wait_times;

@@ -1,0 +1,104 @@
+//! HTTPS served by rustls, checked with a real TLS client that trusts only our CA.
+
+use crate::helpers::TestApp;
+
+#[tokio::test]
+async fn the_service_speaks_https_when_given_a_certificate_and_key() {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+
+    let app = TestApp::with_demo_and(|settings| {
+        settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
+    })
+    .await;
+    let port = app.address.rsplit(':').next().unwrap();
+    let client = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap()])
+        .https_only(true)
+        .build()
+        .unwrap();
+    let response = client.get(format!("https://localhost:{port}/api/health/live")).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    assert_eq!(response.headers()["strict-transport-security"], "max-age=31536000; includeSubDomains");
+
+    let plain = app.http.get(format!("http://127.0.0.1:{port}/api/health/live")).send().await;
+    assert!(plain.is_err() || !plain.unwrap().status().is_success(), "no plain HTTP on the TLS port");
+}
+
+/// The `ENV` settings of the Dockerfile's runtime image and its `HEALTHCHECK` command.
+fn dockerfile_settings_and_health_check() -> (Vec<(String, String)>, Vec<String>) {
+    let dockerfile = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Dockerfile")).unwrap();
+    let runtime = dockerfile.rsplit("\nFROM ").next().unwrap();
+    let joined = runtime.replace("\\\n", " ");
+    let env_line = joined.lines().find(|line| line.starts_with("ENV ")).expect("the runtime image sets ENV");
+    let settings = env_line["ENV ".len()..]
+        .split_whitespace()
+        .map(|pair| {
+            let (name, value) = pair.split_once('=').unwrap();
+            (name.to_owned(), value.to_owned())
+        })
+        .collect();
+    let check = joined.lines().find(|line| line.starts_with("HEALTHCHECK ")).expect("a HEALTHCHECK");
+    let command: Vec<String> = serde_json::from_str(check.split_once("CMD ").unwrap().1.trim()).unwrap();
+    (settings, command)
+}
+
+/// The finding: `health-check` spoke plain HTTP to an instance that terminates TLS
+/// ("not ready ( 2)"), so the Dockerfile's HEALTHCHECK marked every TLS container
+/// unhealthy. The image's own settings and health-check command, run as the container
+/// runs them (the TLS files and the port being a deployment's), now pass for an
+/// instance that serves HTTPS, and for one that serves plain HTTP.
+#[test]
+fn the_dockerfiles_health_check_passes_for_an_instance_that_terminates_tls() {
+    let (image_settings, check) = dockerfile_settings_and_health_check();
+    assert_eq!(check[1..], ["health-check"], "{check:?}");
+    let folder = tempfile::tempdir().unwrap();
+    let certified = rcgen::generate_simple_self_signed(vec!["api.bank.example.mx".to_owned()]).unwrap();
+    let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+
+    for tls in [true, false] {
+        let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+        let mut settings = image_settings.clone();
+        for (name, value) in &mut settings {
+            match name.as_str() {
+                "BRANCH_ATM_LISTEN" => *value = format!("0.0.0.0:{port}"),
+                "BRANCH_ATM_DATABASE_URL" => {
+                    *value = format!("sqlite://{}/{tls}/branch-atm.db", folder.path().display())
+                }
+                _ => {}
+            }
+        }
+        if tls {
+            settings.push(("BRANCH_ATM_TLS_CERT".into(), cert.display().to_string()));
+            settings.push(("BRANCH_ATM_TLS_KEY".into(), key.display().to_string()));
+        }
+        let health_check =
+            || crate::binary::branch_atm_command().args(&check[1..]).envs(settings.iter().cloned()).output().unwrap();
+        let mut server = crate::binary::branch_atm_command()
+            .arg("serve")
+            .envs(settings.iter().cloned())
+            .env("BRANCH_ATM_SHUTDOWN_DRAIN_MS", "0")
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut last = None;
+        for _ in 0..100 {
+            let output = health_check();
+            if output.status.success() {
+                last = Some(Ok(String::from_utf8_lossy(&output.stdout).into_owned()));
+                break;
+            }
+            last = Some(Err(String::from_utf8_lossy(&output.stderr).into_owned()));
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        }
+        let _ = std::process::Command::new("kill").args(["-TERM", &server.id().to_string()]).status();
+        let _ = server.wait();
+        let said = last.unwrap();
+        assert_eq!(said, Ok("ready\n".to_owned()), "tls: {tls}");
+    }
+}

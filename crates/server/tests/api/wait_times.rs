@@ -1,0 +1,406 @@
+//! POST /api/v1/open-banking/channels/branch/waittime/retrieve.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::Value;
+
+use crate::helpers::{TestApp, UUID, assert_error, assert_security_headers};
+
+#[tokio::test]
+async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let response = app.wait_times(&session, &["00042", "99999", "00001"]).await;
+
+    assert_eq!(response.status(), 200);
+    assert_security_headers(&response);
+    assert_eq!(response.headers()["uuid"], UUID);
+    let body: Value = response.json().await.unwrap();
+    let branches = body["branches"].as_array().unwrap();
+    let ids: Vec<&str> = branches.iter().map(|b| b["branchId"].as_str().unwrap()).collect();
+    assert_eq!(ids, ["00042", "00001"]);
+    for branch in branches {
+        let minutes = branch["timeTaken"].as_str().unwrap();
+        assert!(!minutes.is_empty() && minutes.bytes().all(|b| b.is_ascii_digit()), "{branch}");
+        assert!(branch.get("timeTaken ").is_none());
+    }
+}
+
+#[tokio::test]
+async fn the_samples_branch_key_works_like_branches() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let response =
+        app.wait_time_request(&session, &[]).body(r#"{"branch":[{"branchId":"00007"}]}"#).send().await.unwrap();
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["branches"][0]["branchId"], "00007");
+}
+
+#[tokio::test]
+async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let ids: Vec<String> = (1..=101).map(|n| format!("{n:05}")).collect();
+    let hundred: Vec<&str> = ids[..100].iter().map(String::as_str).collect();
+    let response = app.wait_times(&session, &hundred).await;
+    assert_eq!(response.status(), 200);
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["branches"].as_array().unwrap().len(), 100);
+
+    let all: Vec<&str> = ids.iter().map(String::as_str).collect();
+    assert_error(app.wait_times(&session, &all).await, 400, "invalidRequest", Some("branches")).await;
+}
+
+#[tokio::test]
+async fn each_missing_required_header_is_a_400_naming_it() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    // reqwest always sends an Accept header; its absence is tested with a raw request below.
+    for name in ["client_id", "uuid", "Content-Type", "countryCode", "businessCode", "ChannelId", "sid"] {
+        let response = app
+            .wait_time_request(&session, &[name])
+            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_missing_accept_header_is_a_400_naming_it() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let body = r#"{"branches":[{"branchId":"00001"}]}"#;
+    let request = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nclient_id: demo-mobile-app\r\n\
+         uuid: {UUID}\r\nContent-Type: application/json\r\ncountryCode: MX\r\nbusinessCode: GCB\r\n\
+         ChannelId: MOBILE\r\nsid: {sid}\r\nAuthorization: Bearer {token}\r\nContent-Length: {length}\r\n\r\n{body}",
+        path = crate::helpers::WAIT_TIME_PATH,
+        sid = session.sid,
+        token = session.token,
+        length = body.len(),
+    );
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains(r#""location":"Accept""#), "{answer}");
+}
+
+#[tokio::test]
+async fn malformed_headers_are_400s_naming_them() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let cases = [
+        ("uuid", "12345"),
+        ("countryCode", "Mexico"),
+        ("businessCode", "G-C-B"),
+        ("ChannelId", "MOBILE APP"),
+        ("sid", "x"),
+        ("Content-Type", "text/plain"),
+        ("Accept", "text/html"),
+    ];
+    for (name, value) in cases {
+        let response = app
+            .wait_time_request(&session, &[name])
+            .header(name, value)
+            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+}
+
+#[tokio::test]
+async fn a_header_sent_twice_is_refused_never_read_first_wins() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let body = r#"{"branches":[{"branchId":"00001"}]}"#;
+    let mut singletons: Vec<(&str, &str)> =
+        crate::helpers::wait_time_headers().into_iter().filter(|(name, _)| *name != "Accept").collect();
+    singletons.push(("sid", &session.sid));
+    for (name, value) in singletons {
+        let response = app.wait_time_request(&session, &[]).header(name, value).body(body).send().await.unwrap();
+        assert_error(response, 400, "invalidRequest", Some(name)).await;
+    }
+    let twice = format!("Bearer {}", session.token);
+    let response =
+        app.wait_time_request(&session, &[]).header("Authorization", &twice).body(body).send().await.unwrap();
+    assert_eq!(response.status(), 401, "two Authorization headers are no credentials");
+
+    // Accept is a list: its copies are one list.
+    let response =
+        app.wait_time_request(&session, &["Accept"]).header("Accept", "text/html").header("Accept", "application/json");
+    assert_eq!(response.body(body).send().await.unwrap().status(), 200);
+}
+
+#[tokio::test]
+async fn bad_bodies_are_400s_pointing_at_the_field() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let cases = [
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":"0001"}]}"#, "branches[1].branchId"),
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":"00002"},{"branchId":12345}]}"#, "branches[2].branchId"),
+        (r#"{"branches":[]}"#, "branches"),
+        (r#"{}"#, "branches"),
+        (r#"{"branches":[{}]}"#, "branches[0].branchId"),
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":null}]}"#, "branches[1].branchId"),
+        (r#"{"branches":[{"branchId":"00001"}],"extra":true}"#, "extra"),
+        (r#"{"branches":[{"branchId":"00001","x":1}]}"#, "branches[0].x"),
+        (r#"{"branches":"#, "branches"),
+        ("not json", "body"),
+        ("", "body"),
+    ];
+    for (body, location) in cases {
+        let response = app.wait_time_request(&session, &[]).body(body).send().await.unwrap();
+        assert_error(response, 400, "invalidRequest", Some(location)).await;
+    }
+    // The wrong JSON type where an object belongs: told in the API's words, never the
+    // server's type names.
+    let arrays = [
+        ("[]", "body"),
+        ("7", "body"),
+        (r#"{"branches":[1]}"#, "branches[0]"),
+        (r#"[[{"branchId":"00001"}]]"#, "body"),
+        (r#"{"branches":[["00001"]]}"#, "branches[0]"),
+    ];
+    for (body, location) in arrays {
+        let response = app.wait_time_request(&session, &[]).body(body).send().await.unwrap();
+        let error = assert_error(response, 400, "invalidRequest", Some(location)).await.to_string();
+        for internal in ["RetrieveBranchWaitTimeRequest", "BranchItem", "struct"] {
+            assert!(!error.contains(internal), "{body}: {error}");
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_body_over_64_kib_is_refused_without_being_read() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let huge = format!(r#"{{"branches":[{{"branchId":"00001"}}],"pad":"{}"}}"#, "x".repeat(70 * 1024));
+    let response = app.wait_time_request(&session, &[]).body(huge).send().await.unwrap();
+    assert_error(response, 400, "invalidRequest", Some("body")).await;
+}
+
+#[tokio::test]
+async fn the_same_branch_twice_is_a_422_at_the_repeat() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let response = app.wait_times(&session, &["00001", "00002", "00001"]).await;
+    assert_error(response, 422, "businessValidationFailed", Some("branches[2].branchId")).await;
+}
+
+#[tokio::test]
+async fn no_known_branch_is_a_404() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let body = assert_error(app.wait_times(&session, &["99998", "99999"]).await, 404, "resourceNotFound", None).await;
+    assert_eq!(body["type"], "error");
+    assert_eq!(body["uuid"], UUID);
+}
+
+#[tokio::test]
+async fn an_unsupported_channel_is_a_403() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    for (header, value) in [("countryCode", "US"), ("ChannelId", "KIOSK")] {
+        let response = app
+            .wait_time_request(&session, &[header])
+            .header(header, value)
+            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
+            .send()
+            .await
+            .unwrap();
+        assert_error(response, 403, "accessNotConfigured", None).await;
+    }
+}
+
+#[tokio::test]
+async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
+    let app = spawn_app_fast_refresh().await;
+    let session = app.session().await;
+    let store = app.store().await;
+    let estimate = domain::branch::WaitTimeEstimate {
+        estimate: domain::branch::BranchWaitTime {
+            branch: domain::branch::BranchId::parse("77777").unwrap(),
+            wait: domain::branch::WaitTime::from_minutes(33).unwrap(),
+        },
+        estimated_at: crate::helpers::now(),
+    };
+    assert_eq!(app.wait_times(&session, &["77777"]).await.status(), 404);
+    store.wait_times.upsert(&[estimate]).await.unwrap();
+
+    let body = crate::helpers::eventually(|| async {
+        let response = app.wait_times(&session, &["77777"]).await;
+        if response.status() == 200 { response.json::<Value>().await.ok() } else { None }
+    })
+    .await
+    .expect("the new branch is served once the view refreshes");
+    assert_eq!(body["branches"][0]["timeTaken"], "33");
+}
+
+async fn spawn_app_fast_refresh() -> crate::helpers::TestApp {
+    crate::helpers::TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .await
+}
+
+#[tokio::test]
+async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let app = crate::helpers::TestApp::with_demo_and(|settings| {
+        settings.client_request_timeout = std::time::Duration::from_millis(300);
+    })
+    .await;
+    let session = app.session().await;
+    let head = format!(
+        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nclient_id: demo-mobile-app\r\n\
+         uuid: {UUID}\r\nAccept: application/json\r\nContent-Type: application/json\r\ncountryCode: MX\r\n\
+         businessCode: GCB\r\nChannelId: MOBILE\r\nsid: {sid}\r\nAuthorization: Bearer {token}\r\n\
+         Content-Length: 100\r\n\r\n{{\"branches\":",
+        path = crate::helpers::WAIT_TIME_PATH,
+        sid = session.sid,
+        token = session.token,
+    );
+    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
+    stream.write_all(head.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    let read = tokio::time::timeout(std::time::Duration::from_secs(5), stream.read_to_string(&mut answer)).await;
+    assert!(read.is_ok(), "answered, not left hanging");
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains(r#""location":"body""#), "{answer}");
+}
+
+#[tokio::test]
+async fn errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
+    let app = TestApp::with_demo().await;
+    let session = app.session().await;
+    let response = app
+        .wait_time_request(&session, &[])
+        .header("Accept-Language", "es-MX, en;q=0.5")
+        .body(r#"{"branches":[{"branchId":"99999"}]}"#)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.headers()["content-language"], "es");
+    let body = assert_error(response, 404, "resourceNotFound", None).await;
+    assert_eq!(body["uuid"], UUID);
+    assert!(body["details"].as_str().unwrap().contains("sucursales"), "{body}");
+}
+
+/// The bank's branch systems write wait times with plain SQL, beside the service: the
+/// store's triggers count the change, and the service serves it within a refresh.
+#[tokio::test]
+async fn wait_times_written_with_plain_sql_by_another_system_are_served_within_a_refresh() {
+    if !crate::store::other_processes_reach_the_store("plain SQL from another system") {
+        return;
+    }
+    let app =
+        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00077"]).await.status(), 200);
+    // The same statement in both dialects: what a bank's system would run.
+    let upsert = "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) VALUES ('00077', 43, 1800000000) \
+                  ON CONFLICT (branch_id) DO UPDATE SET minutes = excluded.minutes, estimated_at = excluded.estimated_at";
+    assert_eq!(adapters::testing::execute_sql(&app.database_url, upsert).await, Ok(1));
+    let served = crate::helpers::eventually(|| async {
+        let body: Value = app.wait_times(&session, &["00077"]).await.json().await.unwrap();
+        (body["branches"][0]["timeTaken"] == "43").then_some(())
+    })
+    .await;
+    assert!(served.is_some(), "the plain-SQL write was served");
+}
+
+/// The metrics text of `app`'s own listener.
+async fn scrape(app: &TestApp) -> String {
+    let port = app.metrics_port.expect("a metrics listener");
+    reqwest::get(format!("http://127.0.0.1:{port}/metrics")).await.unwrap().text().await.unwrap()
+}
+
+/// The value of the sample named exactly `name` (no labels).
+fn gauge(text: &str, name: &str) -> Option<f64> {
+    text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(' ')?.parse().ok())
+}
+
+/// The finding: each estimate is stored with its `estimatedAt`, but an estimate three
+/// days old was answered as today's wait. Now one older than
+/// `--wait-time-max-age-minutes` (60 by default) is answered as unknown, all of them
+/// stale is the 404 of no known branch, and the metrics count the stale branches.
+#[tokio::test]
+async fn an_estimate_older_than_the_maximum_age_is_answered_as_unknown() {
+    let clock = Arc::new(domain::testing::ManualClock::at(time::OffsetDateTime::now_utc()));
+    let app = TestApp::with_demo_on_clock_and(clock.clone(), |settings| {
+        settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+    })
+    .await;
+    assert_eq!(app.settings.wait_time_max_age, Duration::from_secs(3600), "the default: an hour");
+    // The demo's estimates were made at start, by the service's clock.
+    clock.advance(Duration::from_secs(3600));
+    let session = app.session().await;
+    assert_eq!(app.wait_times(&session, &["00001", "00002"]).await.status(), 200, "an hour old is served");
+    let text = scrape(&app).await;
+    assert_eq!(gauge(&text, "branch_atm_wait_time_stale_branches"), Some(0.0), "{text}");
+    assert_eq!(gauge(&text, "branch_atm_wait_time_newest_age_seconds"), Some(3600.0));
+    assert_eq!(gauge(&text, "branch_atm_wait_time_max_age_seconds"), Some(3600.0));
+
+    clock.advance(Duration::from_secs(1));
+    let response = app.wait_times(&session, &["00001", "00002"]).await;
+    assert_error(response, 404, "resourceNotFound", None).await;
+    let text = scrape(&app).await;
+    assert_eq!(gauge(&text, "branch_atm_wait_time_stale_branches"), Some(300.0), "every demo branch: {text}");
+    assert_eq!(gauge(&text, "branch_atm_wait_time_newest_age_seconds"), Some(3601.0));
+
+    // A fresh estimate for one branch, from the bank's feed: it alone is served.
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let now = domain::ports::Clock::now(clock.as_ref()).format(&time::format_description::well_known::Rfc3339).unwrap();
+    let csv = app.folder.path().join("fresh.csv");
+    std::fs::write(&csv, format!("branchId,timeTaken,estimatedAt\n00002,7,{now}\n")).unwrap();
+    let import = crate::cli::branch_atm(&app.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", crate::cli::stderr(&import));
+    let served = crate::helpers::eventually(|| async {
+        let response = app.wait_times(&session, &["00001", "00002"]).await;
+        (response.status() == 200).then_some(())?;
+        Some(response.json::<Value>().await.unwrap())
+    })
+    .await
+    .expect("the fresh estimate is served within a refresh");
+    assert_eq!(served, serde_json::json!({"branches": [{"branchId": "00002", "timeTaken": "7"}]}));
+}
+
+/// The default protects a real deployment, and the demo keeps answering: while the store
+/// holds the demo data set and nothing else, each start (and a feed every few minutes)
+/// dates the demo's estimates now again; an operator's estimates are never re-dated.
+#[tokio::test]
+async fn the_demo_answers_days_later_and_an_operators_estimates_are_never_redated() {
+    if !crate::store::other_processes_reach_the_store("a second start on the same store") {
+        return;
+    }
+    let clock = Arc::new(domain::testing::ManualClock::at(time::OffsetDateTime::now_utc()));
+    let first = TestApp::with_demo_on_clock(clock.clone()).await;
+    clock.advance(Duration::from_secs(3 * 24 * 3600));
+    let stale = first.session().await;
+    assert_eq!(first.wait_times(&stale, &["00001"]).await.status(), 404, "three days on, before a restart");
+
+    let again = TestApp::restarted_on_clock(&first.database_url, clock.clone()).await;
+    let session = again.session().await;
+    let response = again.wait_times(&session, &["00001", "00300"]).await;
+    assert_eq!(response.status(), 200, "the restart dated the demo's estimates now");
+    assert_eq!(response.json::<Value>().await.unwrap()["branches"].as_array().unwrap().len(), 2);
+
+    // An operator's import (one branch changed): the feed leaves the store alone for good.
+    let csv = again.folder.path().join("one.csv");
+    std::fs::write(&csv, "branchId,timeTaken,estimatedAt\n00001,12,2026-01-01T00:00:00Z\n").unwrap();
+    let import = crate::cli::branch_atm(&again.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
+    assert!(import.status.success(), "{}", crate::cli::stderr(&import));
+    clock.advance(Duration::from_secs(2 * 3600));
+    let later = TestApp::restarted_on_clock(&first.database_url, clock.clone()).await;
+    let session = later.session().await;
+    assert_eq!(later.wait_times(&session, &["00001", "00300"]).await.status(), 404, "nothing re-dated");
+}

@@ -1,0 +1,271 @@
+//! HTTP/2 clients that open streams by the thousand. The finding: the service advertised
+//! no `SETTINGS_MAX_CONCURRENT_STREAMS`, so 10 connections × 5,000 open streams (wait-time
+//! requests whose bodies never come) took its memory from 46 to 204 MB, which did not go
+//! back down after they closed. Now it advertises a bound (`--http2-max-concurrent-streams`,
+//! 100 by default) and refuses streams past it.
+//!
+//! The client here is written by hand on purpose: it is the misbehaving peer, which opens
+//! every stream at once whatever the server advertised (a client library would queue
+//! them), so the test sees what the server itself enforces.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::{CertificateDer, ServerName};
+use rustls::{ClientConfig, ClientConnection, RootCertStore, StreamOwned};
+use serde_json::Value;
+
+use crate::harness::{AUTHORIZE_QUERY, Service, UUID, fresh_store, run};
+
+/// Connections opened at once, and streams each tries to open: the finding's load.
+const CONNECTIONS: usize = 10;
+const STREAMS_PER_CONNECTION: u32 = 5_000;
+/// The default of `--http2-max-concurrent-streams`.
+const DEFAULT_LIMIT: u32 = 100;
+/// How close to where it was the service's memory comes back after the streams closed:
+/// the rest is what a first burst leaves for good (buffers and pools grown to size).
+const BACK_DOWN_WITHIN_MB: f64 = 10.0;
+
+const HEADERS: u8 = 0x1;
+const RST_STREAM: u8 = 0x3;
+const SETTINGS: u8 = 0x4;
+const GOAWAY: u8 = 0x7;
+const END_HEADERS: u8 = 0x4;
+const ACK: u8 = 0x1;
+/// RFC 9113 §7: the stream was refused before any processing.
+const REFUSED_STREAM: u32 = 0x7;
+/// RFC 9113 §6.5.2.
+const SETTINGS_MAX_CONCURRENT_STREAMS: u16 = 0x3;
+
+/// An HPACK integer with an `prefix`-bit prefix after `flags` (RFC 7541 §5.1).
+fn hpack_integer(out: &mut Vec<u8>, flags: u8, prefix: u8, value: usize) {
+    let max = (1_usize << prefix) - 1;
+    if value < max {
+        out.push(flags | value as u8);
+        return;
+    }
+    out.push(flags | max as u8);
+    let mut rest = value - max;
+    while rest >= 128 {
+        out.push((rest % 128) as u8 | 0x80);
+        rest /= 128;
+    }
+    out.push(rest as u8);
+}
+
+/// An HPACK string literal, not Huffman-coded.
+fn hpack_string(out: &mut Vec<u8>, text: &str) {
+    hpack_integer(out, 0, 7, text.len());
+    out.extend_from_slice(text.as_bytes());
+}
+
+/// A header block (RFC 7541): the static table's `:method POST` and `:scheme https`, then
+/// every other field as a literal without indexing, so each block stands alone.
+fn header_block(fields: &[(&str, &str)]) -> Vec<u8> {
+    let mut block = vec![0x83, 0x87];
+    for (name, value) in fields {
+        block.push(0x00);
+        hpack_string(&mut block, name);
+        hpack_string(&mut block, value);
+    }
+    block
+}
+
+fn frame(kind: u8, flags: u8, stream: u32, payload: &[u8]) -> Vec<u8> {
+    let length = payload.len() as u32;
+    let mut out = Vec::with_capacity(9 + payload.len());
+    out.extend_from_slice(&length.to_be_bytes()[1..]);
+    out.extend_from_slice(&[kind, flags]);
+    out.extend_from_slice(&stream.to_be_bytes());
+    out.extend_from_slice(payload);
+    out
+}
+
+/// What one connection saw.
+#[derive(Debug, Default)]
+struct Seen {
+    /// The server's `SETTINGS_MAX_CONCURRENT_STREAMS`, if it sent one.
+    advertised: Option<u32>,
+    /// Streams the server refused.
+    refused: u32,
+    /// Whether the server ended the connection (GOAWAY).
+    went_away: bool,
+}
+
+type Tls = StreamOwned<ClientConnection, TcpStream>;
+
+/// Reads frames until none comes for `quiet`, tallying what matters here.
+fn read_frames(tls: &mut Tls, seen: &mut Seen, quiet: Duration) {
+    tls.get_ref().set_read_timeout(Some(quiet)).unwrap();
+    let mut buffer = Vec::new();
+    let mut chunk = [0_u8; 16 * 1024];
+    loop {
+        match tls.read(&mut chunk) {
+            Ok(0) => return,
+            Ok(read) => buffer.extend_from_slice(&chunk[..read]),
+            Err(_) => return,
+        }
+        while buffer.len() >= 9 {
+            let length = u32::from_be_bytes([0, buffer[0], buffer[1], buffer[2]]) as usize;
+            if buffer.len() < 9 + length {
+                break;
+            }
+            let (kind, flags) = (buffer[3], buffer[4]);
+            let payload = buffer[9..9 + length].to_vec();
+            buffer.drain(..9 + length);
+            match kind {
+                SETTINGS if flags & ACK == 0 => {
+                    for setting in payload.chunks_exact(6) {
+                        if u16::from_be_bytes([setting[0], setting[1]]) == SETTINGS_MAX_CONCURRENT_STREAMS {
+                            seen.advertised =
+                                Some(u32::from_be_bytes([setting[2], setting[3], setting[4], setting[5]]));
+                        }
+                    }
+                    tls.write_all(&frame(SETTINGS, ACK, 0, &[])).unwrap();
+                }
+                RST_STREAM
+                    if payload.len() == 4
+                        && u32::from_be_bytes([payload[0], payload[1], payload[2], payload[3]]) == REFUSED_STREAM =>
+                {
+                    seen.refused += 1;
+                }
+                GOAWAY => seen.went_away = true,
+                _ => {}
+            }
+        }
+    }
+}
+
+/// Opens an HTTP/2 connection to `port` trusting `cert`, and sends `STREAMS_PER_CONNECTION`
+/// wait-time requests whose bodies never come, all at once; returns the connection,
+/// still open, and what it saw.
+fn open_streams(port: u16, cert: &CertificateDer<'static>, fields: &[(&str, &str)]) -> (Tls, Seen) {
+    let mut roots = RootCertStore::empty();
+    roots.add(cert.clone()).unwrap();
+    let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .unwrap()
+        .with_root_certificates(roots)
+        .with_no_client_auth();
+    config.alpn_protocols = vec![b"h2".to_vec()];
+    let connection = ClientConnection::new(Arc::new(config), ServerName::try_from("localhost").unwrap()).unwrap();
+    let mut tls = StreamOwned::new(connection, TcpStream::connect(("127.0.0.1", port)).unwrap());
+    tls.write_all(b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n").unwrap();
+    tls.write_all(&frame(SETTINGS, 0, 0, &[])).unwrap();
+    tls.flush().unwrap();
+    let mut seen = Seen::default();
+    read_frames(&mut tls, &mut seen, Duration::from_millis(500));
+    assert_eq!(tls.conn.alpn_protocol(), Some(&b"h2"[..]), "HTTP/2 was negotiated");
+
+    let block = header_block(fields);
+    let mut burst = Vec::new();
+    for n in 0..STREAMS_PER_CONNECTION {
+        burst.extend_from_slice(&frame(HEADERS, END_HEADERS, 2 * n + 1, &block));
+    }
+    tls.write_all(&burst).unwrap();
+    tls.flush().unwrap();
+    read_frames(&mut tls, &mut seen, Duration::from_secs(2));
+    (tls, seen)
+}
+
+/// The resident memory of process `pid`, in MB.
+fn rss_mb(pid: u32) -> f64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    let kb: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
+    kb / 1024.0
+}
+
+#[test]
+fn thousands_of_open_http2_streams_are_refused_past_the_advertised_limit_and_memory_goes_back_down() {
+    run(async {
+        let certified =
+            rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
+        let Some((kept, url)) = fresh_store().await else { return };
+        let (cert_file, key_file) = (kept.folder.path().join("cert.pem"), kept.folder.path().join("key.pem"));
+        std::fs::write(&cert_file, certified.cert.pem()).unwrap();
+        std::fs::write(&key_file, certified.signing_key.serialize_pem()).unwrap();
+        let http = reqwest::Client::builder()
+            .tls_certs_only([reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap()])
+            .build()
+            .unwrap();
+        let args = ["--tls-cert", cert_file.to_str().unwrap(), "--tls-key", key_file.to_str().unwrap()];
+        let service = Service::start_with(&url, &args, http).await;
+        let port: u16 = service.address.rsplit(':').next().unwrap().parse().unwrap();
+
+        let issued = service
+            .http
+            .get(format!("{}/api/v1/authorize?{AUTHORIZE_QUERY}", service.address))
+            .header("uuid", UUID)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(issued.status(), 200);
+        let session = issued.headers()["sid"].to_str().unwrap().to_owned();
+        let body: Value = issued.json().await.unwrap();
+        let bearer = format!("Bearer {}", body["access_token"].as_str().unwrap());
+        let authority = format!("localhost:{port}");
+        let path = "/api/v1/open-banking/channels/branch/waittime/retrieve";
+        let fields: Vec<(&str, &str)> = vec![
+            (":path", path),
+            (":authority", &authority),
+            ("authorization", &bearer),
+            ("client_id", "demo-mobile-app"),
+            ("accept", "application/json"),
+            ("uuid", UUID),
+            ("content-type", "application/json"),
+            ("countrycode", "MX"),
+            ("businesscode", "GCB"),
+            ("channelid", "MOBILE"),
+            ("sid", &session),
+        ];
+
+        let pid = service.pid();
+        let before = rss_mb(pid);
+        let cert = CertificateDer::from(certified.cert.der().to_vec());
+        let opened = std::thread::scope(|scope| {
+            let workers: Vec<_> =
+                (0..CONNECTIONS).map(|_| scope.spawn(|| open_streams(port, &cert, &fields))).collect();
+            workers.into_iter().map(|worker| worker.join().unwrap()).collect::<Vec<_>>()
+        });
+        let during = rss_mb(pid);
+        let (mut refused, mut advertised, mut went_away) = (0, Vec::new(), 0);
+        for (_, seen) in &opened {
+            refused += seen.refused;
+            advertised.push(seen.advertised);
+            went_away += usize::from(seen.went_away);
+        }
+        drop(opened);
+        // The service gives back what the burst took within a few of its checks.
+        let closed = Instant::now();
+        let mut after = rss_mb(pid);
+        while after - before >= BACK_DOWN_WITHIN_MB && closed.elapsed() < Duration::from_secs(20) {
+            tokio::time::sleep(Duration::from_millis(500)).await;
+            after = rss_mb(pid);
+        }
+        let back_after = closed.elapsed();
+        let tried = CONNECTIONS as u32 * STREAMS_PER_CONNECTION;
+        eprintln!(
+            "figure: {CONNECTIONS} connections x {STREAMS_PER_CONNECTION} streams: {refused} of {tried} refused, \
+             {went_away} connections ended by the server; \
+             RSS {before:.1} MB before, {during:.1} MB with the streams open, {after:.1} MB {back_after:.1?} after they closed"
+        );
+        assert!(advertised.iter().all(|limit| *limit == Some(DEFAULT_LIMIT)), "advertised: {advertised:?}");
+        let admitted_at_most = CONNECTIONS as u32 * DEFAULT_LIMIT;
+        assert!(refused >= tried - admitted_at_most, "only {refused} of {tried} streams refused");
+        assert!(during - before < 40.0, "memory grew {:.1} MB with the streams open", during - before);
+        assert!(
+            after - before < BACK_DOWN_WITHIN_MB,
+            "memory stayed {:.1} MB up after the streams closed",
+            after - before
+        );
+
+        // The service is as it was.
+        let started = Instant::now();
+        assert!(service.becomes_ready(Duration::from_secs(5)).await, "ready after {:?}", started.elapsed());
+        assert_eq!(service.authorize().await.unwrap().0, 200);
+    });
+}
