@@ -60,6 +60,21 @@ impl fmt::Debug for OpaqueToken {
     }
 }
 
+impl OpaqueToken {
+    /// The longest opaque token read from outside: every one this service has issued is
+    /// far shorter (55 characters), and no longer value could be one.
+    pub const MAX_LEN: usize = 128;
+
+    /// Reads an opaque token given by a caller or an operator: 1 to
+    /// [`Self::MAX_LEN`] base64url characters, the only shape this service issues.
+    /// Anything else is no token of this service, so it is never looked up: a store
+    /// cannot hold some values (PostgreSQL text refuses a NUL byte) and would report
+    /// an error for what is simply an unknown token.
+    pub fn parse(raw: &str) -> Option<Self> {
+        ((1..=Self::MAX_LEN).contains(&raw.len()) && is_base64url(raw)).then(|| Self(raw.to_owned()))
+    }
+}
+
 impl SessionId {
     /// Parses a `sid` header: 16 to 128 base64url characters.
     pub fn parse(raw: &str) -> Result<Self, Expected> {
@@ -250,6 +265,16 @@ pub struct TokenGrant {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_opaque_token_from_outside_is_base64url_of_at_most_128_characters() {
+        for raw in ["0193a5c6d7e8AbC-_x", "A", &"A".repeat(128)] {
+            assert_eq!(OpaqueToken::parse(raw).map(|token| token.as_str().to_owned()), Some(raw.to_owned()));
+        }
+        for raw in ["", "nul\0inside", "caf\u{e9}", "with space", "a.b.c", "plus+slash/", &"A".repeat(129)] {
+            assert!(OpaqueToken::parse(raw).is_none(), "{raw:?}");
+        }
+    }
 
     #[test]
     fn only_the_visitor_scope_can_be_requested() {

@@ -77,7 +77,10 @@ impl RevocationService {
         if token.contains('.') {
             return Ok(self.verifier.verify(token).ok().map(|claims| (claims.token_id, claims.client_id)));
         }
-        let record = self.archive.find(&OpaqueToken::new(token.to_owned())).await?;
+        let Some(opaque) = OpaqueToken::parse(token) else {
+            return Ok(None);
+        };
+        let record = self.archive.find(&opaque).await?;
         Ok(record
             .filter(|record| record.token.expires_at > now)
             .map(|record| (record.token.token_id, record.token.client_id)))
@@ -195,6 +198,27 @@ mod tests {
         ] {
             let outcome = service(found, never_revoking()).revoke(token, &client("demo-app")).await.unwrap();
             assert_eq!(outcome, RevocationOutcome::NoSuchToken, "{token}");
+        }
+    }
+
+    /// The finding: a token holding a NUL byte reached PostgreSQL, whose refusal was
+    /// answered as an outage (503). What cannot be an opaque token is not looked up.
+    #[tokio::test]
+    async fn a_value_that_cannot_be_an_opaque_token_is_no_token_without_asking_the_store() {
+        let mut archive = MockTokenArchive::new();
+        archive.expect_find().never();
+        let mut clients = MockClientRegistry::new();
+        clients.expect_is_active().returning(|_| Ok(true));
+        let service = RevocationService::new(
+            Arc::new(MockTokenVerifier::new()),
+            Arc::new(archive),
+            Arc::new(never_revoking()),
+            Arc::new(clients),
+            Arc::new(clock_at(NOW)),
+        );
+        for token in ["\0Q/\u{14} \u{f3}", "caf\u{e9}", "with space", &"A".repeat(129)] {
+            let outcome = service.revoke(token, &client("demo-app")).await.unwrap();
+            assert_eq!(outcome, RevocationOutcome::NoSuchToken, "{token:?}");
         }
     }
 

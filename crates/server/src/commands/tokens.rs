@@ -6,6 +6,16 @@ use domain::token::OpaqueToken;
 use super::{CommandError, utc};
 use crate::cli::TokensAction;
 
+/// The opaque token an operator typed, or why it cannot be one.
+fn opaque(typed: &str) -> Result<OpaqueToken, CommandError> {
+    OpaqueToken::parse(typed).ok_or_else(|| {
+        CommandError(format!(
+            "not an opaque token: this service issues 1 to {} base64url characters (A-Z, a-z, 0-9, - and _)",
+            OpaqueToken::MAX_LEN
+        ))
+    })
+}
+
 /// `tokens …`
 ///
 /// # Errors
@@ -13,7 +23,7 @@ use crate::cli::TokensAction;
 pub async fn tokens(tokens: &TokenRecords, action: TokensAction) -> Result<(), CommandError> {
     match action {
         TokensAction::Show { opaque_token } => {
-            let record = tokens.show(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
+            let record = tokens.show(&opaque(&opaque_token)?).await.map_err(|e| CommandError::of(&e))?;
             println!("jti\t{}", record.token.token_id);
             println!("client_id\t{}", record.token.client_id);
             println!("sid\t{}", record.token.session);
@@ -22,7 +32,7 @@ pub async fn tokens(tokens: &TokenRecords, action: TokensAction) -> Result<(), C
             println!("revoked_at\t{}", record.revoked_at.map_or_else(|| "-".to_owned(), utc));
         }
         TokensAction::Revoke { opaque_token } => {
-            let revocation = tokens.revoke(&OpaqueToken::new(opaque_token)).await.map_err(|e| CommandError::of(&e))?;
+            let revocation = tokens.revoke(&opaque(&opaque_token)?).await.map_err(|e| CommandError::of(&e))?;
             println!(
                 "{}",
                 match revocation {

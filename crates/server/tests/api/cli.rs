@@ -362,6 +362,13 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
     let revoke = branch_atm(&app.database_url, &["tokens", "revoke", opaque]);
     assert!(stdout(&revoke).contains("revoked"));
     assert!(eventually_status(&app, &session, 401).await, "a revoked token is refused");
+    // What cannot be an opaque token is refused in one line, never sent to the store.
+    for typed in ["café", "two words", "a.b.c"] {
+        let refused = branch_atm(&app.database_url, &["tokens", "show", typed]);
+        assert!(!refused.status.success(), "{typed}");
+        let said = String::from_utf8_lossy(&refused.stderr);
+        assert!(said.contains("not an opaque token") && said.lines().count() == 1, "{typed}: {said}");
+    }
 }
 
 #[tokio::test]
