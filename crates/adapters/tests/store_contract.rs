@@ -510,10 +510,10 @@ async fn prepared(store: Store) -> Store {
 /// Runs every contract check on each backend listed, one module of tests per backend,
 /// each check on a fresh store; and checks that every registered backend is listed.
 macro_rules! contract_suite {
-    ($($backend:ident),+ $(,)?) => {
+    ($($(#[$attribute:meta])* $backend:ident),+ $(,)?) => {
         $(
             mod $backend {
-                every_check!($backend;
+                every_check!($backend; [$(#[$attribute])*];
                     a_store_tells_which_kinds_of_data_it_holds,
                     clients_round_trip_and_cannot_be_registered_twice,
                     a_clients_addresses_are_replaced_list_by_list,
@@ -550,20 +550,31 @@ macro_rules! contract_suite {
 
 /// One `#[tokio::test]` per check, on a fresh store of `$backend`.
 macro_rules! every_check {
-    ($backend:ident; $($check:ident),+ $(,)?) => {
+    ($backend:ident; $attributes:tt; $($check:ident),+ $(,)?) => {
         $(
-            #[tokio::test]
-            async fn $check() {
-                let Some(fresh) = super::fresh(stringify!($backend)).await else { return };
-                super::$check(&fresh.store).await;
-            }
+            one_check!($backend; $attributes; $check);
         )+
     };
 }
 
-// Every registered backend, one a line.
+/// One check as a test, with the backend's attributes (`[#[…] …]`, one token tree so
+/// that it repeats once per check).
+macro_rules! one_check {
+    ($backend:ident; [$(#[$attribute:meta])*]; $check:ident) => {
+        #[tokio::test]
+        $(#[$attribute])*
+        async fn $check() {
+            let Some(fresh) = super::fresh(stringify!($backend)).await else { return };
+            super::$check(&fresh.store).await;
+        }
+    };
+}
+
+// Every registered backend, one a line; a backend that needs a server is ignored (and
+// counted so in cargo's summary) when the build was given none (build.rs).
 contract_suite! {
     sqlite,
+    #[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
     postgres,
     memory,
 }
@@ -573,6 +584,7 @@ contract_suite! {
 /// ("relation … already exists"); purging at once, one dropped what another was
 /// emptying. Upkeep of many instances at once now neither fails nor says so.
 #[tokio::test]
+#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn the_token_upkeep_of_several_instances_at_once_on_postgres_neither_fails_nor_blames_the_store() {
     let Some(kept) = fresh_store_url("postgres").await else { return };
     let first = Store::open(&kept.url).await.unwrap();
@@ -610,6 +622,7 @@ async fn the_token_upkeep_of_several_instances_at_once_on_postgres_neither_fails
 /// emptied the table and the second then met the first's rows. Writers of the set now
 /// take turns, as two `atms import`s at once must too.
 #[tokio::test]
+#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn two_writes_of_the_atm_set_at_once_on_postgres_take_turns() {
     let Some(kept) = fresh_store_url("postgres").await else { return };
     let first = Store::open(&kept.url).await.unwrap();

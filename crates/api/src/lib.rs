@@ -95,6 +95,7 @@ pub struct AppState {
 
 /// Every route under `/api`.
 pub fn routes(config: &mut web::ServiceConfig) {
+    config.service(web::resource("/").route(web::get().to(openapi::root)));
     config.service(
         web::scope("/api")
             .service(get_resource::<Authorize, _, _>("/v1/authorize", authorize::authorize, Head::Refused))

@@ -208,9 +208,24 @@ pub fn document_text() -> String {
     text
 }
 
+/// A redirect to the docs page for a person who typed an address: browsers follow it, and
+/// a terminal shows the line of text.
+fn docs_redirect(mut redirect: actix_web::HttpResponseBuilder) -> HttpResponse {
+    redirect
+        .insert_header((header::LOCATION, "/api/docs/"))
+        .content_type("text/plain; charset=utf-8")
+        .body("The interactive API docs are at /api/docs/, the OpenAPI document at /api/openapi.json.\n")
+}
+
 /// GET /api/docs: the docs page lives at /api/docs/ (its assets are relative to it).
 pub async fn to_docs() -> HttpResponse {
-    HttpResponse::PermanentRedirect().insert_header((header::LOCATION, "/api/docs/")).finish()
+    docs_redirect(HttpResponse::PermanentRedirect())
+}
+
+/// GET /: no part of the API (whose base is /api), so the host's root points at the
+/// docs; temporarily, so a browser does not keep it should the root serve more one day.
+pub async fn root() -> HttpResponse {
+    docs_redirect(HttpResponse::TemporaryRedirect())
 }
 
 /// GET /api/openapi.json.

@@ -29,9 +29,38 @@ impl StoreContents {
     }
 }
 
+/// The kinds held, in words: "clients, ATMs and token records"; "nothing" when empty.
+impl std::fmt::Display for StoreContents {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let kinds: Vec<&str> = [
+            (self.clients, "clients"),
+            (self.supported_channels, "supported channels"),
+            (self.wait_times, "wait times"),
+            (self.atms, "ATMs"),
+            (self.token_records, "token records"),
+        ]
+        .into_iter()
+        .filter_map(|(held, kind)| held.then_some(kind))
+        .collect();
+        match kinds.as_slice() {
+            [] => f.write_str("nothing"),
+            [one] => f.write_str(one),
+            [first @ .., last] => write!(f, "{} and {last}", first.join(", ")),
+        }
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn what_a_store_holds_reads_as_words() {
+        assert_eq!(StoreContents::default().to_string(), "nothing");
+        assert_eq!(StoreContents { atms: true, ..StoreContents::default() }.to_string(), "ATMs");
+        let three = StoreContents { clients: true, atms: true, token_records: true, ..StoreContents::default() };
+        assert_eq!(three.to_string(), "clients, ATMs and token records");
+    }
 
     #[test]
     fn a_store_with_nothing_in_it_takes_the_demo_data() {

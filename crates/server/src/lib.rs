@@ -19,6 +19,8 @@
 pub mod cli;
 pub mod commands;
 pub mod demo;
+#[cfg(test)]
+mod docs_links;
 pub mod errors;
 pub mod memory;
 pub mod metrics;

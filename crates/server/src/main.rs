@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use clap::Parser as _;
+use domain::services::demo::DemoOutcome;
 use secrecy::ExposeSecret as _;
 use server::cli::{Cli, Command, StoreAction};
 use server::commands::{self, CommandError};
@@ -72,15 +73,19 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
 }
 
 async fn serve(settings: Settings) -> Result<(), CommandError> {
-    let demo = settings.demo_data;
     let scheme = if settings.tls.is_some() { "https" } else { "http" };
     let ip = settings.listen.ip();
     let application = Application::build(settings).await.map_err(|e| CommandError(one_line(&e)))?;
     // The address actually bound (the port differs from the setting when it was 0).
     let local = format!("{scheme}://{ip}:{}", application.port());
     println!("branch-atm listening on {local}");
-    if demo {
-        println!("{}", server::demo::curl_walkthrough(&local));
+    match application.demo() {
+        Some(demo) if demo.demo_is_served() => println!("{}", server::demo::curl_walkthrough(&local)),
+        Some(DemoOutcome::Kept(contents)) => println!(
+            "No demo data: it goes only into an empty store, and this one holds {contents}. \
+             The docs are at {local}/api/docs/."
+        ),
+        _ => {}
     }
     application.run_until_stopped().await.map_err(|e| CommandError(format!("server failed: {e}")))
 }

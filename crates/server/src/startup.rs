@@ -153,7 +153,11 @@ async fn with_key_encryption(store: Store, key_file: Option<&Path>) -> Result<St
 /// Migrates, seals the signing keys when a key-encryption key is given, makes sure a
 /// key signs tokens, and loads the demo data set when asked to (the domain decides
 /// whether the store takes it). Returns the store as the service uses it.
-async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> Result<Store, StartupError> {
+async fn prepare(
+    store: Store,
+    clock: &Arc<dyn Clock>,
+    settings: &Settings,
+) -> Result<(Store, Option<DemoOutcome>), StartupError> {
     store.lifecycle.migrate().await?;
     store.lifecycle.prepare(clock.unix_now()).await?;
     let store = with_key_encryption(store, settings.key_encryption_key_file.as_deref()).await?;
@@ -161,6 +165,7 @@ async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> R
     if let Some(kid) = keys.ensure_current().await? {
         tracing::info!(%kid, "created a signing key");
     }
+    let mut demo = None;
     if settings.demo_data {
         let targets = DemoTargets {
             inventory: Arc::clone(&store.inventory),
@@ -169,12 +174,17 @@ async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> R
             wait_times: Arc::clone(&store.wait_times),
             atms: Arc::clone(&store.atms),
         };
-        match DemoData::new(targets, Arc::clone(clock)).load_into_new_store().await? {
-            DemoOutcome::Loaded => tracing::info!("loaded the demo data set"),
-            DemoOutcome::Kept(contents) => {
-                tracing::info!(?contents, "the store holds operator data: the demo data set is not loaded");
+        let outcome = DemoData::new(targets, Arc::clone(clock)).load_into_new_store().await?;
+        match &outcome {
+            DemoOutcome::Loaded => tracing::info!("loaded the demo data set into the new store"),
+            DemoOutcome::AlreadyLoaded => {
+                tracing::info!("the store holds the demo data set from an earlier start: it is served as it is");
             }
+            DemoOutcome::Kept(contents) => tracing::info!(
+                "the demo data set is not loaded: it goes only into an empty store, and this one holds {contents}"
+            ),
         }
+        demo = Some(outcome);
         let feed = DemoFeed::new(
             Arc::clone(&store.clients),
             Arc::clone(&store.wait_times),
@@ -190,7 +200,7 @@ async fn prepare(store: Store, clock: &Arc<dyn Clock>, settings: &Settings) -> R
             spawn_demo_feed(feed, every);
         }
     }
-    Ok(store)
+    Ok((store, demo))
 }
 
 /// Dates the demo's wait times now again every `every`, until the store holds anything
@@ -317,6 +327,8 @@ pub struct Application {
     drain: Duration,
     /// The metrics listener and its port, when `--metrics-listen` is given.
     metrics: Option<(Server, u16)>,
+    /// What became of the demo data set, when it was asked for.
+    demo: Option<DemoOutcome>,
 }
 
 /// How an [`Application`] is put together: its settings, and what tests may give it
@@ -393,7 +405,7 @@ impl Application {
             // Before the store is read: the first load sets gauges too.
             crate::metrics::install().map_err(StartupError::Metrics)?;
         }
-        let store = prepare(store, &clock, &settings).await?;
+        let (store, demo) = prepare(store, &clock, &settings).await?;
 
         let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
         let issuer = format!("{}/api", settings.public_base_url);
@@ -506,13 +518,18 @@ impl Application {
             None => server.listen(listener)?,
         }
         .run();
-        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain, metrics })
+        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain, metrics, demo })
     }
 
     /// The store the service runs on, for tools and tests that act behind the API (for
     /// example closing it to see how the service answers an unreachable store).
     pub fn store(&self) -> Store {
         self.store.clone()
+    }
+
+    /// What became of the demo data set: `None` when it was not asked for.
+    pub fn demo(&self) -> Option<&DemoOutcome> {
+        self.demo.as_ref()
     }
 
     /// The port it listens on (the real one when built with port 0).

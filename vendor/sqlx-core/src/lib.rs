@@ -37,6 +37,14 @@ pub mod error;
 #[rustfmt::skip]
 pub mod arguments;
 
+// branch-atm: `logger` before `pool`, with its macros in textual scope, so that
+// `pool::inner` uses `private_tracing_dynamic_event!` without the `use crate::…` of a
+// `macro_export` macro that rustc warns will be refused (rust-lang/rust#52234), a
+// future-incompatibility note cargo printed on every build (../README.md).
+#[macro_use]
+#[rustfmt::skip]
+pub mod logger;
+
 #[macro_use]
 #[rustfmt::skip]
 pub mod pool;
@@ -90,8 +98,6 @@ pub mod from_row;
 pub mod fs;
 #[rustfmt::skip]
 pub mod io;
-#[rustfmt::skip]
-pub mod logger;
 #[rustfmt::skip]
 pub mod net;
 #[rustfmt::skip]

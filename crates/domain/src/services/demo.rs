@@ -15,8 +15,18 @@ use crate::store_contents::StoreContents;
 pub enum DemoOutcome {
     /// The store was new: the set was loaded.
     Loaded,
+    /// The store holds the demo set from an earlier start, and no client but the demo's:
+    /// it is used as it is.
+    AlreadyLoaded,
     /// The store holds operator data (what kinds): nothing was written.
     Kept(StoreContents),
+}
+
+impl DemoOutcome {
+    /// Whether the demo's clients can ask for tokens now, so that its walk-through works.
+    pub fn demo_is_served(&self) -> bool {
+        matches!(self, Self::Loaded | Self::AlreadyLoaded)
+    }
 }
 
 /// Why the demo data set was not loaded.
@@ -64,7 +74,10 @@ impl DemoData {
     pub async fn load_into_new_store(&self) -> Result<DemoOutcome, DemoLoadError> {
         let contents = self.targets.inventory.contents().await?;
         if !contents.takes_demo_data() {
-            return Ok(DemoOutcome::Kept(contents));
+            let demo_clients = demo_client_ids()?;
+            let clients = self.targets.clients.all().await?;
+            let only_the_demos = !clients.is_empty() && clients.iter().all(|c| demo_clients.contains(&c.client_id));
+            return Ok(if only_the_demos { DemoOutcome::AlreadyLoaded } else { DemoOutcome::Kept(contents) });
         }
         let now = self.clock.unix_now();
         for client in demo::clients()? {
@@ -75,6 +88,11 @@ impl DemoData {
         self.targets.atms.replace(&demo::atms()?, now).await?;
         Ok(DemoOutcome::Loaded)
     }
+}
+
+/// The demo set's client ids.
+fn demo_client_ids() -> Result<Vec<crate::client::ClientId>, DemoDataInvalid> {
+    Ok(demo::clients()?.into_iter().map(|client| client.client_id).collect())
 }
 
 /// How often the demo feed re-estimates the demo branches at most: every 5 minutes, or
@@ -115,11 +133,7 @@ impl DemoFeed {
     /// # Errors
     /// [`StoreUnavailable`] when the store cannot be read or written.
     pub async fn refresh(&self) -> Result<bool, StoreUnavailable> {
-        let demo_clients: Vec<_> = demo::clients()
-            .map_err(|e| StoreUnavailable::new(e.to_string()))?
-            .into_iter()
-            .map(|c| c.client_id)
-            .collect();
+        let demo_clients = demo_client_ids().map_err(|e| StoreUnavailable::new(e.to_string()))?;
         if !self.clients.all().await?.iter().all(|client| demo_clients.contains(&client.client_id)) {
             return Ok(false);
         }
@@ -143,10 +157,13 @@ mod tests {
     };
     use crate::testing::clock_at;
 
-    fn targets(contents: StoreContents, writes: usize) -> DemoTargets {
+    /// A store holding `contents`, among them the clients `held`; `writes` is how many
+    /// times the demo set must be written.
+    fn targets(contents: StoreContents, held: Vec<crate::client::ClientRegistration>, writes: usize) -> DemoTargets {
         let mut inventory = MockStoreInventory::new();
         inventory.expect_contents().returning(move || Ok(contents));
         let mut clients = MockClientRecords::new();
+        clients.expect_all().returning(move || Ok(held.clone()));
         clients.expect_insert().times(2 * writes).returning(|_, _| Ok(true));
         let mut channels = MockChannelRecords::new();
         channels.expect_allow().times(2 * writes).returning(|_| Ok(true));
@@ -168,15 +185,39 @@ mod tests {
 
     #[tokio::test]
     async fn a_new_store_gets_the_whole_demo_set() {
-        let outcome = DemoData::new(targets(StoreContents::default(), 1), Arc::new(clock_at(42)));
+        let outcome = DemoData::new(targets(StoreContents::default(), vec![], 1), Arc::new(clock_at(42)));
         assert_eq!(outcome.load_into_new_store().await.unwrap(), DemoOutcome::Loaded);
     }
 
     #[tokio::test]
     async fn a_store_with_only_operator_atms_gets_nothing() {
         let held = StoreContents { atms: true, ..StoreContents::default() };
-        let outcome = DemoData::new(targets(held, 0), Arc::new(clock_at(42)));
-        assert_eq!(outcome.load_into_new_store().await.unwrap(), DemoOutcome::Kept(held));
+        let outcome = DemoData::new(targets(held, vec![], 0), Arc::new(clock_at(42)));
+        let outcome = outcome.load_into_new_store().await.unwrap();
+        assert_eq!(outcome, DemoOutcome::Kept(held));
+        assert!(!outcome.demo_is_served());
+    }
+
+    /// The finding: a second start of an untouched demo store said "the store holds
+    /// operator data: the demo data set is not loaded", then printed the demo's
+    /// walk-through anyway. It is the demo set, and it is served as it is.
+    #[tokio::test]
+    async fn a_store_that_holds_the_demo_set_from_an_earlier_start_is_used_as_it_is() {
+        let held = StoreContents {
+            clients: true,
+            supported_channels: true,
+            wait_times: true,
+            atms: true,
+            token_records: true,
+        };
+        let again = DemoData::new(targets(held, demo::clients().unwrap(), 0), Arc::new(clock_at(42)));
+        let outcome = again.load_into_new_store().await.unwrap();
+        assert_eq!(outcome, DemoOutcome::AlreadyLoaded);
+        assert!(outcome.demo_is_served());
+        let mut with_an_operators = demo::clients().unwrap();
+        with_an_operators.push(crate::testing::registration("bank-app"));
+        let operated = DemoData::new(targets(held, with_an_operators, 0), Arc::new(clock_at(42)));
+        assert_eq!(operated.load_into_new_store().await.unwrap(), DemoOutcome::Kept(held));
     }
 
     /// A demo feed over a store holding `clients`, the wait times `rows` and the import

@@ -8,10 +8,28 @@ use crate::helpers::{TestApp, assert_error, assert_security_headers};
 #[tokio::test]
 async fn an_unknown_path_is_a_json_404() {
     let app = TestApp::empty().await;
-    for path in ["/", "/api", "/api/v2/atms", "/api/v1/authorize/extra"] {
+    for path in ["/api", "/api/v2/atms", "/api/v1/authorize/extra", "/index.html"] {
         let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
         assert_error(response, 404, "resourceNotFound", None).await;
     }
+}
+
+/// The finding: `/` was a 404 with no pointer to the docs, and `/api/docs` a 308 with
+/// nothing to read in a terminal. Both lead to the docs page, and say so in a line.
+#[tokio::test]
+async fn the_root_and_the_docs_address_lead_to_the_docs_page() {
+    let app = TestApp::empty().await;
+    for (path, status) in [("/", 307), ("/api/docs", 308)] {
+        let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
+        assert_eq!(response.status(), status, "{path}");
+        assert_eq!(response.headers()["location"], "/api/docs/", "{path}");
+        let said = response.text().await.unwrap();
+        assert!(said.contains("/api/docs/") && said.contains("/api/openapi.json"), "{path}: {said}");
+    }
+    let browser_like = reqwest::Client::new();
+    let followed = browser_like.get(format!("{}/", app.address)).send().await.unwrap();
+    assert_eq!(followed.status(), 200);
+    assert!(followed.text().await.unwrap().contains("swagger"), "the docs page");
 }
 
 #[tokio::test]
