@@ -23,6 +23,7 @@ use domain::token::IssuedToken;
 
 use crate::store::{AtmSet, ChangeFeed};
 
+pub(crate) mod migrations;
 mod shared;
 
 pub(crate) use shared::shared_sql_records;

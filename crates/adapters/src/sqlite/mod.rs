@@ -35,8 +35,8 @@ const POOL_SIZE: u32 = 4;
 /// request path put their own deadline around the whole call.)
 const LOCK_WAIT: Duration = Duration::from_secs(2);
 
-/// The schema, `migrations/sqlite`, built into the binary.
-static MIGRATOR: sqlx::migrate::Migrator = sqlx::migrate!("../../migrations/sqlite");
+// The schema, `migrations/sqlite`, built into the binary (`crate::sql::migrations`).
+use crate::sql::migrations::SQLITE_MIGRATOR as MIGRATOR;
 
 /// A SQLite database file.
 #[derive(Debug, Clone)]
