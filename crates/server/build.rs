@@ -1,17 +1,7 @@
-//! Which test servers this build's tests are given. A test that needs a server the
-//! environment does not name is compiled as ignored, so that `cargo test`'s own summary
-//! counts it ("N ignored") instead of a pass that ran nothing; `docs/testing.md` says
-//! how to give them. Under `CI=true` nothing is ignored: such a test runs, and fails
-//! for want of its server. The same script is `crates/adapters/build.rs`.
+//! Which test servers this build's tests are given (`crates/adapters/build/test_servers.rs`).
+
+include!("../adapters/build/test_servers.rs");
 
 fn main() {
-    println!("cargo::rustc-check-cfg=cfg(no_test_postgres, no_test_redis)");
-    println!("cargo::rerun-if-env-changed=CI");
-    let in_ci = std::env::var("CI").is_ok_and(|value| value == "true");
-    for (variable, missing) in [("TEST_POSTGRES_URL", "no_test_postgres"), ("TEST_REDIS_URL", "no_test_redis")] {
-        println!("cargo::rerun-if-env-changed={variable}");
-        if !in_ci && std::env::var_os(variable).is_none_or(|value| value.is_empty()) {
-            println!("cargo::rustc-cfg={missing}");
-        }
-    }
+    declare_test_servers();
 }

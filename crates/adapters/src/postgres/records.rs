@@ -24,6 +24,34 @@ const LOCK_ATM_SET: &str = "SELECT 1 FROM atm_set WHERE id = 1 FOR UPDATE";
 /// as arrays, so this bounds one statement's size (500 OBIE records are about 300 KB).
 const ROWS_PER_STATEMENT: usize = 500;
 
+/// Writes `atms` in chunks of [`ROWS_PER_STATEMENT`], each ATM inserted or, when its key
+/// is stored already, updated: one statement for a whole new set (after the table was
+/// emptied nothing conflicts) and for a set's changes.
+async fn write_atms(connection: &mut sqlx::PgConnection, atms: &[StoredAtm]) -> Result<(), StoreUnavailable> {
+    for chunk in atms.chunks(ROWS_PER_STATEMENT) {
+        let columns = AtmColumns::of(chunk);
+        sqlx::query(
+            "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
+             SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
+             $6::float8[], $7::float8[]) \
+             ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
+             services = excluded.services, accessibility = excluded.accessibility, \
+             latitude = excluded.latitude, longitude = excluded.longitude",
+        )
+        .bind(&columns.brands)
+        .bind(&columns.ids)
+        .bind(&columns.records)
+        .bind(&columns.services)
+        .bind(&columns.accessibility)
+        .bind(&columns.latitudes)
+        .bind(&columns.longitudes)
+        .execute(&mut *connection)
+        .await
+        .map_err(unavailable)?;
+    }
+    Ok(())
+}
+
 #[async_trait]
 impl SqlDialect for PostgresStore {
     type Database = Postgres;
@@ -73,24 +101,7 @@ impl SqlDialect for PostgresStore {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute(LOCK_ATM_SET).await.map_err(unavailable)?;
         transaction.execute(sql::DELETE_EVERY_ATM).await.map_err(unavailable)?;
-        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            let columns = AtmColumns::of(chunk);
-            sqlx::query(
-                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
-                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
-                 $6::float8[], $7::float8[])",
-            )
-            .bind(&columns.brands)
-            .bind(&columns.ids)
-            .bind(&columns.records)
-            .bind(&columns.services)
-            .bind(&columns.accessibility)
-            .bind(&columns.latitudes)
-            .bind(&columns.longitudes)
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable)?;
-        }
+        write_atms(&mut transaction, atms).await?;
         sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)
     }
@@ -114,27 +125,7 @@ impl SqlDialect for PostgresStore {
         .execute(&mut *transaction)
         .await
         .map_err(unavailable)?;
-        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
-            let columns = AtmColumns::of(chunk);
-            sqlx::query(
-                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) \
-                 SELECT * FROM UNNEST($1::text[], $2::text[], $3::text[], $4::int8[], $5::int8[], \
-                 $6::float8[], $7::float8[]) \
-                 ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
-                 services = excluded.services, accessibility = excluded.accessibility, \
-                 latitude = excluded.latitude, longitude = excluded.longitude",
-            )
-            .bind(&columns.brands)
-            .bind(&columns.ids)
-            .bind(&columns.records)
-            .bind(&columns.services)
-            .bind(&columns.accessibility)
-            .bind(&columns.latitudes)
-            .bind(&columns.longitudes)
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable)?;
-        }
+        write_atms(&mut transaction, upserts).await?;
         sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)
     }
