@@ -7,7 +7,6 @@ use std::time::Instant;
 use actix_web::body::MessageBody;
 use actix_web::dev::{ServiceRequest, ServiceResponse};
 use actix_web::http::ConnectionType;
-use actix_web::http::header::HeaderName;
 use actix_web::middleware::{DefaultHeaders, Next};
 use tracing::Instrument as _;
 
@@ -95,7 +94,7 @@ pub async fn observe(
         }
     }
     if let Some(uuid) = uuid {
-        response.headers_mut().insert(HeaderName::from_static(UUID_HEADER), uuid);
+        response.headers_mut().insert(UUID_HEADER.key().clone(), uuid);
     }
     if let Some(allowed) = page {
         crate::cors::expose(response.headers_mut(), allowed);

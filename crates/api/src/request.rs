@@ -11,7 +11,22 @@ use domain::services::bearer::BearerAuthentication;
 use domain::token::AccessClaims;
 
 use crate::correlation::single_header;
-pub use crate::correlation::{UUID_HEADER, valid_uuid, valid_uuid_header};
+pub use crate::correlation::{RequestHeader, UUID_HEADER, valid_uuid, valid_uuid_header};
+
+/// The request headers the operations read besides `uuid`, each named once.
+pub static AUTHORIZATION: RequestHeader = RequestHeader::new("Authorization", "authorization");
+/// The client a bearer call names.
+pub static CLIENT_ID: RequestHeader = RequestHeader::new("client_id", "client_id");
+/// The body's media type.
+pub static CONTENT_TYPE: RequestHeader = RequestHeader::new("Content-Type", "content-type");
+/// The channel scope's country.
+pub static COUNTRY_CODE: RequestHeader = RequestHeader::new("countryCode", "countrycode");
+/// The channel scope's business.
+pub static BUSINESS_CODE: RequestHeader = RequestHeader::new("businessCode", "businesscode");
+/// The channel scope's channel.
+pub static CHANNEL_ID: RequestHeader = RequestHeader::new("ChannelId", "channelid");
+/// The session a token was issued with.
+pub static SESSION_ID: RequestHeader = RequestHeader::new("sid", "sid");
 use crate::errors::{BadRequest, Unauthenticated};
 use crate::texts::Message;
 
@@ -29,7 +44,7 @@ pub fn named_client(request: &actix_web::HttpRequest) -> Option<ClientId> {
     if let Some(ClientInBody(client_id)) = request.extensions().get::<ClientInBody>() {
         return Some(client_id.clone());
     }
-    let raw = match request.headers().get("client_id") {
+    let raw = match request.headers().get(CLIENT_ID.key()) {
         Some(value) => std::borrow::Cow::Borrowed(value.to_str().ok()?),
         None => form_urlencoded::parse(request.query_string().as_bytes()).find(|(name, _)| name == "client_id")?.1,
     };
@@ -79,8 +94,9 @@ impl Query {
 }
 
 /// The raw value of header `name`: required, sent once, and visible ASCII.
-pub fn required_header<'r>(headers: &'r HeaderMap, name: &'static str) -> Result<&'r str, BadRequest> {
-    let value = single_header(headers, name)?.ok_or_else(|| BadRequest::new(name, Message::MissingHeader))?;
+pub fn required_header<'r>(headers: &'r HeaderMap, header: &'static RequestHeader) -> Result<&'r str, BadRequest> {
+    let name = header.name;
+    let value = single_header(headers, header)?.ok_or_else(|| BadRequest::new(name, Message::MissingHeader))?;
     value.to_str().map_err(|_| BadRequest::new(name, Message::NotText))
 }
 
@@ -98,22 +114,22 @@ pub fn accepts_json_header(headers: &HeaderMap) -> Result<bool, BadRequest> {
 /// Header `name` parsed into a domain value.
 pub fn parsed_header<T>(
     headers: &HeaderMap,
-    name: &'static str,
+    header: &'static RequestHeader,
     parse: impl FnOnce(&str) -> Result<T, Expected>,
 ) -> Result<T, BadRequest> {
-    parse(required_header(headers, name)?).map_err(|shape| BadRequest::new(name, Message::Malformed(shape)))
+    parse(required_header(headers, header)?).map_err(|shape| BadRequest::new(header.name, Message::Malformed(shape)))
 }
 
 /// Checks that the required `uuid` header is present and a UUID.
 pub fn require_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
-    required_header(headers, UUID_HEADER)?;
-    valid_uuid_header(headers).map(drop).ok_or_else(|| BadRequest::new(UUID_HEADER, Message::Malformed(Expected::Uuid)))
+    required_header(headers, &UUID_HEADER)?;
+    valid_uuid_header(headers).map(drop).ok_or_else(|| BadRequest::new(UUID_HEADER.name, Message::Malformed(Expected::Uuid)))
 }
 
 /// Checks that the optional `uuid` header, when sent, is a UUID.
 pub fn optional_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
-    if headers.contains_key(UUID_HEADER) && valid_uuid_header(headers).is_none() {
-        return Err(BadRequest::new(UUID_HEADER, Message::Malformed(Expected::Uuid)));
+    if headers.contains_key(UUID_HEADER.key()) && valid_uuid_header(headers).is_none() {
+        return Err(BadRequest::new(UUID_HEADER.name, Message::Malformed(Expected::Uuid)));
     }
     Ok(())
 }
@@ -124,7 +140,7 @@ pub fn optional_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
 /// [`Unauthenticated::NoToken`] without the header; [`Unauthenticated::MalformedHeader`]
 /// when it is sent twice or is not `Bearer`, one space, and a token without spaces.
 pub fn bearer_token(headers: &HeaderMap) -> Result<&str, Unauthenticated> {
-    let header = single_header(headers, "authorization").map_err(|_| Unauthenticated::MalformedHeader)?;
+    let header = single_header(headers, &AUTHORIZATION).map_err(|_| Unauthenticated::MalformedHeader)?;
     // UTF-8 rather than `to_str`'s byte-by-byte visible-ASCII test: a token is read on
     // every protected call, and any byte a token may not hold fails its verification.
     let value = std::str::from_utf8(header.ok_or(Unauthenticated::NoToken)?.as_bytes())
@@ -149,7 +165,7 @@ pub async fn authenticate(
     headers: &HeaderMap,
 ) -> Result<AccessClaims, Unauthenticated> {
     let token = bearer_token(headers)?;
-    let client_id = parsed_header(headers, "client_id", ClientId::parse).map_err(Unauthenticated::BadRequest)?;
+    let client_id = parsed_header(headers, &CLIENT_ID, ClientId::parse).map_err(Unauthenticated::BadRequest)?;
     bearer.authenticate(token, &client_id).await.map_err(Unauthenticated::Bearer)
 }
 

@@ -47,7 +47,7 @@ async fn revocation_call(
 ) -> Result<(String, ClientId), BadRequest> {
     let headers = request.headers();
     optional_uuid(headers)?;
-    let content_type = single_header(headers, "Content-Type")?.and_then(|value| value.to_str().ok());
+    let content_type = single_header(headers, &crate::request::CONTENT_TYPE)?.and_then(|value| value.to_str().ok());
     if !content_type.is_some_and(is_form) {
         return Err(BadRequest::new("Content-Type", Message::FormContentType));
     }

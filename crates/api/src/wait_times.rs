@@ -15,7 +15,8 @@ use crate::AppState;
 use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
 use crate::errors::{ApiError, BadRequest, Failure, Message, WaitTimes, mime_json};
 use crate::request::{
-    accepts_json_header, authenticate, is_json_content_type, parsed_header, read_body, require_uuid, required_header,
+    BUSINESS_CODE, CHANNEL_ID, CONTENT_TYPE, COUNTRY_CODE, SESSION_ID, accepts_json_header, authenticate,
+    is_json_content_type, parsed_header, read_body, require_uuid, required_header,
 };
 
 // Required fields are `Option`s so that a missing one is located here, at its own path,
@@ -174,15 +175,15 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
     if !accepts_json_header(headers)? {
         return Err(BadRequest::new("Accept", Message::Accept));
     }
-    if !is_json_content_type(required_header(headers, "Content-Type")?) {
+    if !is_json_content_type(required_header(headers, &CONTENT_TYPE)?) {
         return Err(BadRequest::new("Content-Type", Message::ContentType));
     }
     let scope = ChannelScope {
-        country: parsed_header(headers, "countryCode", CountryCode::parse)?,
-        business: parsed_header(headers, "businessCode", BusinessCode::parse)?,
-        channel: parsed_header(headers, "ChannelId", ChannelId::parse)?,
+        country: parsed_header(headers, &COUNTRY_CODE, CountryCode::parse)?,
+        business: parsed_header(headers, &BUSINESS_CODE, BusinessCode::parse)?,
+        channel: parsed_header(headers, &CHANNEL_ID, ChannelId::parse)?,
     };
-    let session = parsed_header(headers, "sid", SessionId::parse)?;
+    let session = parsed_header(headers, &SESSION_ID, SessionId::parse)?;
     Ok((scope, session))
 }
 

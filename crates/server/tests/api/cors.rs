@@ -12,7 +12,7 @@ use reqwest::Method;
 use serde_json::Value;
 use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 
-use crate::docs_page::{chromium_for, launch};
+use crate::browser::{Browser, chromium_for};
 use crate::helpers::{TestApp, WAIT_TIME_PATH, now};
 
 /// The demo web client's redirect URI is on this origin.
@@ -191,14 +191,13 @@ async fn a_page_from_a_registered_origin_calls_every_operation_and_a_page_from_a
 
     let pages = [registered.clone(), format!("http://localhost:{port}")];
     let outcomes = tokio::task::spawn_blocking(move || {
-        let browser = launch(path);
+        let mut browser = Browser::launch(path);
         pages
             .iter()
-            .map(|page| {
-                let tab = browser.new_tab().unwrap();
-                tab.set_default_timeout(Duration::from_secs(20));
-                tab.navigate_to(page).unwrap().wait_until_navigated().unwrap();
-                let outcome = tab.evaluate("window.outcome", true).unwrap().value.unwrap();
+            .map(|url| {
+                let page = browser.open(url);
+                browser.wait_until(&page, "window.outcome !== undefined");
+                let outcome = browser.evaluate(&page, "window.outcome");
                 serde_json::from_str::<Value>(outcome.as_str().unwrap()).unwrap()
             })
             .collect::<Vec<_>>()

@@ -1,61 +1,9 @@
-//! The docs page in a real browser: Debian's Chromium, driven headless over CDP.
-//!
-//! `.ci/run` installs Chromium. Where no Chromium is installed the test says so and
-//! passes only outside CI; under `CI=true` a missing browser is a failure.
+//! The docs page in a real browser: Debian's Chromium, headless (crate::browser).
 
-use std::ffi::OsStr;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use headless_chrome::protocol::cdp::Page::CaptureScreenshotFormatOption;
-use headless_chrome::{Browser, LaunchOptions};
-
+use crate::browser::{Browser, chromium_for};
 use crate::helpers::TestApp;
-
-/// Debian's Chromium (or another Chrome), where installed.
-fn chromium() -> Option<PathBuf> {
-    ["/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|path| path.exists())
-}
-
-/// Chromium for the test `what`: where none is installed, the test says it skipped and
-/// passes outside CI only (under `CI=true` a missing browser fails it).
-pub fn chromium_for(what: &str) -> Option<PathBuf> {
-    let found = chromium();
-    if found.is_none() {
-        assert!(std::env::var("CI").is_err(), "CI must have Chromium (installed by .ci/run)");
-        eprintln!("SKIPPED: no Chromium installed; `apt-get install chromium` to run {what}");
-    }
-    found
-}
-
-/// Flags for a sandbox-less, network-less machine (see the machine notes): no GPU, no
-/// background traffic that the closed network would refuse.
-pub fn launch(path: PathBuf) -> Browser {
-    let args: Vec<&OsStr> = [
-        "--disable-gpu",
-        "--disable-quic",
-        "--no-first-run",
-        "--disable-background-networking",
-        "--disable-component-update",
-        "--disable-sync",
-    ]
-    .iter()
-    .map(OsStr::new)
-    .collect();
-    let options = LaunchOptions::default_builder()
-        .path(Some(path))
-        .headless(true)
-        .sandbox(false)
-        .window_size(Some((1280, 1600)))
-        .idle_browser_timeout(Duration::from_secs(60))
-        .args(args)
-        .build()
-        .unwrap();
-    Browser::new(options).unwrap()
-}
 
 #[tokio::test]
 async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
@@ -66,20 +14,17 @@ async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
     let shot = screenshot.clone();
 
     let (listed, body) = tokio::task::spawn_blocking(move || {
-        let browser = launch(path);
-        let tab = browser.new_tab().unwrap();
-        tab.set_default_timeout(Duration::from_secs(20));
-        tab.navigate_to(&url).unwrap().wait_until_navigated().unwrap();
-        tab.wait_for_element(".opblock-summary-path").unwrap();
-        let listed: Vec<String> = tab
-            .find_elements(".opblock-summary-path")
-            .unwrap()
-            .iter()
-            .map(|element| element.get_inner_text().unwrap_or_default())
-            .collect();
+        let mut browser = Browser::launch(path);
+        let page = browser.open(&url);
+        browser.wait_until(&page, "document.querySelector('.opblock-summary-path')");
+        let listed: Vec<String> = serde_json::from_value(browser.evaluate(
+            &page,
+            "[...document.querySelectorAll('.opblock-summary-path')].map(element => element.innerText)",
+        ))
+        .unwrap();
 
-        tab.wait_for_element("#operations-Token-authorize .opblock-summary").unwrap().click().unwrap();
-        tab.wait_for_element("#operations-Token-authorize .try-out__btn").unwrap().click().unwrap();
+        browser.click(&page, "#operations-Token-authorize .opblock-summary");
+        browser.click(&page, "#operations-Token-authorize .try-out__btn");
         let values = [
             ("uuid", "3fa85f64-5717-4562-b3fc-2c963f66afa6"),
             ("response_type", "token"),
@@ -90,17 +35,13 @@ async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
         ];
         for (name, value) in values {
             let input = format!("#operations-Token-authorize tr[data-param-name=\"{name}\"] input");
-            tab.wait_for_element(&input).unwrap().click().unwrap();
-            tab.type_str(value).unwrap();
+            browser.type_into(&page, &input, value);
         }
-        tab.wait_for_element("#operations-Token-authorize .execute").unwrap().click().unwrap();
-        let answer = tab
-            .wait_for_element("#operations-Token-authorize .live-responses-table .response-col_description pre")
-            .unwrap()
-            .get_inner_text()
-            .unwrap_or_default();
-        let png = tab.capture_screenshot(CaptureScreenshotFormatOption::Png, None, None, true).unwrap();
-        std::fs::write(&shot, png).unwrap();
+        browser.click(&page, "#operations-Token-authorize .execute");
+        let answer = "document.querySelector('#operations-Token-authorize .live-responses-table .response-col_description pre')";
+        browser.wait_until(&page, answer);
+        let answer = browser.evaluate(&page, &format!("{answer}.innerText")).as_str().unwrap_or_default().to_owned();
+        std::fs::write(&shot, browser.screenshot(&page)).unwrap();
         (listed, answer)
     })
     .await

@@ -7,6 +7,7 @@ mod atms;
 mod authorize;
 #[path = "../support/binary.rs"]
 mod binary;
+mod browser;
 mod cli;
 mod clients;
 mod cors;
