@@ -5,8 +5,9 @@ use actix_web::http::header::{HeaderMap, HeaderName, HeaderValue};
 
 /// A request header an operation reads: its name as the spec writes it (what a refusal
 /// names) and the same name as a [`HeaderName`] made once. A look-up by `&str` parses
-/// and lower-cases the name on every call (callgrind: about 3,900 instructions of a
-/// wait-time request went to that, issue 25); a made name is only hashed.
+/// the name on every call, and copies a custom one (`countryCode`) into a new
+/// allocation; a made name is only hashed (callgrind: the ten look-ups of a wait-time
+/// request cost about 4,200 instructions by `&str`; docs/benchmarks.md, issue 25).
 #[derive(Debug)]
 pub struct RequestHeader {
     /// As the spec writes it (`countryCode`), for refusals.
