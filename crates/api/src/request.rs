@@ -123,7 +123,9 @@ pub fn parsed_header<T>(
 /// Checks that the required `uuid` header is present and a UUID.
 pub fn require_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
     required_header(headers, &UUID_HEADER)?;
-    valid_uuid_header(headers).map(drop).ok_or_else(|| BadRequest::new(UUID_HEADER.name, Message::Malformed(Expected::Uuid)))
+    valid_uuid_header(headers)
+        .map(drop)
+        .ok_or_else(|| BadRequest::new(UUID_HEADER.name, Message::Malformed(Expected::Uuid)))
 }
 
 /// Checks that the optional `uuid` header, when sent, is a UUID.

@@ -66,6 +66,14 @@ pub struct AtmQuery {
     pub accessibility: Option<Accessibility>,
 }
 
+impl AtmQuery {
+    /// Whether the query filters by service or accessibility (otherwise every ATM, or
+    /// every ATM in the radius, matches).
+    fn filters(&self) -> bool {
+        self.service.is_some() || self.accessibility.is_some()
+    }
+}
+
 /// One ATM as served.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
@@ -281,10 +289,10 @@ impl AtmCatalog {
         let offset = (query.page.max(1) as usize - 1).saturating_mul(page_size);
         let (total, hits) = match query.near {
             None => {
-                let total = if query.service.is_none() && query.accessibility.is_none() {
-                    self.entries.len()
-                } else {
+                let total = if query.filters() {
                     self.entries.iter().filter(|entry| entry.matches(query)).count()
+                } else {
+                    self.entries.len()
                 };
                 let hits = self
                     .entries
@@ -301,9 +309,13 @@ impl AtmCatalog {
                 let origin = point.unit_vector();
                 let matching = |item: &&Indexed| self.entries[item.data as usize].matches(query);
                 let limit = query.radius_km.map(squared_chord);
-                let total = match limit {
-                    Some(limit) => self.index.locate_within_distance(origin, limit).filter(matching).count(),
-                    None => self.index.iter().filter(matching).count(),
+                // Without a filter every point in the radius counts, and its entry (a
+                // random access into the catalog per point) is not read.
+                let total = match (limit, query.filters()) {
+                    (Some(limit), true) => self.index.locate_within_distance(origin, limit).filter(matching).count(),
+                    (Some(limit), false) => self.index.locate_within_distance(origin, limit).count(),
+                    (None, true) => self.index.iter().filter(matching).count(),
+                    (None, false) => self.index.size(),
                 };
                 let hits = self
                     .index

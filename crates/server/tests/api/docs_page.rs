@@ -38,7 +38,8 @@ async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
             browser.type_into(&page, &input, value);
         }
         browser.click(&page, "#operations-Token-authorize .execute");
-        let answer = "document.querySelector('#operations-Token-authorize .live-responses-table .response-col_description pre')";
+        let answer =
+            "document.querySelector('#operations-Token-authorize .live-responses-table .response-col_description pre')";
         browser.wait_until(&page, answer);
         let answer = browser.evaluate(&page, &format!("{answer}.innerText")).as_str().unwrap_or_default().to_owned();
         std::fs::write(&shot, browser.screenshot(&page)).unwrap();
