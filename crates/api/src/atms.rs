@@ -204,24 +204,40 @@ fn representation(base: &str, filters: &str) -> u64 {
     hasher.finish()
 }
 
-fn link(base: &str, filters: &str, page: u32) -> String {
-    let filters = if filters.is_empty() { String::new() } else { format!("&{filters}") };
-    format!("{base}/api/v1/atms?page={page}{filters}")
+/// Writes the link to page `page` of the listing (its filters kept) into `body`.
+fn write_link(body: &mut String, base: &str, filters: &str, page: u32) {
+    body.push_str(base);
+    body.push_str("/api/v1/atms?page=");
+    body.push_str(itoa::Buffer::new().format(page));
+    if !filters.is_empty() {
+        body.push('&');
+        body.push_str(filters);
+    }
 }
 
 /// The envelope: meta, data grouped in runs of one brand (keeping the page's order), and
-/// links. Records are copied in their stored JSON.
+/// links. Records are copied in their stored JSON. Written in place into one buffer
+/// sized for the whole answer: a `format!` per distance and per link, and the buffer
+/// growing (a copy of every record written so far) were a third of a near-me page's
+/// instructions (callgrind, issue 25).
 fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, String> {
-    let records: usize = page.items().map(|item| item.record.len()).sum();
-    let mut body = String::with_capacity(records + 1024);
+    const DISTANCE: usize = r#","DistanceInMetres":20037509"#.len();
+    const BRAND: usize = r#"]},{"BrandName":"","ATM":["#.len();
+    let records: usize = page.items().map(|item| item.record.len() + item.brand.len() + BRAND + DISTANCE).sum();
+    let links = 5 * (r#","First":"/api/v1/atms?page=4294967295&""#.len() + base.len() + filters.len());
+    let mut body = String::with_capacity(records + links + 256);
     let updated = OffsetDateTime::from_unix_timestamp(page.last_updated())
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .ok_or_else(|| format!("LastUpdated {} is not a date", page.last_updated()))?;
-    body.push_str(&format!(
-        r#"{{"meta":{{"LastUpdated":"{updated}","TotalResults":{},"Agreement":"{AGREEMENT}"}},"data":["#,
-        page.total()
-    ));
+    let mut number = itoa::Buffer::new();
+    body.push_str(r#"{"meta":{"LastUpdated":""#);
+    body.push_str(&updated);
+    body.push_str(r#"","TotalResults":"#);
+    body.push_str(number.format(page.total()));
+    body.push_str(r#","Agreement":""#);
+    body.push_str(AGREEMENT);
+    body.push_str(r#""},"data":["#);
     let mut current_brand: Option<&str> = None;
     for item in page.items() {
         let brand = item.brand;
@@ -231,8 +247,10 @@ fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Strin
             if current_brand.is_some() {
                 body.push_str("]},");
             }
+            body.push_str(r#"{"BrandName":"#);
             let name = serde_json::to_string(brand).map_err(|error| error.to_string())?;
-            body.push_str(&format!(r#"{{"BrandName":{name},"ATM":["#));
+            body.push_str(&name);
+            body.push_str(r#","ATM":["#);
             current_brand = Some(brand);
         }
         let record = item.record;
@@ -240,26 +258,33 @@ fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Strin
             None => body.push_str(record),
             Some(metres) => {
                 body.push_str(record.strip_suffix('}').ok_or("a stored record is not a JSON object")?);
-                body.push_str(&format!(r#","{DISTANCE_FIELD}":{metres}}}"#));
+                body.push_str(r#",""#);
+                body.push_str(DISTANCE_FIELD);
+                body.push_str(r#"":"#);
+                body.push_str(number.format(metres));
+                body.push('}');
             }
         }
     }
     if current_brand.is_some() {
         body.push_str("]}");
     }
-    let number = page.number();
-    body.push_str(&format!(
-        r#"],"link":{{"Self":"{}","First":"{}""#,
-        link(base, filters, number),
-        link(base, filters, 1)
-    ));
-    if number > 1 {
-        body.push_str(&format!(r#","Prev":"{}""#, link(base, filters, number - 1)));
+    let current = page.number();
+    let mut link = |name: &str, to: u32| {
+        body.push_str(name);
+        write_link(&mut body, base, filters, to);
+        body.push('"');
+    };
+    link(r#"],"link":{"Self":""#, current);
+    link(r#","First":""#, 1);
+    if current > 1 {
+        link(r#","Prev":""#, current - 1);
     }
-    if number < page.last_page() {
-        body.push_str(&format!(r#","Next":"{}""#, link(base, filters, number + 1)));
+    if current < page.last_page() {
+        link(r#","Next":""#, current + 1);
     }
-    body.push_str(&format!(r#","Last":"{}"}}}}"#, link(base, filters, page.last_page())));
+    link(r#","Last":""#, page.last_page());
+    body.push_str("}}");
     Ok(body.into_bytes())
 }
 
