@@ -3,7 +3,7 @@
 
 use std::time::{Duration, SystemTime};
 
-use actix_web::http::header::{self, EntityTag, HeaderValue, HttpDate};
+use actix_web::http::header::{self, HeaderValue, HttpDate};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::atm::{Accessibility, AtmService};
 use domain::atm_catalog::{AtmQuery, GeoPoint, MAX_RADIUS_KM};
@@ -288,6 +288,34 @@ fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, Strin
     Ok(body.into_bytes())
 }
 
+/// The `ETag` value of strong tag `tag` (`"…"`), made directly: actix's `EntityTag`
+/// goes through `Display` and a formatter for the same 18 bytes.
+fn strong_tag_value(tag: &str) -> Result<HeaderValue, String> {
+    let mut quoted = Vec::with_capacity(tag.len() + 2);
+    quoted.push(b'"');
+    quoted.extend_from_slice(tag.as_bytes());
+    quoted.push(b'"');
+    HeaderValue::from_maybe_shared(quoted).map_err(|error| error.to_string())
+}
+
+/// The `Last-Modified` value of a set last updated at `last_updated` (Unix seconds). The
+/// set changes a few times a day at most, so each worker thread keeps the last value it
+/// formatted rather than formatting an HTTP date per answer.
+fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(i64, HeaderValue)>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| match last {
+        Some((at, value)) if *at == last_updated => Ok(value.clone()),
+        _ => {
+            let date = HttpDate::from(SystemTime::UNIX_EPOCH + Duration::from_secs(last_updated.max(0).unsigned_abs()));
+            let value = HeaderValue::from_maybe_shared(date.to_string()).map_err(|error| error.to_string())?;
+            *last = Some((last_updated, value.clone()));
+            Ok(value)
+        }
+    })
+}
+
 /// Lists ATMs.
 #[utoipa::path(
     get,
@@ -374,10 +402,11 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
     // 4. Map to the wire.
     let mut response = if page.is_some() { HttpResponse::Ok() } else { HttpResponse::NotModified() };
     response
-        .insert_header(header::ETag(EntityTag::new_strong(tag)))
-        .insert_header(header::LastModified(HttpDate::from(
-            SystemTime::UNIX_EPOCH + Duration::from_secs(last_updated.max(0).unsigned_abs()),
-        )))
+        .insert_header((header::ETAG, strong_tag_value(&tag).map_err(|cause| fail(Failure::unwritable(cause)))?))
+        .insert_header((
+            header::LAST_MODIFIED,
+            last_modified(last_updated).map_err(|cause| fail(Failure::unwritable(cause)))?,
+        ))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
     match page {
         None => Ok(response.finish()),
@@ -391,6 +420,18 @@ pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<Ht
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn validators_are_written_as_actix_writes_them() {
+        use actix_web::http::header::{EntityTag, TryIntoHeaderValue as _};
+        let tag = strong_tag((1_u64, "x"));
+        assert_eq!(strong_tag_value(&tag).unwrap(), EntityTag::new_strong(tag.clone()).try_into_value().unwrap());
+        // The same time twice (the kept value), then others (each made anew).
+        for at in [1_700_000_000, 1_700_000_000, 0, 1_800_000_001] {
+            let expected = HttpDate::from(SystemTime::UNIX_EPOCH + Duration::from_secs(at)).try_into_value().unwrap();
+            assert_eq!(last_modified(at as i64).unwrap(), expected);
+        }
+    }
 
     #[test]
     fn pages_are_positive_decimal_numbers() {

@@ -93,18 +93,13 @@ fn branches_of(body: &[u8]) -> Result<Vec<BranchId>, BadRequest> {
 fn plain_branch_ids(body: &[u8]) -> Option<Vec<BranchId>> {
     let mut json = PlainJson { bytes: body, at: 0 };
     json.token(b'{')?;
-    let key = json.string()?;
-    if key != b"branches" && key != b"branch" {
-        return None;
-    }
+    json.literal(br#""branches""#).or_else(|| json.literal(br#""branch""#))?;
     json.token(b':')?;
     json.token(b'[')?;
     let mut ids = Vec::with_capacity(8);
     loop {
         json.token(b'{')?;
-        if json.string()? != b"branchId" {
-            return None;
-        }
+        json.literal(br#""branchId""#)?;
         json.token(b':')?;
         let id = std::str::from_utf8(json.string()?).ok()?;
         ids.push(BranchId::parse(id).ok()?);
@@ -147,6 +142,13 @@ impl<'a> PlainJson<'a> {
     /// `expected` after whitespace, consumed.
     fn token(&mut self, expected: u8) -> Option<()> {
         (self.next_token()? == expected).then_some(())
+    }
+
+    /// `expected` (a key with its quotes) after whitespace, consumed.
+    fn literal(&mut self, expected: &[u8]) -> Option<()> {
+        self.skip_whitespace();
+        let found = self.bytes.get(self.at..)?.starts_with(expected);
+        found.then(|| self.at += expected.len())
     }
 
     /// A string after whitespace, without escapes or control characters: its bytes.

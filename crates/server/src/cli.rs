@@ -144,6 +144,7 @@ pub enum ClientsAction {
     /// Replace a client's redirect URIs or added origins (the lists given; the others stay).
     Update {
         /// The client id.
+        #[arg(allow_hyphen_values = true)]
         client_id: String,
         /// Its redirect URIs from now on; repeat for several.
         #[arg(long = "redirect-uri", value_name = "URI")]
@@ -161,11 +162,13 @@ pub enum ClientsAction {
     /// whenever they were issued.
     Disable {
         /// The client id.
+        #[arg(allow_hyphen_values = true)]
         client_id: String,
     },
     /// Enable a disabled client again. Tokens it held stay refused; it gets new ones.
     Enable {
         /// The client id.
+        #[arg(allow_hyphen_values = true)]
         client_id: String,
     },
 }
@@ -247,7 +250,9 @@ pub enum KeysAction {
     /// every instance's verifier within a refresh, so every token it signed is refused.
     /// If it signs now (or waits to), a new key takes its place in the same step.
     Revoke {
-        /// The key's id (`kid`), as `keys list` shows it.
+        /// The key's id (`kid`), as `keys list` shows it (base64url: it may start
+        /// with `-`, and is read as the key's id all the same).
+        #[arg(allow_hyphen_values = true)]
         kid: String,
     },
     /// List the keys with their state (next, current, retired, revoked) and times,
@@ -261,11 +266,13 @@ pub enum TokensAction {
     /// Show the record behind an opaque token.
     Show {
         /// The opaque token.
+        #[arg(allow_hyphen_values = true)]
         opaque_token: String,
     },
     /// Revoke the token behind an opaque token.
     Revoke {
         /// The opaque token.
+        #[arg(allow_hyphen_values = true)]
         opaque_token: String,
     },
     /// Delete the records of tokens that expired more than a day ago now, as every
@@ -294,6 +301,44 @@ mod tests {
     /// `cli` resolved with no environment at all, whatever the caller of the tests exported.
     fn resolve(cli: &Cli) -> Result<(CommonSettings, Settings), SettingsError> {
         resolve_in(cli, &Environment::default())
+    }
+
+    /// The finding: one key in 32 has a `kid` starting with `-` (base64url), and so do
+    /// opaque tokens and may client ids; `keys revoke -Ixyz…` was refused as an unknown
+    /// option. Identifiers given as arguments are read as values whatever they start with.
+    #[test]
+    fn identifiers_starting_with_a_hyphen_are_values_not_options() {
+        let identifier = "-Ixyz_0";
+        let named = |args: &[&str]| match cli(args).command {
+            Some(Command::Keys { action: KeysAction::Revoke { kid } }) => kid,
+            Some(Command::Tokens {
+                action: TokensAction::Show { opaque_token } | TokensAction::Revoke { opaque_token },
+            }) => opaque_token,
+            Some(Command::Clients {
+                action:
+                    ClientsAction::Disable { client_id }
+                    | ClientsAction::Enable { client_id }
+                    | ClientsAction::Update { client_id, .. },
+            }) => client_id,
+            other => panic!("{args:?} read as {other:?}"),
+        };
+        for command in [
+            &["keys", "revoke"][..],
+            &["tokens", "show"],
+            &["tokens", "revoke"],
+            &["clients", "disable"],
+            &["clients", "enable"],
+            &["clients", "update"],
+        ] {
+            let args: Vec<&str> = command.iter().copied().chain([identifier]).collect();
+            assert_eq!(named(&args), identifier, "{args:?}");
+        }
+        // An option of the command is still an option.
+        let update = cli(&["clients", "update", "-app", "--no-allowed-origins"]);
+        assert!(matches!(
+            update.command,
+            Some(Command::Clients { action: ClientsAction::Update { no_allowed_origins: true, .. } })
+        ));
     }
 
     #[test]
