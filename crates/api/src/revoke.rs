@@ -49,7 +49,7 @@ async fn revocation_call(
     optional_uuid(headers)?;
     let content_type = single_header(headers, &crate::request::CONTENT_TYPE)?.and_then(|value| value.to_str().ok());
     if !content_type.is_some_and(is_form) {
-        return Err(BadRequest::new("Content-Type", Message::FormContentType));
+        return Err(BadRequest::new(crate::request::CONTENT_TYPE.name, Message::FormContentType));
     }
     let body = read_body(headers, payload, state.body_timeout).await?;
     let form = std::str::from_utf8(&body).map_err(|_| BadRequest::new("body", Message::Invalid))?;

@@ -265,7 +265,7 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
         return Err(BadRequest::new("Accept", Message::Accept));
     }
     if !is_json_content_type(required_header(headers, &CONTENT_TYPE)?) {
-        return Err(BadRequest::new("Content-Type", Message::ContentType));
+        return Err(BadRequest::new(CONTENT_TYPE.name, Message::ContentType));
     }
     let scope = ChannelScope {
         country: parsed_header(headers, &COUNTRY_CODE, CountryCode::parse)?,

@@ -309,13 +309,9 @@ impl AtmCatalog {
                 let origin = point.unit_vector();
                 let matching = |item: &&Indexed| self.entries[item.data as usize].matches(query);
                 let limit = query.radius_km.map(squared_chord);
-                // Without a filter every point in the radius counts, and its entry (a
-                // random access into the catalog per point) is not read.
-                let total = match (limit, query.filters()) {
-                    (Some(limit), true) => self.index.locate_within_distance(origin, limit).filter(matching).count(),
-                    (Some(limit), false) => self.index.locate_within_distance(origin, limit).count(),
-                    (None, true) => self.index.iter().filter(matching).count(),
-                    (None, false) => self.index.size(),
+                let total = match limit {
+                    Some(limit) => self.index.locate_within_distance(origin, limit).filter(matching).count(),
+                    None => self.index.iter().filter(matching).count(),
                 };
                 let hits = self
                     .index
