@@ -2,6 +2,7 @@
 
 use std::fmt;
 
+use smol_str::SmolStr;
 use validator::ValidateUrl;
 
 use crate::input::Expected;
@@ -11,13 +12,13 @@ macro_rules! code_newtype {
     ($(#[$doc:meta])* $name:ident, $expected:expr, $valid:expr) => {
         $(#[$doc])*
         #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(String);
+        pub struct $name(SmolStr);
 
         impl $name {
             /// Parses the raw value, refusing anything outside the documented shape.
             pub fn parse(raw: &str) -> Result<Self, Expected> {
                 let valid: fn(&str) -> bool = $valid;
-                if valid(raw) { Ok(Self(raw.to_owned())) } else { Err($expected) }
+                if valid(raw) { Ok(Self(SmolStr::new(raw))) } else { Err($expected) }
             }
 
             /// The value as sent on the wire.

@@ -2,6 +2,8 @@
 
 use std::fmt;
 
+use smol_str::SmolStr;
+
 use crate::client::{ChannelScope, ClientId};
 use crate::input::Expected;
 
@@ -14,13 +16,13 @@ macro_rules! opaque_id {
     ($(#[$doc:meta])* $name:ident) => {
         $(#[$doc])*
         #[derive(Clone, PartialEq, Eq, Hash)]
-        pub struct $name(String);
+        pub struct $name(SmolStr);
 
         impl $name {
             /// Wraps a value made by an [`crate::ports::IdGenerator`] or read from a
             /// token whose signature verified.
             pub fn new(value: String) -> Self {
-                Self(value)
+                Self(SmolStr::from(value))
             }
 
             /// The value as it travels.
@@ -71,7 +73,7 @@ impl OpaqueToken {
     /// cannot hold some values (PostgreSQL text refuses a NUL byte) and would report
     /// an error for what is simply an unknown token.
     pub fn parse(raw: &str) -> Option<Self> {
-        ((1..=Self::MAX_LEN).contains(&raw.len()) && is_base64url(raw)).then(|| Self(raw.to_owned()))
+        ((1..=Self::MAX_LEN).contains(&raw.len()) && is_base64url(raw)).then(|| Self(SmolStr::new(raw)))
     }
 }
 
@@ -79,7 +81,7 @@ impl SessionId {
     /// Parses a `sid` header: 16 to 128 base64url characters.
     pub fn parse(raw: &str) -> Result<Self, Expected> {
         if (16..=128).contains(&raw.len()) && is_base64url(raw) {
-            Ok(Self(raw.to_owned()))
+            Ok(Self(SmolStr::new(raw)))
         } else {
             Err(Expected::SessionId)
         }
