@@ -10,7 +10,7 @@
 //! `max_staleness`; past that it answers [`StoreUnavailable`], because it can no longer
 //! vouch for its data (the API then says 500 or 503), until the store answers again.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -88,7 +88,7 @@ pub trait KeyRing: Send + Sync {
 /// The registered clients, by id, and the origins the active ones allow.
 #[derive(Default)]
 struct ClientTable {
-    by_id: HashMap<ClientId, ClientRegistration>,
+    by_id: foldhash::HashMap<ClientId, ClientRegistration>,
     origins: HashSet<String>,
 }
 
@@ -118,9 +118,9 @@ pub struct StoreView {
     seen: Mutex<Option<Revisions>>,
     atms: ArcSwap<AtmCatalog>,
     clients: ArcSwap<ClientTable>,
-    channels: ArcSwap<HashSet<ChannelScope>>,
+    channels: ArcSwap<foldhash::HashSet<ChannelScope>>,
     wait_times: ArcSwap<WaitTable>,
-    revoked: ArcSwap<HashSet<TokenId>>,
+    revoked: ArcSwap<foldhash::HashSet<TokenId>>,
 }
 
 impl StoreView {
@@ -147,9 +147,9 @@ impl StoreView {
             seen: Mutex::new(None),
             atms: ArcSwap::from_pointee(AtmCatalog::empty(0)),
             clients: ArcSwap::from_pointee(ClientTable::default()),
-            channels: ArcSwap::from_pointee(HashSet::new()),
+            channels: ArcSwap::from_pointee(foldhash::HashSet::default()),
             wait_times: ArcSwap::from_pointee(WaitTable::empty()),
-            revoked: ArcSwap::from_pointee(HashSet::new()),
+            revoked: ArcSwap::from_pointee(foldhash::HashSet::default()),
         });
         view.refresh().await?;
         Ok(view)

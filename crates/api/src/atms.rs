@@ -4,7 +4,7 @@
 use std::time::{Duration, SystemTime};
 
 use actix_web::http::header::{self, HeaderValue, HttpDate};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 use domain::atm::{Accessibility, AtmService};
 use domain::atm_catalog::{AtmQuery, GeoPoint, MAX_RADIUS_KM};
 use domain::services::atms::AtmListing;
@@ -355,9 +355,10 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
 /// query, `uuid` or `client_id`; 401 bearer token; 408 (from the HTTP layer) a request
 /// not sent in time; 429 session, caller address or client over its rate (Retry-After); 503 the ATM set cannot be
 /// vouched for. Bodies are OBIE's `{status, title, description}`.
-pub async fn list(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure<Atms>| ApiError::of(failure, &request);
+    let state = AppState::of(&request).map_err(|cause| fail(Failure::unwired(cause)))?;
 
     // 1. Extract: optional uuid, credentials, the client's rate, the query.
     let headers = request.headers();

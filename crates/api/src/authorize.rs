@@ -1,7 +1,7 @@
 //! GET /api/v1/authorize: a pre-login visitor token.
 
 use actix_web::http::header::{self, HeaderName, HeaderValue};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
 use domain::services::authorize::AuthorizeRequest;
 use domain::token::{CodeChallenge, Scope};
@@ -152,9 +152,10 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
 /// 401 `unAuthorized` (unknown or disabled client, or not its registration); 429
 /// `tooManyRequests` (caller address or client over its rate; `Retry-After`); 500
 /// `serverUnavailable`.
-pub async fn authorize(request: HttpRequest, state: web::Data<AppState>) -> Result<HttpResponse, ApiError> {
+pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure<Authorize>| ApiError::of(failure, &request);
+    let state = AppState::of(&request).map_err(|cause| fail(Failure::unwired(cause)))?;
 
     // 1. Extract and 2. parse into domain values.
     let call = token_call(&request).map_err(|bad| fail(bad.into()))?;

@@ -317,13 +317,10 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
 /// (bearer token or `sid`); 403 `accessNotConfigured`; 404 `resourceNotFound` (no
 /// branch known); 422 `businessValidationFailed` (a branch twice); 429 `tooManyRequests`
 /// (session, caller address or client over its rate; `Retry-After`); 500 `serverUnavailable`.
-pub async fn retrieve(
-    request: HttpRequest,
-    payload: web::Payload,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure<WaitTimes>| ApiError::of(failure, &request);
+    let state = AppState::of(&request).map_err(|cause| fail(Failure::unwired(cause)))?;
 
     // 1. Extract: correlation id and credentials first, then the other headers and body.
     let headers = request.headers();

@@ -467,3 +467,19 @@ async fn the_jwks_is_the_published_key_set_and_readiness_says_what_the_store_doe
     assert_eq!((status, body["status"].as_str()), (405, Some("405")), "a 405 in the operation's own shape");
     assert_eq!(headers["allow"], "GET, HEAD");
 }
+
+#[actix_web::test]
+async fn an_application_assembled_without_its_state_answers_each_operations_outage() {
+    let app = test::init_service(App::new().configure(api::routes)).await;
+    let answer_to = |request: test::TestRequest| {
+        let request = request.to_request();
+        let app = &app;
+        async move { answer(app.call(request).await.unwrap()).await }
+    };
+    let (status, body, _) = answer_to(test::TestRequest::get().uri(AUTHORIZE).insert_header(("uuid", UUID))).await;
+    assert_eq!((status, body["code"].as_str()), (500, Some("serverUnavailable")), "{body}");
+    let (status, body, _) = answer_to(wait_times_post(ONE_BRANCH)).await;
+    assert_eq!((status, body["code"].as_str()), (500, Some("serverUnavailable")), "{body}");
+    let (status, body, _) = answer_to(bearer_get("/api/v1/atms")).await;
+    assert_eq!((status, body["status"].as_str()), (503, Some("503")), "{body}");
+}

@@ -303,6 +303,12 @@ impl<Op: Operation> Failure<Op> {
     pub fn unwritable(cause: impl std::fmt::Display) -> Self {
         Self::outage_because("the answer could not be written", cause)
     }
+
+    /// The service was assembled without what the operation needs (a wiring fault, never
+    /// a caller's): the operation's outage answer.
+    pub fn unwired(cause: impl std::fmt::Display) -> Self {
+        Self::outage_because("the service is not wired for this operation", cause)
+    }
 }
 
 /// A request that cannot be understood: a header, parameter or body field missing or
