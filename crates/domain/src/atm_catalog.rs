@@ -301,9 +301,8 @@ impl AtmCatalog {
                     .filter(|(_, entry)| entry.matches(query))
                     .skip(offset)
                     .take(page_size)
-                    .map(|(entry, _)| Hit { entry, distance_m: None })
-                    .collect();
-                (total, hits)
+                    .map(|(entry, _)| Hit { entry, distance_m: None });
+                (total, sized(hits, total.saturating_sub(offset).min(page_size)))
             }
             Some(point) => {
                 let origin = point.unit_vector();
@@ -324,9 +323,8 @@ impl AtmCatalog {
                     .map(|item| Hit {
                         entry: item.data as usize,
                         distance_m: Some(metres_between(origin, *item.geom()).round() as u64),
-                    })
-                    .collect();
-                (total, hits)
+                    });
+                (total, sized(hits, total.saturating_sub(offset).min(page_size)))
             }
         };
         let last_page = total.div_ceil(page_size).max(1);
@@ -336,6 +334,14 @@ impl AtmCatalog {
         }
         Ok(AtmPage { hits, total, page: query.page, last_page })
     }
+}
+
+/// The hits of a page, in a list made the size the page will have: a filtered iterator
+/// cannot tell `collect` its length, and the list grew (and was copied) three times a page.
+fn sized(hits: impl Iterator<Item = Hit>, expected: usize) -> Vec<Hit> {
+    let mut list = Vec::with_capacity(expected);
+    list.extend(hits);
+    list
 }
 
 #[cfg(test)]
