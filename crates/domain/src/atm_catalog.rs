@@ -9,8 +9,8 @@
 
 use std::hash::{Hash as _, Hasher as _};
 
-use rstar::RTree;
 use rstar::primitives::GeomWithData;
+use rstar::{PointDistance as _, RTree};
 
 use crate::atm::{Accessibility, AtmService};
 
@@ -308,23 +308,56 @@ impl AtmCatalog {
                 let origin = point.unit_vector();
                 let matching = |item: &&Indexed| self.entries[item.data as usize].matches(query);
                 let limit = query.radius_km.map(squared_chord);
-                let total = match limit {
-                    Some(limit) => self.index.locate_within_distance(origin, limit).filter(matching).count(),
-                    None => self.index.iter().filter(matching).count(),
+                let hit = |item: &Indexed| Hit {
+                    entry: item.data as usize,
+                    distance_m: Some(metres_between(origin, *item.geom()).round() as u64),
                 };
-                let hits = self
-                    .index
-                    .nearest_neighbor_iter_with_distance_2(origin)
-                    .take_while(|(_, squared)| limit.is_none_or(|limit| *squared <= limit))
-                    .map(|(item, _)| item)
-                    .filter(matching)
-                    .skip(offset)
-                    .take(page_size)
-                    .map(|item| Hit {
-                        entry: item.data as usize,
-                        distance_m: Some(metres_between(origin, *item.geom()).round() as u64),
-                    });
-                (total, sized(hits, total.saturating_sub(offset).min(page_size)))
+                // Within a radius, the walk that counts the matches keeps them while they
+                // are few, and the page is cut from those; otherwise the page is walked
+                // nearest first from the start.
+                let within = limit.map(|limit| {
+                    let mut kept = Vec::new();
+                    let total = self
+                        .index
+                        .locate_within_distance(origin, limit)
+                        .filter(matching)
+                        .inspect(|item| {
+                            if kept.len() < FEW_WITHIN {
+                                kept.push((item.geom().distance_2(&origin), *item));
+                            }
+                        })
+                        .count();
+                    (total, (total <= FEW_WITHIN).then_some(kept))
+                });
+                match within {
+                    Some((total, Some(mut kept))) => {
+                        let end = total.min(offset.saturating_add(page_size));
+                        let nearer = |a: &(f64, &Indexed), b: &(f64, &Indexed)| {
+                            a.0.total_cmp(&b.0).then(a.1.data.cmp(&b.1.data))
+                        };
+                        if end > 0 {
+                            kept.select_nth_unstable_by(end - 1, nearer);
+                            kept[..end].sort_unstable_by(nearer);
+                        }
+                        (total, kept.get(offset..end).unwrap_or_default().iter().map(|(_, item)| hit(item)).collect())
+                    }
+                    _ => {
+                        let total = match within {
+                            Some((total, _)) => total,
+                            None => self.index.iter().filter(matching).count(),
+                        };
+                        let hits = self
+                            .index
+                            .nearest_neighbor_iter_with_distance_2(origin)
+                            .take_while(|(_, squared)| limit.is_none_or(|limit| *squared <= limit))
+                            .map(|(item, _)| item)
+                            .filter(matching)
+                            .skip(offset)
+                            .take(page_size)
+                            .map(hit);
+                        (total, sized(hits, total.saturating_sub(offset).min(page_size)))
+                    }
+                }
             }
         };
         let last_page = total.div_ceil(page_size).max(1);
@@ -335,6 +368,15 @@ impl AtmCatalog {
         Ok(AtmPage { hits, total, page: query.page, last_page })
     }
 }
+
+/// Up to this many matches within a near-me radius, the walk that counts them keeps them
+/// and the page is cut from those (nearest first by sorting what the page needs); more,
+/// and each page walks the index nearest first instead. The choice depends on the query
+/// only, never on the page, so every page of a query is cut in the same order: by
+/// distance, then by the ATMs' order (two ATMs can stand at one address). At 25 km
+/// around a city centre of the 100,000-ATM set the walk nearest first was three
+/// quarters of the page's cost (callgrind, issue 25).
+const FEW_WITHIN: usize = 1024;
 
 /// The hits of a page, in a list made the size the page will have: a filtered iterator
 /// cannot tell `collect` its length, and the list grew (and was copied) three times a page.
@@ -446,6 +488,55 @@ mod tests {
         assert!((3_500..3_800).contains(&to_angel), "{to_angel}");
         let to_puebla = page.hits[2].distance_m.unwrap();
         assert!((100_000..110_000).contains(&to_puebla), "{to_puebla}");
+    }
+
+    /// `count` ATMs on a grid around the Zócalo, every third one doubled at the same
+    /// coordinates (ATMs side by side at one address), every other one with Balance.
+    fn grid(count: usize) -> AtmCatalog {
+        let records = (0..count)
+            .map(|i| {
+                let spot = i - i % 3 / 2;
+                let (lat, lon) = (19.40 + (spot % 40) as f64 * 0.002, -99.16 + (spot / 40) as f64 * 0.002);
+                let services: &[&str] = if i % 2 == 0 { &["Balance"] } else { &["CashWithdrawal"] };
+                atm(&format!("G{i:05}"), services, Some((&format!("{lat:.4}"), &format!("{lon:.4}"))))
+            })
+            .collect();
+        AtmCatalog::from_stored(brand("Grid", records), 1_800_000_000)
+    }
+
+    /// Every page of a query in turn, as a client pages through it.
+    fn all_pages(catalog: &AtmCatalog, query: &AtmQuery, page_size: usize) -> (Vec<String>, Vec<u64>) {
+        let first = catalog.page(query, page_size).unwrap();
+        let (mut ids_seen, mut metres) = (Vec::new(), Vec::new());
+        for page in 1..=first.last_page {
+            let cut = catalog.page(&AtmQuery { page, ..query.clone() }, page_size).unwrap();
+            assert_eq!(cut.total, first.total);
+            ids_seen.extend(ids(catalog, &cut));
+            metres.extend(cut.hits.iter().map(|hit| hit.distance_m.unwrap()));
+        }
+        (ids_seen, metres)
+    }
+
+    #[test]
+    fn near_me_pages_are_cut_alike_from_few_matches_and_from_many() {
+        let zocalo = GeoPoint::new(19.4326, -99.1332).unwrap();
+        for (count, radius_km, service) in
+            [(300, 3.0, None), (300, 50.0, Some(AtmService::Balance)), (3000, 50.0, None), (3000, 2.0, None)]
+        {
+            let catalog = grid(count);
+            let query =
+                AtmQuery { page: 1, near: Some(zocalo), radius_km: Some(radius_km), service, ..AtmQuery::default() };
+            let (paged, metres) = all_pages(&catalog, &query, 7);
+            let unbounded = all_pages(&catalog, &AtmQuery { radius_km: None, ..query.clone() }, 7);
+            let within = unbounded.1.iter().filter(|&&m| m as f64 <= radius_km * 1000.0 + 1.0).count();
+            assert_eq!(paged.len(), within, "{count} ATMs, {radius_km} km: every match once");
+            let mut unique = paged.clone();
+            unique.sort();
+            unique.dedup();
+            assert_eq!(unique.len(), paged.len(), "{count} ATMs, {radius_km} km: no ATM on two pages");
+            assert!(metres.is_sorted(), "{count} ATMs, {radius_km} km: nearest first across pages");
+            assert_eq!(metres[..], unbounded.1[..metres.len()], "the same distances as without a radius");
+        }
     }
 
     #[test]
