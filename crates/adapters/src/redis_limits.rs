@@ -1,7 +1,7 @@
 //! Request limits shared by every instance: GCRA (the generic cell rate algorithm, as
-//! the per-instance `governor` limits use) counted in Redis, by one Lua script call per
-//! request, so a request costs one round trip however many limits it is counted
-//! against.
+//! the per-instance limits count it, `api::rate_limit`) counted in Redis, by one Lua
+//! script call per request, so a request costs one round trip however many limits it
+//! is counted against.
 //!
 //! Each key holds its theoretical arrival time (TAT) in microseconds of Redis' own
 //! clock (`TIME`), so instances whose clocks differ still count alike; it expires once
