@@ -168,6 +168,10 @@ window.outcome = (async () => {{
     )
 }
 
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs Chromium (apt-get install chromium); cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
 #[tokio::test]
 async fn a_page_from_a_registered_origin_calls_every_operation_and_a_page_from_another_cannot() {
     let Some(path) = chromium_for("the browser CORS test") else { return };

@@ -5,6 +5,10 @@ use std::path::PathBuf;
 use crate::browser::{Browser, chromium_for};
 use crate::helpers::TestApp;
 
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs Chromium (apt-get install chromium); cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
 #[tokio::test]
 async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
     let Some(path) = chromium_for("the docs page test") else { return };

@@ -57,6 +57,10 @@ impl Drop for SmallDisk {
     }
 }
 
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs root (a tmpfs for a full disk); cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
 #[test]
 fn a_full_disk_refuses_tokens_it_cannot_store_and_the_writer_recovers_by_itself() {
     if !sqlite_fault("a full disk under the store file") {

@@ -163,6 +163,10 @@ async fn readiness_turns(service: &Service, want: u16, since: Instant, within: D
 /// within a second, bearer calls are answered from memory for the staleness bound and
 /// refused after it, token requests are refused fast; once the server is back, the
 /// same process serves everything again by itself.
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs PostgreSQL's programs (initdb, pg_ctl) for a server of its own; cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
 #[test]
 fn postgresql_stopped_fails_readiness_at_once_serves_reads_from_memory_and_recovers_by_itself() {
     let Some(postgres) = private_postgres() else { return };
@@ -246,6 +250,10 @@ fn postgresql_stopped_fails_readiness_at_once_serves_reads_from_memory_and_recov
 /// a flood of token requests: requests during the outage may fail, but every token the
 /// service answered is in the store after PostgreSQL's recovery, and the service issues
 /// tokens again without being restarted.
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs PostgreSQL's programs (initdb, pg_ctl) for a server of its own; cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
 #[test]
 fn every_token_answered_while_postgresql_crashes_and_restarts_is_in_the_store() {
     let Some(postgres) = private_postgres() else { return };
