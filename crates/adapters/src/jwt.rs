@@ -139,6 +139,8 @@ impl CurrentKey {
 /// A published key, as the verifier checks tokens against it.
 struct VerifyingKey {
     key: DecodingKey,
+    /// When it started signing (or will): a token it signed is issued from then on.
+    activates_at: i64,
     /// When it stopped signing, once decided: a token it signed is issued before then.
     retired_at: Option<i64>,
 }
@@ -227,7 +229,11 @@ impl JwtTokens {
                     retired_at: key.retired_at,
                 });
             }
-            let verifying = VerifyingKey { key: DecodingKey::from_ed_der(&key.public_key), retired_at: key.retired_at };
+            let verifying = VerifyingKey {
+                key: DecodingKey::from_ed_der(&key.public_key),
+                activates_at: key.activates_at,
+                retired_at: key.retired_at,
+            };
             set.verifying.insert(key.kid.clone(), verifying);
             published.push(serde_json::json!({
                 "kty": "OKP",
@@ -294,9 +300,13 @@ fn rejection(kind: &ErrorKind) -> TokenRejected {
     })
 }
 
-/// Whether `now` lies within the token's `nbf` and `exp`, widened by the leeway: from
-/// `nbf` − 1 s up to, not including, `exp` + 1 s. Milliseconds, in `i128` so that no
-/// claim a token may carry overflows.
+/// Whether `now` lies within the token's `nbf` and `exp`, and is not before its `iat`,
+/// widened by the leeway: from `nbf` − 1 s (and `iat` − 1 s) up to, not including,
+/// `exp` + 1 s. Milliseconds, in `i128` so that no claim a token may carry overflows.
+///
+/// `iat` is checked because the lifetime check (`exp` − `iat`) bounds a token's life
+/// only from its `iat`: a token dated a year ahead, forged with a leaked key, would
+/// otherwise live a year. No token this service signs is dated ahead of the clock.
 fn time_claims_hold(claims: &AccessClaims, now: OffsetDateTime) -> Result<(), TokenRejected> {
     let now = now.unix_timestamp_nanos() / 1_000_000;
     if now >= i128::from(claims.expires_at) * 1000 + LEEWAY_MILLIS {
@@ -304,6 +314,9 @@ fn time_claims_hold(claims: &AccessClaims, now: OffsetDateTime) -> Result<(), To
     }
     if now < i128::from(claims.not_before) * 1000 - LEEWAY_MILLIS {
         return Err(TokenRejected::Invalid("not yet valid"));
+    }
+    if now < i128::from(claims.issued_at) * 1000 - LEEWAY_MILLIS {
+        return Err(TokenRejected::Invalid("issued in the future"));
     }
     Ok(())
 }
@@ -318,7 +331,6 @@ impl TokenVerifier for JwtTokens {
             return Ok(claims);
         }
         let claims = self.verify_signed(&keys, token)?;
-        time_claims_hold(&claims, self.clock.now())?;
         keys.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
     }
@@ -329,9 +341,10 @@ impl TokenVerifier for JwtTokens {
 }
 
 impl JwtTokens {
-    /// The full check: header, pinned algorithm, key, signature, registered claims, and
-    /// what no token this service signed looks like: issued after its key's retirement
-    /// (a forger holding a retired key) or living longer than tokens are issued for.
+    /// The full check: header, pinned algorithm, key, signature, registered claims, the
+    /// time claims against the clock, and what no token this service signed looks like:
+    /// issued after its key's retirement (a forger holding a retired key) or before its
+    /// activation (one holding a next key), or living longer than tokens are issued for.
     fn verify_signed(&self, keys: &KeySet, token: &str) -> Result<AccessClaims, TokenRejected> {
         let kid = access_token_kid(token)?;
         let key =
@@ -343,15 +356,7 @@ impl JwtTokens {
         if claims.client_id != claims.sub {
             return Err(TokenRejected::Invalid("client_id differs from sub"));
         }
-        // `iat` is whole seconds: a token signed in the second the key retired, before
-        // that moment, carries that second.
-        if key.retired_at.is_some_and(|retired| claims.iat > retired) {
-            return Err(TokenRejected::Invalid("issued after its key's retirement"));
-        }
-        if claims.exp.saturating_sub(claims.iat) > self.lifetime {
-            return Err(TokenRejected::Invalid("lives longer than tokens are issued for"));
-        }
-        Ok(AccessClaims {
+        let verified = AccessClaims {
             client_id: ClientId::parse(&claims.sub).map_err(malformed)?,
             scope: ChannelScope {
                 country: CountryCode::parse(&claims.country_code).map_err(malformed)?,
@@ -364,7 +369,23 @@ impl JwtTokens {
             issued_at: claims.iat,
             not_before: claims.nbf,
             expires_at: claims.exp,
-        })
+        };
+        // First, so that an expired token is refused as expired, whatever else it is.
+        time_claims_hold(&verified, self.clock.now())?;
+        // `iat` is whole seconds: a token signed in the second the key retired, before
+        // that moment, carries that second.
+        if key.retired_at.is_some_and(|retired| claims.iat > retired) {
+            return Err(TokenRejected::Invalid("issued after its key's retirement"));
+        }
+        // A key is published before it signs (`keys rotate`): until its activation it
+        // has signed nothing here.
+        if claims.iat < key.activates_at {
+            return Err(TokenRejected::Invalid("issued before its key's activation"));
+        }
+        if claims.exp.saturating_sub(claims.iat) > self.lifetime {
+            return Err(TokenRejected::Invalid("lives longer than tokens are issued for"));
+        }
+        Ok(verified)
     }
 }
 
@@ -573,6 +594,44 @@ mod tests {
         assert!(current.verify(&longest).is_ok(), "exactly the configured lifetime");
         let longer = current.sign(&claims(now(), 1801)).unwrap();
         assert_eq!(current.verify(&longer), Err(TokenRejected::Invalid("lives longer than tokens are issued for")));
+    }
+
+    /// The finding: with the signing key (what a leaked key gives), a token dated a year
+    /// ahead (`iat` now + 1 year, `nbf` now, `exp` `iat` + 1,800 s) passed the lifetime
+    /// check and verified for a year; a next key, published before it signs, verified
+    /// tokens dated before its activation, which it cannot have signed.
+    #[test]
+    fn a_token_dated_ahead_of_now_or_before_its_keys_activation_is_refused() {
+        const YEAR: i64 = 365 * 86_400;
+        let clock = SetClock::at(EXP * 1000);
+        let key = key_at(EXP - 600).unwrap();
+        let tokens = tokens_on(std::slice::from_ref(&key), clock.clone());
+        let year_ahead = AccessClaims { not_before: EXP, ..claims(EXP + YEAR, 1800) };
+        let forged = tokens.sign(&year_ahead).unwrap();
+        assert_eq!(tokens.verify(&forged), Err(TokenRejected::Invalid("issued in the future")));
+        clock.set((EXP + YEAR) * 1000);
+        assert!(tokens.verify(&forged).is_ok(), "at its iat a token of the key's own is what it says");
+
+        // Within the leeway, as for nbf: a signer's clock up to one second ahead.
+        clock.set(EXP * 1000);
+        let one_second_ahead = tokens.sign(&claims(EXP + 1, 60)).unwrap();
+        assert!(tokens.verify(&one_second_ahead).is_ok(), "iat − 1 s is within the leeway");
+        let two_seconds_ahead = tokens.sign(&AccessClaims { not_before: EXP, ..claims(EXP + 2, 60) }).unwrap();
+        assert_eq!(tokens.verify(&two_seconds_ahead), Err(TokenRejected::Invalid("issued in the future")));
+        // Remembered, then the clock set back (a verifier restarted with another clock).
+        clock.set((EXP + 2) * 1000);
+        assert!(tokens.verify(&two_seconds_ahead).is_ok());
+        clock.set(EXP * 1000);
+        assert_eq!(tokens.verify(&two_seconds_ahead), Err(TokenRejected::Invalid("issued in the future")));
+
+        let next = SigningKey { activates_at: EXP + 300, ..key_at(EXP).unwrap() };
+        let verifier = tokens_on(&[next.clone(), key], clock.clone());
+        let holder = tokens_on(&[SigningKey { activates_at: EXP - 600, ..next.clone() }], clock.clone());
+        let early = holder.sign(&claims(EXP, 60)).unwrap();
+        assert_eq!(verifier.verify(&early), Err(TokenRejected::Invalid("issued before its key's activation")));
+        clock.set((EXP + 300) * 1000);
+        let on_time = holder.sign(&claims(EXP + 300, 60)).unwrap();
+        assert!(verifier.verify(&on_time).is_ok(), "signed from its activation");
     }
 
     #[test]

@@ -13,7 +13,7 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, Clock, ImportKind, ImportLog, ImportOutcome, ImportTally,
+    AtmRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome, ImportTally,
     SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _, WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
@@ -137,6 +137,13 @@ impl WaitTimeRecords for Switched {
         self.switch.check()?;
         self.inner.wait_times.all().await
     }
+    async fn edit<'a>(
+        &self,
+        plan: &mut EditPlan<'a, Vec<WaitTimeEstimate>, Vec<WaitTimeEstimate>>,
+    ) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.wait_times.edit(plan).await
+    }
 }
 
 #[async_trait]
@@ -149,14 +156,13 @@ impl AtmRecords for Switched {
         self.switch.check()?;
         self.inner.atms.current().await
     }
-    async fn apply(
+    async fn edit<'a>(
         &self,
-        upserts: &[StoredAtm],
-        removals: &[domain::ports::AtmKey],
+        plan: &mut EditPlan<'a, AtmSet, domain::ports::AtmSetEdit>,
         now: i64,
     ) -> Result<(), StoreUnavailable> {
         self.switch.check()?;
-        self.inner.atms.apply(upserts, removals, now).await
+        self.inner.atms.edit(plan, now).await
     }
 }
 

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use adapters::jwt::{Ed25519Keys, JwtTokens};
-use adapters::store::{Revisions, Store};
+use adapters::store::{AtmSet, Revisions, Store};
 use adapters::system::SystemClock;
 use adapters::testing::{FreshStore, fresh_store_url};
 use adapters::view::{StoreView, ViewSettings};
@@ -18,9 +18,10 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
 use domain::ports::{
-    AccessPolicy, AtmDirectory, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
+    AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
     TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
 };
+use domain::services::imports::{AtmFeed, AtmImport, DataImport, ImportRules};
 use domain::store_contents::StoreContents;
 use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, KeyState, OpaqueToken, SessionId, SigningKey, TokenId};
@@ -305,7 +306,12 @@ async fn each_write_moves_its_topics_change_counter_and_no_other(store: &Store) 
     moves!(["access"], store.channels.allow(&scope("WEB")));
     moves!(["wait_times"], store.wait_times.upsert(&[estimate("00001", 1)]));
     moves!(["atms"], store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW));
-    moves!(["atms"], store.atms.apply(&brand("Beta", &["B1"]), &[("Alfa".to_owned(), "A2".to_owned())], NOW + 1));
+    let edit =
+        AtmSetEdit::Apply { upserts: brand("Beta", &["B1"]), removals: vec![("Alfa".to_owned(), "A2".to_owned())] };
+    moves!(["atms"], store.atms.edit(&mut |_| edit.clone(), NOW + 1));
+    moves!([], store.atms.edit(&mut |_| AtmSetEdit::Keep, NOW + 2));
+    moves!(["wait_times"], store.wait_times.edit(&mut |_| vec![estimate("00002", 1)]));
+    moves!([], store.wait_times.edit(&mut |_| Vec::new()));
     let key = Ed25519Keys.generate(NOW).unwrap();
     moves!(["signing_keys"], store.keys.schedule(&key, NOW));
     moves!(["signing_keys"], store.vault.reseal(&key.kid, &key.private_pkcs8, b"sealed elsewhere"));
@@ -449,12 +455,107 @@ async fn an_atm_set_changes_by_its_differences_in_one_step(store: &Store) {
     let mut changed = brand("Alfa", &["A1", "A9"]);
     changed[0].record = changed[0].record.replace("Monterrey", "Saltillo");
     let upserts = [changed, vec![moved]].concat();
-    store.atms.apply(&upserts, &[("Beta".to_owned(), "B1".to_owned())], NOW + 5).await.unwrap();
+    let mut found = Vec::new();
+    let edit = AtmSetEdit::Apply { upserts, removals: vec![("Beta".to_owned(), "B1".to_owned())] };
+    let plan = &mut |set: &AtmSet| {
+        found = ids_of(set);
+        edit.clone()
+    };
+    store.atms.edit(plan, NOW + 5).await.unwrap();
+    assert_eq!(found, ["Alfa/A1", "Alfa/A2", "Beta/B1"], "the plan is given the set as stored");
     let set = store.atms.current().await.unwrap();
     assert_eq!(ids_of(&set), ["Alfa/A1", "Alfa/A2", "Alfa/A9"]);
     assert!(set.atms[0].record.contains("Saltillo"), "a changed record replaced");
     assert_eq!(set.last_updated, NOW + 5);
-    assert!(store.view.revisions().await.unwrap().atms > before, "the change is counted");
+    let after = store.view.revisions().await.unwrap().atms;
+    assert!(after > before, "the change is counted");
+
+    store.atms.edit(&mut |_| AtmSetEdit::Keep, NOW + 9).await.unwrap();
+    let kept = store.atms.current().await.unwrap();
+    assert_eq!((ids_of(&kept).len(), kept.last_updated), (3, NOW + 5), "an edit that keeps the set writes nothing");
+    assert_eq!(store.view.revisions().await.unwrap().atms, after);
+}
+
+/// The finding: two `atms import`s at once each compared its feed with the same stored
+/// set, and both applied their differences: 20,000 ATMs, file A removing its first 9 %
+/// and file B the next 9 % (each alone within the 10 % shrink guard), left 16,400, a
+/// set neither file holds. Imports now apply one after the other, each compared with
+/// and judged against the set as the other left it. Run a few rounds, each order first.
+async fn two_atm_imports_at_once_apply_one_after_the_other(store: &Store) {
+    let ids: Vec<String> = (0..400).map(|n| format!("A{n:04}")).collect();
+    let set = brand("Alfa", &ids.iter().map(String::as_str).collect::<Vec<_>>());
+    let without = |cut: std::ops::Range<usize>| AtmFeed {
+        atms: set.iter().enumerate().filter(|(n, _)| !cut.contains(n)).map(|(_, atm)| atm.clone()).collect(),
+        published: None,
+    };
+    let feeds = [without(0..36), without(36..72)];
+    for round in 0..6 {
+        store.atms.replace(&set, NOW).await.unwrap();
+        let (first, second) = if round % 2 == 0 { (0, 1) } else { (1, 0) };
+        let imports = [&feeds[first], &feeds[second]].map(|feed| {
+            let (import, feed) = (importing(store), feed.clone());
+            tokio::spawn(async move { import.atms(&feed, ImportRules::default()).await })
+        });
+        let mut outcomes = Vec::new();
+        for import in imports {
+            match import.await.unwrap() {
+                Ok(AtmImport::Applied(changes)) => {
+                    outcomes.push((changes.current, changes.removed.len(), changes.added.len()))
+                }
+                other => panic!("round {round}: each import applies, the second to the first's set: {other:?}"),
+            }
+        }
+        outcomes.sort_unstable();
+        // The first found the 400 and removed its 36; the second found the first's 364,
+        // removed its own 36 and put back the first's.
+        assert_eq!(outcomes, [(364, 36, 36), (400, 36, 0)], "round {round}: what each import found");
+        let stored: Vec<String> = ids_of(&store.atms.current().await.unwrap());
+        let is_feed =
+            |feed: &AtmFeed| feed.atms.iter().map(|a| format!("Alfa/{}", a.identification)).eq(stored.iter().cloned());
+        assert!(
+            is_feed(&feeds[0]) || is_feed(&feeds[1]),
+            "round {round}: {} ATMs stored, a set neither feed holds",
+            stored.len()
+        );
+    }
+}
+
+/// The same finding for wait times: two imports at once were compared with the same
+/// stored rows and each wrote only what differed from them, so their writes mixed into
+/// values no order of the two files gives. File A dates every branch at 7 minutes; file
+/// B leaves the first half at their stored 5 and puts the rest at 9.
+async fn two_wait_time_imports_at_once_apply_one_after_the_other(store: &Store) {
+    let branches: Vec<String> = (1..=200).map(|n| format!("{n:05}")).collect();
+    let rows = |minutes: &dyn Fn(usize) -> u32| -> Vec<WaitTimeEstimate> {
+        branches.iter().enumerate().map(|(n, branch)| estimate(branch, minutes(n))).collect()
+    };
+    let stored = rows(&|_| 5);
+    let a = rows(&|_| 7);
+    let b = rows(&|n| if n < 100 { 5 } else { 9 });
+    for round in 0..6 {
+        store.wait_times.upsert(&stored).await.unwrap();
+        let order = if round % 2 == 0 { [&a, &b] } else { [&b, &a] };
+        let imports = order.map(|file| {
+            let (import, file) = (importing(store), file.clone());
+            tokio::spawn(async move { import.wait_times(&file, false).await })
+        });
+        for import in imports {
+            assert!(import.await.unwrap().is_ok(), "round {round}");
+        }
+        let mut now = store.wait_times.all().await.unwrap();
+        now.sort_by_key(|row| row.estimate.branch);
+        assert!(now == a || now == b, "round {round}: the store holds what neither file followed by the other gives");
+    }
+}
+
+/// The operators' imports over `store`'s ports, as `atms import` and `waittimes import` run them.
+fn importing(store: &Store) -> DataImport {
+    DataImport::new(
+        Arc::clone(&store.wait_times),
+        Arc::clone(&store.atms),
+        Arc::clone(&store.imports),
+        Arc::new(SystemClock),
+    )
 }
 
 async fn imports_are_counted_by_kind_and_outcome_with_the_last_time(store: &Store) {
@@ -530,6 +631,8 @@ macro_rules! contract_suite {
                     each_write_moves_its_topics_change_counter_and_no_other,
                     the_atm_set_is_replaced_whole_and_read_back_in_brand_then_id_order,
                     an_atm_set_changes_by_its_differences_in_one_step,
+                    two_atm_imports_at_once_apply_one_after_the_other,
+                    two_wait_time_imports_at_once_apply_one_after_the_other,
                     imports_are_counted_by_kind_and_outcome_with_the_last_time,
                     a_closed_store_answers_unavailable,
                     a_view_that_cannot_reach_its_store_stops_vouching_for_its_data,
@@ -561,7 +664,8 @@ macro_rules! every_check {
 /// that it repeats once per check).
 macro_rules! one_check {
     ($backend:ident; [$(#[$attribute:meta])*]; $check:ident) => {
-        #[tokio::test]
+        // Two worker threads, so that checks of writers at once run them at once.
+        #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
         $(#[$attribute])*
         async fn $check() {
             let Some(fresh) = super::fresh(stringify!($backend)).await else { return };

@@ -23,8 +23,8 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmKey, AtmRecords, ChannelRecords, ClientRecords, ImportKind, ImportLog, ImportOutcome, ImportTally,
-    SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+    AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
+    ImportTally, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -235,6 +235,22 @@ impl WaitTimeRecords for MemoryStore {
     async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
         Ok(self.state()?.wait_times.values().copied().collect())
     }
+
+    async fn edit<'a>(
+        &self,
+        plan: &mut EditPlan<'a, Vec<WaitTimeEstimate>, Vec<WaitTimeEstimate>>,
+    ) -> Result<(), StoreUnavailable> {
+        // Read, planned and written under the one lock.
+        let mut state = self.state()?;
+        let writes = plan(&state.wait_times.values().copied().collect());
+        for estimate in &writes {
+            state.wait_times.insert(estimate.estimate.branch, *estimate);
+        }
+        if !writes.is_empty() {
+            state.revisions.wait_times += 1;
+        }
+        Ok(())
+    }
 }
 
 #[async_trait]
@@ -251,13 +267,16 @@ impl AtmRecords for MemoryStore {
         ViewSource::atms(self).await
     }
 
-    async fn apply(&self, upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Result<(), StoreUnavailable> {
+    async fn edit<'a>(&self, plan: &mut EditPlan<'a, AtmSet, AtmSetEdit>, now: i64) -> Result<(), StoreUnavailable> {
+        // Read, planned and written under the one lock.
         let mut state = self.state()?;
-        for key in removals {
+        let found = AtmSet { atms: state.atms.values().cloned().collect(), last_updated: state.atms_updated };
+        let AtmSetEdit::Apply { upserts, removals } = plan(&found) else { return Ok(()) };
+        for key in &removals {
             state.atms.remove(key);
         }
         for atm in upserts {
-            state.atms.insert(key_of(atm), atm.clone());
+            state.atms.insert(key_of(&atm), atm);
         }
         state.atms_updated = now;
         state.revisions.atms += 1;

@@ -17,8 +17,16 @@ use crate::store::{AtmSet, ChangeFeed};
 
 /// Taken first by every write of the ATM set: two writers (two `atms import`s, or
 /// instances loading the demo set together) take turns instead of both emptying the
-/// table and one failing on the other's rows. SQLite's writers take turns anyway.
+/// table and one failing on the other's rows, and an import reads the set after taking
+/// it (in READ COMMITTED each statement sees what was committed before it began), so the
+/// second of two imports compares its feed with what the first wrote. SQLite's writers
+/// take turns on its one write lock.
 const LOCK_ATM_SET: &str = "SELECT 1 FROM atm_set WHERE id = 1 FOR UPDATE";
+
+/// Taken first by every write of wait times, for the same reason: SHARE ROW EXCLUSIVE
+/// conflicts with itself and with row writes, not with reads, so the service's readers
+/// never wait and two writers take turns.
+const LOCK_WAIT_TIMES: &str = "LOCK TABLE branch_wait_times IN SHARE ROW EXCLUSIVE MODE";
 
 /// Rows per statement when a set is written in chunks (ATMs): each row's values travel
 /// as arrays, so this bounds one statement's size (500 OBIE records are about 300 KB).
@@ -76,12 +84,20 @@ impl SqlDialect for PostgresStore {
         Ok(transaction)
     }
 
+    async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        transaction.execute(LOCK_WAIT_TIMES).await.map_err(unavailable)?;
+        Ok(transaction)
+    }
+
     #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
-    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
+    async fn write_wait_times(
+        transaction: &mut sqlx::Transaction<'static, Postgres>,
+        estimates: &[WaitTimeEstimate],
+    ) -> Result<(), StoreUnavailable> {
         let branches: Vec<String> = estimates.iter().map(|e| e.estimate.branch.to_string()).collect();
         let minutes: Vec<i64> = estimates.iter().map(|e| i64::from(e.estimate.wait.minutes())).collect();
         let estimated_at: Vec<i64> = estimates.iter().map(|e| e.estimated_at).collect();
-        // One statement: all or none without a transaction of our own.
         sqlx::query(
             "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) \
              SELECT * FROM UNNEST($1::text[], $2::int8[], $3::int8[]) \
@@ -90,44 +106,41 @@ impl SqlDialect for PostgresStore {
         .bind(&branches)
         .bind(&minutes)
         .bind(&estimated_at)
-        .execute(&self.pool)
+        .execute(&mut **transaction)
         .await
         .map(drop)
         .map_err(unavailable)
     }
 
-    #[tracing::instrument(skip_all, fields(atms = atms.len()))]
-    async fn replace_atms(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
+    async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute(LOCK_ATM_SET).await.map_err(unavailable)?;
-        transaction.execute(sql::DELETE_EVERY_ATM).await.map_err(unavailable)?;
-        write_atms(&mut transaction, atms).await?;
-        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
+        Ok(transaction)
     }
 
-    #[tracing::instrument(skip_all, fields(upserts = upserts.len(), removals = removals.len()))]
-    async fn apply_atm_changes(
-        &self,
-        upserts: &[StoredAtm],
-        removals: &[AtmKey],
-        now: i64,
+    async fn write_atms(
+        transaction: &mut sqlx::Transaction<'static, Postgres>,
+        atms: &[StoredAtm],
     ) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
-        transaction.execute(LOCK_ATM_SET).await.map_err(unavailable)?;
-        let (brands, ids): (Vec<&str>, Vec<&str>) = removals.iter().map(|(b, i)| (b.as_str(), i.as_str())).unzip();
+        write_atms(transaction, atms).await
+    }
+
+    #[tracing::instrument(skip_all, fields(removals = keys.len()))]
+    async fn delete_atms(
+        transaction: &mut sqlx::Transaction<'static, Postgres>,
+        keys: &[AtmKey],
+    ) -> Result<(), StoreUnavailable> {
+        let (brands, ids): (Vec<&str>, Vec<&str>) = keys.iter().map(|(b, i)| (b.as_str(), i.as_str())).unzip();
         sqlx::query(
             "DELETE FROM atms WHERE (brand_name, identification) IN \
              (SELECT * FROM UNNEST($1::text[], $2::text[]))",
         )
         .bind(&brands)
         .bind(&ids)
-        .execute(&mut *transaction)
+        .execute(&mut **transaction)
         .await
-        .map_err(unavailable)?;
-        write_atms(&mut transaction, upserts).await?;
-        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
+        .map(drop)
+        .map_err(unavailable)
     }
 
     #[tracing::instrument(skip(self))]

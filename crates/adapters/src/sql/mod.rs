@@ -103,18 +103,34 @@ pub(crate) trait SqlDialect: Send + Sync {
     /// rotations at once (two hosts' CLIs) must take turns, the second seeing the first's key.
     async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
-    /// `WaitTimeRecords::upsert`: many rows, all or none.
-    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable>;
+    /// Begins the transaction every write of wait times runs in (`WaitTimeRecords::upsert`
+    /// and `edit`), holding the lock that makes writers of wait times take turns: an
+    /// edit reads the rows inside it, so the second of two edits at once reads what the
+    /// first wrote. Plain reads are not blocked.
+    async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
-    /// `AtmRecords::replace`: many rows, all or none, dated with [`DATE_ATM_SET`].
-    async fn replace_atms(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable>;
+    /// Inserts or replaces `estimates` (by branch) in `transaction`.
+    async fn write_wait_times(
+        transaction: &mut sqlx::Transaction<'static, Self::Database>,
+        estimates: &[WaitTimeEstimate],
+    ) -> Result<(), StoreUnavailable>;
 
-    /// `AtmRecords::apply`: many rows, all or none, dated with [`DATE_ATM_SET`].
-    async fn apply_atm_changes(
-        &self,
-        upserts: &[StoredAtm],
-        removals: &[AtmKey],
-        now: i64,
+    /// Begins the transaction every write of the ATM set runs in (`AtmRecords::replace`
+    /// and `edit`), holding the set's lock, as [`begin_wait_time_edit`](Self::begin_wait_time_edit)
+    /// does for wait times. The write that ends it dates the set with [`DATE_ATM_SET`].
+    async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
+
+    /// Inserts `atms` in `transaction`, replacing those stored under the same brand and
+    /// identification.
+    async fn write_atms(
+        transaction: &mut sqlx::Transaction<'static, Self::Database>,
+        atms: &[StoredAtm],
+    ) -> Result<(), StoreUnavailable>;
+
+    /// Deletes the ATMs `keys` (brand, identification) in `transaction`.
+    async fn delete_atms(
+        transaction: &mut sqlx::Transaction<'static, Self::Database>,
+        keys: &[AtmKey],
     ) -> Result<(), StoreUnavailable>;
 
     /// `ViewSource::atms` (and `AtmRecords::current`): the set and its date, which belong

@@ -15,13 +15,13 @@ macro_rules! shared_sql_records {
             use domain::branch::WaitTimeEstimate;
             use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
             use domain::ports::{
-                AtmKey, AtmRecords, ChannelRecords, ClientRecords, ImportKind, ImportLog, ImportOutcome, ImportTally,
-                SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+                AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
+                ImportTally, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
             };
             use domain::store_contents::StoreContents;
             use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
             use $crate::rows;
-            use $crate::sql::{SqlDialect, unavailable};
+            use $crate::sql::{self as sql, SqlDialect, unavailable};
             use $crate::store::{AtmSet, ChangeFeed, KeyVault, Revisions, StoreLifecycle, ViewSource};
 
             #[async_trait]
@@ -217,37 +217,76 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl WaitTimeRecords for $store {
                 async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-                    SqlDialect::upsert_wait_times(self, estimates).await
+                    let mut transaction = SqlDialect::begin_wait_time_edit(self).await?;
+                    <$store as SqlDialect>::write_wait_times(&mut transaction, estimates).await?;
+                    transaction.commit().await.map_err(unavailable)
                 }
 
                 #[tracing::instrument(skip(self))]
                 async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
-                    let found: Vec<rows::WaitTimeRow> =
-                        sqlx::query_as("SELECT branch_id, minutes, estimated_at FROM branch_wait_times")
-                            .fetch_all(self.pool())
-                            .await
-                            .map_err(unavailable)?;
+                    let found: Vec<rows::WaitTimeRow> = sqlx::query_as(WAIT_TIMES)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     found.into_iter().map(rows::wait_time).collect()
                 }
+
+                #[tracing::instrument(skip_all)]
+                async fn edit<'a>(
+                    &self,
+                    plan: &mut EditPlan<'a, Vec<WaitTimeEstimate>, Vec<WaitTimeEstimate>>,
+                ) -> Result<(), StoreUnavailable> {
+                    let mut transaction = SqlDialect::begin_wait_time_edit(self).await?;
+                    let found: Vec<rows::WaitTimeRow> =
+                        sqlx::query_as(WAIT_TIMES).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+                    let stored = found.into_iter().map(rows::wait_time).collect::<Result<Vec<_>, _>>()?;
+                    let writes = plan(&stored);
+                    if writes.is_empty() {
+                        return transaction.rollback().await.map_err(unavailable);
+                    }
+                    <$store as SqlDialect>::write_wait_times(&mut transaction, &writes).await?;
+                    transaction.commit().await.map_err(unavailable)
+                }
             }
+
+            /// Every branch's estimate ([`rows::WaitTimeRow`]).
+            const WAIT_TIMES: &str = "SELECT branch_id, minutes, estimated_at FROM branch_wait_times";
 
             #[async_trait]
             impl AtmRecords for $store {
                 async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
-                    SqlDialect::replace_atms(self, atms, now).await
+                    let mut transaction = SqlDialect::begin_atm_edit(self).await?;
+                    sqlx::query(sql::DELETE_EVERY_ATM).execute(&mut *transaction).await.map_err(unavailable)?;
+                    <$store as SqlDialect>::write_atms(&mut transaction, atms).await?;
+                    sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+                    transaction.commit().await.map_err(unavailable)
                 }
 
                 async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
                     SqlDialect::atm_set(self).await
                 }
 
-                async fn apply(
+                #[tracing::instrument(skip_all)]
+                async fn edit<'a>(
                     &self,
-                    upserts: &[StoredAtm],
-                    removals: &[AtmKey],
+                    plan: &mut EditPlan<'a, AtmSet, AtmSetEdit>,
                     now: i64,
                 ) -> Result<(), StoreUnavailable> {
-                    SqlDialect::apply_atm_changes(self, upserts, removals, now).await
+                    let mut transaction = SqlDialect::begin_atm_edit(self).await?;
+                    // Read in the transaction that holds the set's lock: what the last
+                    // writer committed, and nothing can change it until this one ends.
+                    let (last_updated,): (i64,) =
+                        sqlx::query_as(sql::ATM_SET_DATE).fetch_one(&mut *transaction).await.map_err(unavailable)?;
+                    let found: Vec<rows::AtmRow> =
+                        sqlx::query_as(sql::ATMS_IN_ORDER).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+                    let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+                    let AtmSetEdit::Apply { upserts, removals } = plan(&AtmSet { atms, last_updated }) else {
+                        return transaction.rollback().await.map_err(unavailable);
+                    };
+                    <$store as SqlDialect>::delete_atms(&mut transaction, &removals).await?;
+                    <$store as SqlDialect>::write_atms(&mut transaction, &upserts).await?;
+                    sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+                    transaction.commit().await.map_err(unavailable)
                 }
             }
 

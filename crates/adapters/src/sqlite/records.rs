@@ -1,5 +1,6 @@
 //! What the SQLite store writes in its own dialect: sets of rows as multi-row `VALUES`
-//! statements inside one `BEGIN IMMEDIATE` transaction, and `VACUUM` to scrub.
+//! statements inside one `BEGIN IMMEDIATE` transaction (imports wait their turn for it),
+//! and `VACUUM` to scrub.
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
@@ -24,6 +25,33 @@ impl SqliteStore {
     async fn write(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
         self.pool.begin_with("BEGIN IMMEDIATE").await.map_err(unavailable)
     }
+
+    /// Begins a write transaction for an operator's edit (an import), waiting for other
+    /// writers up to [`EDIT_LOCK_WAIT`] rather than the request paths' busy timeout: an
+    /// import of a large set holds the write lock for as long as it reads and writes the
+    /// set, and a second import started meanwhile must wait its turn, not fail.
+    async fn write_in_turn(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        let started = std::time::Instant::now();
+        loop {
+            match self.pool.begin_with("BEGIN IMMEDIATE").await {
+                Err(error) if is_busy(&error) && started.elapsed() < EDIT_LOCK_WAIT => {}
+                begun => return begun.map_err(unavailable),
+            }
+        }
+    }
+}
+
+/// How long an edit of the ATM set or of wait times waits for the write lock (another
+/// import, on any host sharing the file). The service's own writes (token records) wait
+/// `LOCK_WAIT` each time; an import's transaction holds the lock for about what reading
+/// and writing its set takes.
+const EDIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
+
+/// Whether `error` is SQLite's "the database is locked" (SQLITE_BUSY and its extended
+/// codes, 5 + 256·n), as a write lock held past the busy timeout gives.
+fn is_busy(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(database) = error else { return false };
+    database.code().and_then(|code| code.parse::<i32>().ok()).is_some_and(|code| code & 0xff == 5)
 }
 
 /// The head of a multi-row INSERT of ATMs, which [`push_atms`] completes.
@@ -66,9 +94,15 @@ impl SqlDialect for SqliteStore {
         self.write().await
     }
 
+    async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.write_in_turn().await
+    }
+
     #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
-    async fn upsert_wait_times(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.write().await?;
+    async fn write_wait_times(
+        transaction: &mut sqlx::Transaction<'static, Sqlite>,
+        estimates: &[WaitTimeEstimate],
+    ) -> Result<(), StoreUnavailable> {
         for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
             QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
                 .push_values(chunk, |mut row, estimate| {
@@ -81,43 +115,23 @@ impl SqlDialect for SqliteStore {
                      minutes = excluded.minutes, estimated_at = excluded.estimated_at",
                 )
                 .build()
-                .execute(&mut *transaction)
+                .execute(&mut **transaction)
                 .await
                 .map_err(unavailable)?;
         }
-        transaction.commit().await.map_err(unavailable)
+        Ok(())
+    }
+
+    async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.write_in_turn().await
     }
 
     #[tracing::instrument(skip_all, fields(atms = atms.len()))]
-    async fn replace_atms(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.write().await?;
-        sqlx::query(sql::DELETE_EVERY_ATM).execute(&mut *transaction).await.map_err(unavailable)?;
-        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            let mut statement = QueryBuilder::<Sqlite>::new(INSERT_ATMS);
-            push_atms(&mut statement, chunk);
-            statement.build().execute(&mut *transaction).await.map_err(unavailable)?;
-        }
-        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
-    }
-
-    #[tracing::instrument(skip_all, fields(upserts = upserts.len(), removals = removals.len()))]
-    async fn apply_atm_changes(
-        &self,
-        upserts: &[StoredAtm],
-        removals: &[AtmKey],
-        now: i64,
+    async fn write_atms(
+        transaction: &mut sqlx::Transaction<'static, Sqlite>,
+        atms: &[StoredAtm],
     ) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.write().await?;
-        for (brand, identification) in removals {
-            sqlx::query("DELETE FROM atms WHERE brand_name = $1 AND identification = $2")
-                .bind(brand)
-                .bind(identification)
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        for chunk in upserts.chunks(ROWS_PER_STATEMENT) {
+        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
             let mut statement = QueryBuilder::<Sqlite>::new(INSERT_ATMS);
             push_atms(&mut statement, chunk);
             statement
@@ -127,12 +141,27 @@ impl SqlDialect for SqliteStore {
                      latitude = excluded.latitude, longitude = excluded.longitude",
                 )
                 .build()
-                .execute(&mut *transaction)
+                .execute(&mut **transaction)
                 .await
                 .map_err(unavailable)?;
         }
-        sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)
+        Ok(())
+    }
+
+    #[tracing::instrument(skip_all, fields(removals = keys.len()))]
+    async fn delete_atms(
+        transaction: &mut sqlx::Transaction<'static, Sqlite>,
+        keys: &[AtmKey],
+    ) -> Result<(), StoreUnavailable> {
+        for (brand, identification) in keys {
+            sqlx::query("DELETE FROM atms WHERE brand_name = $1 AND identification = $2")
+                .bind(brand)
+                .bind(identification)
+                .execute(&mut **transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
     }
 
     #[tracing::instrument(skip(self))]

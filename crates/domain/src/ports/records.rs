@@ -61,6 +61,10 @@ pub trait ChannelRecords: Send + Sync {
     async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable>;
 }
 
+/// Decides, from what a store holds when it has locked it for writing, what to write:
+/// [`WaitTimeRecords::edit`]'s and [`AtmRecords::edit`]'s `plan`.
+pub type EditPlan<'a, Found, Edit> = dyn FnMut(&Found) -> Edit + Send + 'a;
+
 /// Branches' estimated wait times.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
@@ -70,6 +74,18 @@ pub trait WaitTimeRecords: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when they could not be written; then none was.
     async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable>;
+
+    /// Reads every stored estimate and writes what `plan` makes of them (inserted or
+    /// replaced, all or none; nothing when it returns none), in one step under the
+    /// store's write lock for wait times: two edits at once, from any hosts, run one
+    /// after the other, the second reading what the first wrote. `plan` is called once.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they could not be read or written; then none was.
+    async fn edit<'a>(
+        &self,
+        plan: &mut EditPlan<'a, Vec<WaitTimeEstimate>, Vec<WaitTimeEstimate>>,
+    ) -> Result<(), StoreUnavailable>;
 
     /// Every branch's current estimate, in no particular order.
     ///
@@ -95,12 +111,34 @@ pub trait AtmRecords: Send + Sync {
     /// [`StoreUnavailable`] when it cannot be read.
     async fn current(&self) -> Result<AtmSetRecord, StoreUnavailable>;
 
-    /// Changes the set in one step: `upserts` added or replaced (by brand and
-    /// identification), `removals` deleted, last updated at `now`; all or none.
+    /// Reads the set and applies what `plan` makes of it (see [`AtmSetEdit`]), last
+    /// updated at `now`, in one step under the store's write lock for the set: two edits
+    /// at once, from any hosts, run one after the other, the second reading what the
+    /// first wrote. `plan` is called once. [`AtmSetEdit::Keep`] writes nothing (the set
+    /// keeps its date).
     ///
     /// # Errors
-    /// [`StoreUnavailable`] when it could not be written; then the set is unchanged.
-    async fn apply(&self, upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Result<(), StoreUnavailable>;
+    /// [`StoreUnavailable`] when it could not be read or written; then the set is unchanged.
+    async fn edit<'a>(
+        &self,
+        plan: &mut EditPlan<'a, AtmSetRecord, AtmSetEdit>,
+        now: i64,
+    ) -> Result<(), StoreUnavailable>;
+}
+
+/// What to do with the ATM set, as [`AtmRecords::edit`]'s plan decides it.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub enum AtmSetEdit {
+    /// Write nothing.
+    #[default]
+    Keep,
+    /// `upserts` added or replaced (by brand and identification), `removals` deleted.
+    Apply {
+        /// ATMs to add or replace.
+        upserts: Vec<StoredAtm>,
+        /// ATMs to delete.
+        removals: Vec<AtmKey>,
+    },
 }
 
 /// An ATM's identity within a set: (brand name, identification).

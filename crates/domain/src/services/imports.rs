@@ -10,7 +10,7 @@ use std::sync::Arc;
 use crate::atm_catalog::StoredAtm;
 use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::ports::{
-    AtmKey, AtmRecords, Clock, ImportKind, ImportLog, ImportOutcome, StoreUnavailable, WaitTimeRecords,
+    AtmKey, AtmRecords, AtmSetEdit, Clock, ImportKind, ImportLog, ImportOutcome, StoreUnavailable, WaitTimeRecords,
 };
 
 /// 2000-01-01T00:00:00Z: an ATM feed dated before it is a placeholder date (the
@@ -261,25 +261,21 @@ impl DataImport {
                 return Err(ImportWaitTimesError::DuplicateBranch { branch: row.estimate.branch, first, again });
             }
         }
-        let stored: HashMap<BranchId, WaitTimeEstimate> =
-            self.wait_times.all().await?.into_iter().map(|row| (row.estimate.branch, row)).collect();
+        if dry_run {
+            return Ok(wait_time_changes(&self.wait_times.all().await?, estimates).0);
+        }
+        // Compared with the estimates as stored when the store writes, under its lock:
+        // two imports at once write one after the other, each judged against what the
+        // other left (they had been compared with the same old rows, and their writes
+        // mixed into values no order of the files gives).
         let mut changes = WaitTimeChanges::default();
-        let mut writes = Vec::new();
-        for row in estimates {
-            match stored.get(&row.estimate.branch) {
-                None => changes.added += 1,
-                Some(old) if old != row => changes.changed += 1,
-                Some(_) => {
-                    changes.unchanged += 1;
-                    continue;
-                }
-            }
-            writes.push(*row);
-        }
-        if !dry_run && !writes.is_empty() {
-            self.wait_times.upsert(&writes).await?;
-            changes.written = true;
-        }
+        self.wait_times
+            .edit(&mut |stored| {
+                let (found, writes) = wait_time_changes(stored, estimates);
+                changes = WaitTimeChanges { written: !writes.is_empty(), ..found };
+                writes
+            })
+            .await?;
         Ok(changes)
     }
 
@@ -319,30 +315,75 @@ impl DataImport {
     }
 
     async fn compare_atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
-        let stored = self.atms.current().await?;
-        let changes = AtmSetChanges::between(&stored.atms, &feed.atms);
-        let refusal = shrink_guard(&changes, feed.published, rules);
         if rules.dry_run {
+            let stored = self.atms.current().await?;
+            let changes = AtmSetChanges::between(&stored.atms, &feed.atms);
+            let refusal = shrink_guard(&changes, feed.published, rules);
             return Ok(AtmImport::Planned { changes, refusal });
         }
-        if changes.is_empty() {
-            return Ok(AtmImport::Unchanged { atms: changes.new });
-        }
-        if let Some(refusal) = refusal {
-            return Err(refusal.into());
-        }
-        let upserts: Vec<StoredAtm> = {
-            let touched: std::collections::HashSet<(&str, &str)> =
-                changes.added.iter().chain(&changes.changed).map(|(b, i)| (b.as_str(), i.as_str())).collect();
-            feed.atms
-                .iter()
-                .filter(|atm| touched.contains(&(atm.brand.as_str(), atm.identification.as_str())))
-                .cloned()
-                .collect()
-        };
-        self.atms.apply(&upserts, &changes.removed, self.clock.unix_now()).await?;
-        Ok(AtmImport::Applied(changes))
+        // Compared, and judged by the shrink guard, against the set as stored when the
+        // store writes, under its lock: two imports at once apply one after the other,
+        // the second judged against what the first left (both had been compared with the
+        // same old set, and together removed what neither was allowed to).
+        let mut decided = None;
+        self.atms
+            .edit(
+                &mut |stored| {
+                    let (outcome, edit) = plan_atm_import(&stored.atms, feed, rules);
+                    decided = Some(outcome);
+                    edit
+                },
+                self.clock.unix_now(),
+            )
+            .await?;
+        decided.unwrap_or_else(|| Err(StoreUnavailable::new("the store wrote without reading the ATM set").into()))
     }
+}
+
+/// What importing `feed` makes of the `stored` set, and the edit that does it.
+fn plan_atm_import(
+    stored: &[StoredAtm],
+    feed: &AtmFeed,
+    rules: ImportRules,
+) -> (Result<AtmImport, ImportAtmsError>, AtmSetEdit) {
+    let changes = AtmSetChanges::between(stored, &feed.atms);
+    if changes.is_empty() {
+        return (Ok(AtmImport::Unchanged { atms: changes.new }), AtmSetEdit::Keep);
+    }
+    if let Some(refusal) = shrink_guard(&changes, feed.published, rules) {
+        return (Err(refusal.into()), AtmSetEdit::Keep);
+    }
+    let touched: std::collections::HashSet<(&str, &str)> =
+        changes.added.iter().chain(&changes.changed).map(|(b, i)| (b.as_str(), i.as_str())).collect();
+    let upserts = (feed.atms.iter())
+        .filter(|atm| touched.contains(&(atm.brand.as_str(), atm.identification.as_str())))
+        .cloned()
+        .collect();
+    let edit = AtmSetEdit::Apply { upserts, removals: changes.removed.clone() };
+    (Ok(AtmImport::Applied(changes)), edit)
+}
+
+/// How `estimates` differ from the `stored` ones, and the rows to write: those not
+/// stored, or stored with another estimate or time.
+fn wait_time_changes(
+    stored: &[WaitTimeEstimate],
+    estimates: &[WaitTimeEstimate],
+) -> (WaitTimeChanges, Vec<WaitTimeEstimate>) {
+    let stored: HashMap<BranchId, &WaitTimeEstimate> = stored.iter().map(|row| (row.estimate.branch, row)).collect();
+    let mut changes = WaitTimeChanges::default();
+    let mut writes = Vec::new();
+    for row in estimates {
+        match stored.get(&row.estimate.branch) {
+            None => changes.added += 1,
+            Some(old) if *old != row => changes.changed += 1,
+            Some(_) => {
+                changes.unchanged += 1;
+                continue;
+            }
+        }
+        writes.push(*row);
+    }
+    (changes, writes)
 }
 
 /// Whether the shrink guard refuses a feed making `changes`, dated `published`.
@@ -392,10 +433,25 @@ mod tests {
         crate::testing::stored_atm(brand, &record)
     }
 
-    fn atms_stored(set: Vec<StoredAtm>) -> MockAtmRecords {
+    /// The edits a store was asked to write, with their dates.
+    type Written = Arc<std::sync::Mutex<Vec<(AtmSetEdit, i64)>>>;
+
+    /// A store holding `set`: read as it is, and edited by calling the plan on it; the
+    /// edits that write something are kept in the second value.
+    fn atms_stored(set: Vec<StoredAtm>) -> (MockAtmRecords, Written) {
         let mut atms = MockAtmRecords::new();
-        atms.expect_current().returning(move || Ok(AtmSetRecord { atms: set.clone(), last_updated: 1 }));
-        atms
+        let read = set.clone();
+        atms.expect_current().returning(move || Ok(AtmSetRecord { atms: read.clone(), last_updated: 1 }));
+        let written = Written::default();
+        let kept = Arc::clone(&written);
+        atms.expect_edit().returning(move |plan, now| {
+            let edit = plan(&AtmSetRecord { atms: set.clone(), last_updated: 1 });
+            if edit != AtmSetEdit::Keep {
+                kept.lock().unwrap().push((edit, now));
+            }
+            Ok(())
+        });
+        (atms, written)
     }
 
     fn importing(atms: MockAtmRecords) -> DataImport {
@@ -425,8 +481,7 @@ mod tests {
 
     #[tokio::test]
     async fn every_atm_import_but_a_dry_run_is_counted_by_its_outcome() {
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply().times(1).returning(|_, _, _| Ok(()));
+        let (atms, written) = atms_stored(hundred());
         let outcomes = [ImportOutcome::Unchanged, ImportOutcome::Refused, ImportOutcome::Applied];
         let import = DataImport::new(
             Arc::new(MockWaitTimeRecords::new()),
@@ -441,6 +496,7 @@ mod tests {
         assert!(matches!(import.atms(&cut, ImportRules::default()).await, Err(ImportAtmsError::Refused(_))));
         let one_more = feed(hundred().into_iter().chain([atm("Uno", "B000", "x")]).collect());
         assert!(matches!(import.atms(&one_more, ImportRules::default()).await, Ok(AtmImport::Applied(_))));
+        assert_eq!(written.lock().unwrap().len(), 1, "only the applied import wrote");
     }
 
     #[tokio::test]
@@ -462,7 +518,7 @@ mod tests {
     #[tokio::test]
     async fn an_atm_import_the_store_failed_is_counted_as_failed_and_an_uncountable_one_still_answers() {
         let mut atms = MockAtmRecords::new();
-        atms.expect_current().returning(|| Err(StoreUnavailable::new("gone")));
+        atms.expect_edit().returning(|_, _| Err(StoreUnavailable::new("gone")));
         let import = DataImport::new(
             Arc::new(MockWaitTimeRecords::new()),
             Arc::new(atms),
@@ -478,7 +534,7 @@ mod tests {
         log.expect_record().times(1).returning(|_, _, _| Err(StoreUnavailable::new("gone")));
         let import = DataImport::new(
             Arc::new(MockWaitTimeRecords::new()),
-            Arc::new(atms_stored(hundred())),
+            Arc::new(atms_stored(hundred()).0),
             Arc::new(log),
             Arc::new(clock_at(1_234)),
         );
@@ -507,25 +563,18 @@ mod tests {
 
     #[tokio::test]
     async fn an_identical_feed_writes_nothing_whatever_its_date() {
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply().never();
+        let (atms, written) = atms_stored(hundred());
         let mut shuffled = hundred();
         shuffled.reverse();
         let next_day = AtmFeed { atms: shuffled, published: Some(1_800_000_000) };
         let outcome = importing(atms).atms(&next_day, ImportRules::default()).await;
         assert_eq!(outcome.unwrap(), AtmImport::Unchanged { atms: 100 });
+        assert!(written.lock().unwrap().is_empty());
     }
 
     #[tokio::test]
     async fn a_changed_feed_is_applied_as_its_differences_dated_now() {
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply()
-            .withf(|upserts, removals, now| {
-                let ids: Vec<&str> = upserts.iter().map(|a| a.identification.as_str()).collect();
-                ids == ["A000", "B1"] && removals == [("Uno".to_owned(), "A099".to_owned())] && *now == 1_234
-            })
-            .times(1)
-            .returning(|_, _, _| Ok(()));
+        let (atms, written) = atms_stored(hundred());
         let mut new = hundred();
         new.pop();
         new[0] = atm("Uno", "A000", "moved");
@@ -535,39 +584,47 @@ mod tests {
             panic!("applied");
         };
         assert_eq!((changes.added.len(), changes.removed.len(), changes.changed.len()), (1, 1, 1));
+        let written = written.lock().unwrap();
+        let [(AtmSetEdit::Apply { upserts, removals }, 1_234)] = written.as_slice() else {
+            panic!("one edit, dated now: {written:?}");
+        };
+        let ids: Vec<&str> = upserts.iter().map(|a| a.identification.as_str()).collect();
+        assert_eq!(
+            (ids, removals.as_slice()),
+            (vec!["A000", "B1"], [("Uno".to_owned(), "A099".to_owned())].as_slice())
+        );
     }
 
     #[tokio::test]
     async fn a_cut_feed_is_refused_with_the_numbers_unless_allowed() {
         let cut: Vec<StoredAtm> = hundred().into_iter().take(42).collect();
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply().never();
+        let (atms, written) = atms_stored(hundred());
         let refused = importing(atms).atms(&feed(cut.clone()), ImportRules::default()).await.unwrap_err();
         let ImportAtmsError::Refused(refusal) = refused else { panic!("refused by the guard") };
         assert_eq!(refusal, ShrinkRefusal::Shrinks { current: 100, new: 42, removed: 58, percent: 58, allowed: 10 });
         assert!(refusal.to_string().contains("58 of the 100"), "{refusal}");
+        assert!(written.lock().unwrap().is_empty(), "nothing written");
 
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply().times(1).returning(|_, _, _| Ok(()));
+        let (atms, written) = atms_stored(hundred());
         let allowed = ImportRules { allow_shrink: true, ..ImportRules::default() };
         assert!(matches!(importing(atms).atms(&feed(cut), allowed).await, Ok(AtmImport::Applied(_))));
+        assert_eq!(written.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]
     async fn exactly_the_allowed_share_may_go_but_not_one_more() {
         for (kept, refused) in [(90, false), (89, true)] {
-            let mut atms = atms_stored(hundred());
-            atms.expect_apply().returning(|_, _, _| Ok(()));
+            let (atms, written) = atms_stored(hundred());
             let new: Vec<StoredAtm> = hundred().into_iter().take(kept).collect();
             let outcome = importing(atms).atms(&feed(new), ImportRules::default()).await;
             assert_eq!(outcome.is_err(), refused, "{kept} kept");
+            assert_eq!(written.lock().unwrap().is_empty(), refused, "{kept} kept");
         }
     }
 
     #[tokio::test]
     async fn an_empty_feed_and_one_dated_1970_are_refused() {
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply().never();
+        let (atms, written) = atms_stored(hundred());
         let import = importing(atms);
         let empty = import.atms(&AtmFeed { atms: Vec::new(), published: Some(0) }, ImportRules::default()).await;
         assert!(matches!(empty, Err(ImportAtmsError::Refused(ShrinkRefusal::Outdated { published: 0 }))));
@@ -580,12 +637,15 @@ mod tests {
             import.atms(&dated_1970, ImportRules::default()).await,
             Err(ImportAtmsError::Refused(ShrinkRefusal::Outdated { .. }))
         ));
+        assert!(written.lock().unwrap().is_empty());
     }
 
     #[tokio::test]
     async fn a_dry_run_says_what_would_change_and_writes_nothing() {
-        let mut atms = atms_stored(hundred());
-        atms.expect_apply().never();
+        let (mut atms, _) = atms_stored(hundred());
+        atms.checkpoint();
+        atms.expect_current().returning(|| Ok(AtmSetRecord { atms: hundred(), last_updated: 1 }));
+        atms.expect_edit().never();
         let cut: Vec<StoredAtm> = hundred().into_iter().take(50).collect();
         let rules = ImportRules { dry_run: true, ..ImportRules::default() };
         let AtmImport::Planned { changes, refusal } = importing(atms).atms(&feed(cut), rules).await.unwrap() else {
@@ -597,18 +657,18 @@ mod tests {
 
     #[tokio::test]
     async fn a_first_import_into_an_empty_store_is_applied() {
-        let mut atms = atms_stored(Vec::new());
-        atms.expect_apply().times(1).returning(|_, _, _| Ok(()));
+        let (atms, written) = atms_stored(Vec::new());
         assert!(matches!(
             importing(atms).atms(&feed(hundred()), ImportRules::default()).await,
             Ok(AtmImport::Applied(_))
         ));
+        assert_eq!(written.lock().unwrap().len(), 1);
     }
 
     #[tokio::test]
     async fn a_branch_given_twice_writes_nothing() {
         let mut wait_times = MockWaitTimeRecords::new();
-        wait_times.expect_upsert().never();
+        wait_times.expect_edit().never();
         let log = counting(ImportKind::WaitTimes, &[ImportOutcome::Invalid]);
         let import =
             DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), log, Arc::new(clock_at(1_234)));
@@ -621,12 +681,15 @@ mod tests {
     async fn only_wait_times_that_changed_are_written_and_an_identical_file_writes_nothing() {
         let stored = vec![estimate("00001", 5, 10), estimate("00002", 7, 10)];
         let mut wait_times = MockWaitTimeRecords::new();
-        wait_times.expect_all().returning(move || Ok(stored.clone()));
-        wait_times
-            .expect_upsert()
-            .withf(|rows| rows.iter().map(|r| r.estimate.branch.to_string()).collect::<Vec<_>>() == ["00002", "00003"])
-            .times(1)
-            .returning(|_| Ok(()));
+        let read = stored.clone();
+        wait_times.expect_all().returning(move || Ok(read.clone()));
+        let written = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let kept = Arc::clone(&written);
+        wait_times.expect_edit().times(2).returning(move |plan| {
+            let rows = plan(&stored);
+            kept.lock().unwrap().push(rows.iter().map(|r| r.estimate.branch.to_string()).collect::<Vec<_>>());
+            Ok(())
+        });
         let log = counting(ImportKind::WaitTimes, &[ImportOutcome::Unchanged, ImportOutcome::Applied]);
         let import =
             DataImport::new(Arc::new(wait_times), Arc::new(MockAtmRecords::new()), log, Arc::new(clock_at(1_234)));
@@ -638,5 +701,6 @@ mod tests {
         let rows = [estimate("00001", 5, 10), estimate("00002", 9, 20), estimate("00003", 1, 20)];
         let applied = import.wait_times(&rows, false).await.unwrap();
         assert_eq!(applied, WaitTimeChanges { added: 1, changed: 1, unchanged: 1, written: true });
+        assert_eq!(*written.lock().unwrap(), [vec![], vec!["00002".to_owned(), "00003".to_owned()]]);
     }
 }

@@ -308,7 +308,10 @@ async fn a_token_dated_after_its_keys_retirement_is_refused() {
     assert!(eventually(|| async { (kid_of(&app.session().await.token) != old_kid).then_some(()) }).await.is_some());
 
     let sid = old.sid.clone();
-    let before = app.forge_with_key(&old_kid, &crate::helpers::demo_claims(&sid, rotated_at - 60, 600)).await;
+    // Dated as the old token was (the old key signs from the app's start, seconds ago).
+    let old_iat =
+        jsonwebtoken::dangerous::insecure_decode::<Value>(&old.token).unwrap().claims["iat"].as_i64().unwrap();
+    let before = app.forge_with_key(&old_kid, &crate::helpers::demo_claims(&sid, old_iat, 600)).await;
     let before = crate::helpers::Session { token: before, sid: sid.clone() };
     assert_eq!(app.wait_times(&before, &["00001"]).await.status(), 200, "dated before the rotation");
     assert_eq!(app.wait_times(&old, &["00001"]).await.status(), 200, "issued before the rotation");

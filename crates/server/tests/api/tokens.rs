@@ -9,6 +9,7 @@ use jsonwebtoken::{Algorithm, DecodingKey, EncodingKey, Header, Validation};
 use serde_json::Value;
 
 use crate::helpers::{CLIENT, Session, TestApp, assert_error, demo_claims, now};
+use domain::token::AccessClaims;
 
 #[tokio::test]
 async fn a_token_verifies_with_the_published_jwks_through_a_standard_jwt_library() {
@@ -179,6 +180,20 @@ async fn a_token_not_yet_valid_is_refused() {
     let app = TestApp::with_demo().await;
     let future = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() + 120, 600)).await;
     assert_refused(&app, &future, "AAAAAAAAAAAAAAAAAAAAAA").await;
+}
+
+/// The finding: with the signing key (what a leaked key gives), a token dated a year
+/// ahead (`iat` now + 1 year, `nbf` now, `exp` `iat` + 1,800 s) was answered 200 on both
+/// operations, for a year.
+#[tokio::test]
+async fn a_token_dated_a_year_ahead_is_refused_on_both_operations() {
+    let app = TestApp::with_demo().await;
+    let sid = "AAAAAAAAAAAAAAAAAAAAAA";
+    let year_ahead = AccessClaims { not_before: now(), ..demo_claims(sid, now() + 365 * 86_400, 1800) };
+    let forged = app.forge(&app.issuer(), &year_ahead).await;
+    assert_refused(&app, &forged, sid).await;
+    let session = Session { token: forged, sid: sid.into() };
+    assert_eq!(app.get_atms(&session, "/api/v1/atms", &[]).await.status(), 401, "the ATM operation too");
 }
 
 #[tokio::test]
