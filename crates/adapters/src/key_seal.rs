@@ -49,6 +49,23 @@ pub struct KeyFileError {
     reason: String,
 }
 
+/// The most a key file is read: 64 hexadecimal characters with room for whitespace
+/// and line ends. The finding: `--key-encryption-key-file /dev/zero` made every
+/// command read until memory ran out.
+const KEY_FILE_MAX_BYTES: u64 = 256;
+
+/// The content of `path` if it holds at most `limit` bytes, `None` if it holds more
+/// (read no further than one byte past the limit, so an endless file is no danger).
+///
+/// # Errors
+/// The file cannot be opened or read.
+pub fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
+    use std::io::Read as _;
+    let mut content = Vec::new();
+    std::fs::File::open(path)?.take(limit.saturating_add(1)).read_to_end(&mut content)?;
+    Ok((content.len() as u64 <= limit).then_some(content))
+}
+
 /// The key that encrypts the signing keys at rest: 32 bytes.
 pub struct KeyEncryptionKey(LessSafeKey);
 
@@ -70,7 +87,11 @@ impl KeyEncryptionKey {
     /// [`KeyFileError`] naming the file and what is wrong with it.
     pub fn from_file(path: &Path) -> Result<Self, KeyFileError> {
         let error = |reason: String| KeyFileError { path: path.display().to_string(), reason };
-        let content = std::fs::read(path).map_err(|e| error(e.to_string()))?;
+        let content = read_at_most(path, KEY_FILE_MAX_BYTES).map_err(|e| error(e.to_string()))?.ok_or_else(|| {
+            error(format!(
+                "holds more than {KEY_FILE_MAX_BYTES} bytes; it must hold 32 bytes or 64 hexadecimal characters"
+            ))
+        })?;
         let bytes = match std::str::from_utf8(&content).map(str::trim) {
             Ok(text) if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) => (0..32)
                 .map(|i| u8::from_str_radix(&text[2 * i..2 * i + 2], 16))
@@ -298,5 +319,22 @@ mod tests {
         );
         let missing = KeyEncryptionKey::from_file(&folder.path().join("none")).err().unwrap().to_string();
         assert!(missing.starts_with("key-encryption-key-file "), "{missing}");
+        let padded = write("padded", format!("\n\n{}\n\n", "07".repeat(32)).as_bytes());
+        assert!(KeyEncryptionKey::from_file(&padded).is_ok(), "whitespace around the hex is fine");
+    }
+
+    /// The finding: `--key-encryption-key-file /dev/zero` made every command read
+    /// forever (6.9 GB after 4 s). A key file is read no further than 257 bytes.
+    #[test]
+    fn an_endless_or_oversized_key_file_is_refused_without_reading_it_whole() {
+        let endless = KeyEncryptionKey::from_file(Path::new("/dev/zero")).err().unwrap().to_string();
+        assert!(endless.contains("holds more than 256 bytes") && endless.contains("/dev/zero"), "{endless}");
+        let folder = tempfile::tempdir().unwrap();
+        let large = folder.path().join("large");
+        std::fs::write(&large, vec![b'a'; 10_000]).unwrap();
+        let error = KeyEncryptionKey::from_file(&large).err().unwrap().to_string();
+        assert!(error.contains("holds more than 256 bytes"), "{error}");
+        assert_eq!(read_at_most(&large, 10_000).unwrap().map(|content| content.len()), Some(10_000));
+        assert_eq!(read_at_most(&large, 9_999).unwrap(), None);
     }
 }

@@ -246,8 +246,7 @@ impl Store {
     /// be read or sealed.
     pub async fn with_key_encryption(mut self, key: Option<KeyEncryptionKey>) -> Result<Self, StoreUnavailable> {
         let key = key.map(Arc::new);
-        let sealed_keys = SealedKeys::new(Arc::clone(&self.keys), key.clone());
-        sealed_keys.open_all().await?;
+        let sealed_keys = self.open_keys_with(key.clone()).await?;
         if let Some(key) = &key {
             let sealed = crate::key_seal::seal_plain_keys(self.keys.as_ref(), self.vault.as_ref(), key).await?;
             if sealed > 0 {
@@ -259,5 +258,23 @@ impl Store {
         }
         self.keys = Arc::new(sealed_keys);
         Ok(self)
+    }
+
+    /// Checks, changing nothing, that every stored signing key opens with `key` (or,
+    /// without one, that none is sealed): what a process that copies the keys as stored
+    /// (`store copy`) must know before it writes them anywhere.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] naming the first key that does not open, or when the keys
+    /// cannot be read.
+    pub async fn check_key_encryption(&self, key: Option<KeyEncryptionKey>) -> Result<(), StoreUnavailable> {
+        self.open_keys_with(key.map(Arc::new)).await.map(drop)
+    }
+
+    /// The store's keys as `key` opens them, once every stored key has opened.
+    async fn open_keys_with(&self, key: Option<Arc<KeyEncryptionKey>>) -> Result<SealedKeys, StoreUnavailable> {
+        let sealed_keys = SealedKeys::new(Arc::clone(&self.keys), key);
+        sealed_keys.open_all().await?;
+        Ok(sealed_keys)
     }
 }

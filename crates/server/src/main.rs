@@ -49,8 +49,9 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         return Ok(());
     }
     if let Command::Store { action: StoreAction::Copy { to } } = &command {
-        // Keys move as stored, sealed or not: no key-encryption key is needed to copy.
-        return commands::store::copy_store(common.database_url.expose_secret(), to).await;
+        // Keys move as stored, sealed or not; sealed ones must open with the key file.
+        let key_file = common.key_encryption_key_file.as_deref();
+        return commands::store::copy_store(common.database_url.expose_secret(), to, key_file).await;
     }
     let operators = open_operators(common.database_url.expose_secret(), common.key_encryption_key_file.as_deref())
         .await

@@ -129,13 +129,18 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
 
 /// Copies the store at `from_url` (migrated first) into the new, empty store at
 /// `to_url`, keys as stored: sealed keys stay sealed and open with the same key file.
+/// Like every command, it first checks that the key file (`key_file`) opens every
+/// stored key (none is needed when no key is sealed), before it opens the target.
 ///
 /// # Errors
-/// [`StartupError::Store`] when either store cannot be opened, [`StartupError::Copy`]
-/// when the copy is refused or fails.
-pub async fn copy_store(from_url: &str, to_url: &str) -> Result<CopyReport, StartupError> {
+/// [`StartupError::KeyFile`] when the key file cannot be read, [`StartupError::Store`]
+/// when either store cannot be opened or a stored key does not open with the key file,
+/// [`StartupError::Copy`] when the copy is refused or fails.
+pub async fn copy_store(from_url: &str, to_url: &str, key_file: Option<&Path>) -> Result<CopyReport, StartupError> {
+    let key = key_file.map(KeyEncryptionKey::from_file).transpose()?;
     let from = Store::open(from_url).await?;
     from.lifecycle.migrate().await?;
+    from.check_key_encryption(key).await?;
     let to = Store::open(to_url).await?;
     let copied = store_copy::copy(&from, &to, SystemClock.unix_now()).await;
     from.lifecycle.close().await;
@@ -260,11 +265,23 @@ fn spawn_rate_limit_sweeper(state: web::Data<AppState>) {
     });
 }
 
+/// The most a TLS certificate chain or key file is read: a chain of a few certificates
+/// is a few kilobytes. `/dev/zero` given as a file is refused, not read forever.
+const TLS_FILE_MAX_BYTES: u64 = 1 << 20;
+
+/// The PEM file at `path`, refused (naming it as `what`) past [`TLS_FILE_MAX_BYTES`].
+fn read_pem(what: &str, path: &Path) -> Result<Vec<u8>, StartupError> {
+    let refused = |reason: String| StartupError::Tls(format!("{what} {}: {reason}", path.display()));
+    adapters::key_seal::read_at_most(path, TLS_FILE_MAX_BYTES)
+        .map_err(|e| refused(e.to_string()))?
+        .ok_or_else(|| refused(format!("holds more than {TLS_FILE_MAX_BYTES} bytes, more than any PEM file of ours")))
+}
+
 fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
-    let certs = CertificateDer::pem_file_iter(&files.cert)
-        .and_then(|certs| certs.collect::<Result<Vec<_>, _>>())
+    let certs = CertificateDer::pem_slice_iter(&read_pem("certificate", &files.cert)?)
+        .collect::<Result<Vec<_>, _>>()
         .map_err(|e| StartupError::Tls(format!("certificate {}: {e}", files.cert.display())))?;
-    let key = PrivateKeyDer::from_pem_file(&files.key)
+    let key = PrivateKeyDer::from_pem_slice(&read_pem("key", &files.key)?)
         .map_err(|e| StartupError::Tls(format!("key {}: {e}", files.key.display())))?;
     rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()

@@ -745,6 +745,54 @@ async fn the_service_signs_and_verifies_with_keys_sealed_at_rest() {
     assert!(line.contains("--key-encryption-key-file"), "{line}");
 }
 
+/// The finding: on a store with sealed keys, `store copy` exited 0 given another key
+/// file, a malformed one, or none, where every other command refuses in one line. It
+/// now checks the key file before it opens the target, so a refused copy writes nothing.
+#[tokio::test]
+async fn store_copy_checks_the_key_file_like_every_command_before_it_writes() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let folder = tempfile::tempdir().unwrap();
+    let write = |name: &str, bytes: &[u8]| {
+        let path = folder.path().join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    };
+    let right = write("kek.hex", format!("{}\n", "5a".repeat(32)).as_bytes());
+    let app = TestApp::with_demo_and(|settings| settings.key_encryption_key_file = Some(right.clone())).await;
+    let wrong = write("wrong.bin", &[9_u8; 32]);
+    let malformed = write("malformed.hex", b"5a5a5a5a not a key\n");
+    let endless = std::path::PathBuf::from("/dev/zero");
+    let bad_files: [(&str, Option<&std::path::Path>, &str); 4] = [
+        ("another key", Some(&wrong), "does not open"),
+        ("no key file", None, "--key-encryption-key-file"),
+        ("a malformed file", Some(&malformed), "must hold 32 bytes or 64 hexadecimal characters"),
+        ("an endless file", Some(&endless), "holds more than 256 bytes"),
+    ];
+    for (n, (what, file, reason)) in bad_files.iter().enumerate() {
+        let target_file = folder.path().join(format!("target-{n}/copy.db"));
+        let target = format!("sqlite://{}", target_file.display());
+        let mut args = Vec::new();
+        if let Some(file) = file {
+            args.extend(["--key-encryption-key-file", file.to_str().unwrap()]);
+        }
+        args.extend(["store", "copy", "--to", &target]);
+        let output = branch_atm(&app.database_url, &args);
+        let said = stderr(&output);
+        assert!(!output.status.success(), "with {what} the copy succeeded: {}", stdout(&output));
+        assert_eq!(said.lines().count(), 1, "with {what}: one line: {said}");
+        assert!(said.contains(reason), "with {what}: {said}");
+        assert!(!target_file.exists(), "with {what} the target was written");
+    }
+    let target = format!("sqlite://{}/right/copy.db", folder.path().display());
+    let copied = branch_atm(
+        &app.database_url,
+        &["--key-encryption-key-file", right.to_str().unwrap(), "store", "copy", "--to", &target],
+    );
+    assert!(copied.status.success(), "with the right file: {}", stderr(&copied));
+}
+
 /// A target for `store copy`: the other backend when PostgreSQL is reachable (from the
 /// embedded default to PostgreSQL, or back), else another SQLite file.
 async fn copy_target(folder: &std::path::Path) -> (String, Option<adapters::testing::postgres::TestDatabase>) {

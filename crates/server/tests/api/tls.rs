@@ -29,6 +29,29 @@ async fn the_service_speaks_https_when_given_a_certificate_and_key() {
 }
 
 /// The `ENV` settings of the Dockerfile's runtime image and its `HEALTHCHECK` command.
+/// Like the key-encryption key file (the finding: `/dev/zero` given as a key file was
+/// read forever), a certificate or key file past a megabyte is refused in one line, not
+/// read whole.
+#[tokio::test]
+async fn an_endless_certificate_or_key_file_is_refused_at_start() {
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let endless = std::path::PathBuf::from("/dev/zero");
+    for (what, files) in [
+        ("certificate", server::settings::TlsFiles { cert: endless.clone(), key: key.clone() }),
+        ("key", server::settings::TlsFiles { cert: cert.clone(), key: endless.clone() }),
+    ] {
+        let mut settings = server::settings::Settings::for_database("memory:");
+        settings.tls = Some(files);
+        let error = server::startup::Application::build(settings).await.err().expect("refused");
+        let line = server::errors::one_line(&error);
+        assert!(line.contains(&format!("{what} /dev/zero: holds more than 1048576 bytes")), "{line}");
+    }
+}
+
 fn dockerfile_settings_and_health_check() -> (Vec<(String, String)>, Vec<String>) {
     let dockerfile = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Dockerfile")).unwrap();
     let runtime = dockerfile.rsplit("\nFROM ").next().unwrap();

@@ -157,7 +157,8 @@ async fn sleep_until(unix_seconds: i64, millis: u64) {
 async fn a_token_is_refused_one_second_after_its_exp_whether_remembered_or_not() {
     let app = TestApp::with_demo().await;
     let expires_at = now() + 1;
-    let claims = |sid: &str| demo_claims(sid, expires_at - 60, 60);
+    // Issued now: a token dated before its key signed (the app started seconds ago) is refused.
+    let claims = |sid: &str| demo_claims(sid, expires_at - 1, 1);
     let remembered = Session {
         token: app.forge(&app.issuer(), &claims("AAAAAAAAAAAAAAAAAAAAAA")).await,
         sid: "AAAAAAAAAAAAAAAAAAAAAA".into(),
