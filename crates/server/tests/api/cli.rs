@@ -644,6 +644,44 @@ async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a
 const KEY_WRITING_COMMANDS: &[&[&str]] =
     &[&["keys", "rotate"], &["keys", "rotate", "--now"], &["keys", "revoke", "KID"]];
 
+/// Key-encryption key files in a folder of their own: the right one, and every kind of
+/// wrong one with what the one-line refusal must say.
+struct KeyFiles {
+    right: std::path::PathBuf,
+    /// (what it is, the file (none: no `--key-encryption-key-file`), what the refusal says)
+    wrong: Vec<(&'static str, Option<std::path::PathBuf>, &'static str)>,
+    folder: tempfile::TempDir,
+}
+
+impl KeyFiles {
+    fn new() -> Self {
+        let folder = tempfile::tempdir().unwrap();
+        let write = |name: &str, bytes: &[u8]| {
+            let path = folder.path().join(name);
+            std::fs::write(&path, bytes).unwrap();
+            path
+        };
+        let right = write("kek.hex", format!("{}\n", "5a".repeat(32)).as_bytes());
+        let wrong = vec![
+            ("another key", Some(write("wrong.bin", &[9_u8; 32])), "does not open"),
+            ("no key file", None, "--key-encryption-key-file"),
+            (
+                "a malformed file",
+                Some(write("malformed.hex", b"5a5a5a5a not a key\n")),
+                "must hold 32 bytes or 64 hexadecimal characters",
+            ),
+            ("a file that is not there", Some(folder.path().join("no-such-file")), "no-such-file"),
+            ("an endless file", Some("/dev/zero".into()), "holds more than 256 bytes"),
+        ];
+        Self { right, wrong, folder }
+    }
+
+    /// The command line's key-file option for `file`, if any.
+    fn option(file: Option<&std::path::PathBuf>) -> Vec<&str> {
+        file.map(|file| vec!["--key-encryption-key-file", file.to_str().unwrap()]).unwrap_or_default()
+    }
+}
+
 /// The finding: `keys rotate --now` given another key-encryption key file stored a new
 /// current key sealed under it and exited 0; the running instances then failed every
 /// refresh, answered 500/503 once their data went stale, and no instance could start
@@ -654,13 +692,8 @@ async fn a_key_command_given_another_a_missing_or_a_malformed_key_file_changes_n
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let folder = tempfile::tempdir().unwrap();
-    let write = |name: &str, bytes: &[u8]| {
-        let path = folder.path().join(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
-    let right = write("kek.hex", format!("{}\n", "5a".repeat(32)).as_bytes());
+    let files = KeyFiles::new();
+    let right = files.right.clone();
     let app = TestApp::with_demo_and(|settings| {
         settings.key_encryption_key_file = Some(right.clone());
         settings.refresh_interval = std::time::Duration::from_millis(100);
@@ -679,21 +712,9 @@ async fn a_key_command_given_another_a_missing_or_a_malformed_key_file_changes_n
         command.iter().map(|arg| if *arg == "KID" { kid.clone() } else { (*arg).to_owned() }).collect()
     };
 
-    let wrong = write("wrong.bin", &[9_u8; 32]);
-    let malformed = write("malformed.hex", b"5a5a5a5a not a key\n");
-    let absent = folder.path().join("no-such-file");
-    let bad_files: [(&str, Option<&std::path::Path>, &str); 4] = [
-        ("another key", Some(&wrong), "does not open"),
-        ("no key file", None, "--key-encryption-key-file"),
-        ("a malformed file", Some(&malformed), "must hold 32 bytes or 64 hexadecimal characters"),
-        ("a file that is not there", Some(&absent), "no-such-file"),
-    ];
     for command in KEY_WRITING_COMMANDS {
-        for (what, file, reason) in &bad_files {
-            let mut args = Vec::new();
-            if let Some(file) = file {
-                args.extend(["--key-encryption-key-file", file.to_str().unwrap()]);
-            }
+        for (what, file, reason) in &files.wrong {
+            let mut args = KeyFiles::option(file.as_ref());
             let command_line = command_line(command);
             args.extend(command_line.iter().map(String::as_str));
             let output = branch_atm(&app.database_url, &args);
@@ -753,30 +774,14 @@ async fn store_copy_checks_the_key_file_like_every_command_before_it_writes() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let folder = tempfile::tempdir().unwrap();
-    let write = |name: &str, bytes: &[u8]| {
-        let path = folder.path().join(name);
-        std::fs::write(&path, bytes).unwrap();
-        path
-    };
-    let right = write("kek.hex", format!("{}\n", "5a".repeat(32)).as_bytes());
+    let files = KeyFiles::new();
+    let right = files.right.clone();
     let app = TestApp::with_demo_and(|settings| settings.key_encryption_key_file = Some(right.clone())).await;
-    let wrong = write("wrong.bin", &[9_u8; 32]);
-    let malformed = write("malformed.hex", b"5a5a5a5a not a key\n");
-    let endless = std::path::PathBuf::from("/dev/zero");
-    let bad_files: [(&str, Option<&std::path::Path>, &str); 4] = [
-        ("another key", Some(&wrong), "does not open"),
-        ("no key file", None, "--key-encryption-key-file"),
-        ("a malformed file", Some(&malformed), "must hold 32 bytes or 64 hexadecimal characters"),
-        ("an endless file", Some(&endless), "holds more than 256 bytes"),
-    ];
-    for (n, (what, file, reason)) in bad_files.iter().enumerate() {
-        let target_file = folder.path().join(format!("target-{n}/copy.db"));
+    let folder = files.folder.path();
+    for (n, (what, file, reason)) in files.wrong.iter().enumerate() {
+        let target_file = folder.join(format!("target-{n}/copy.db"));
         let target = format!("sqlite://{}", target_file.display());
-        let mut args = Vec::new();
-        if let Some(file) = file {
-            args.extend(["--key-encryption-key-file", file.to_str().unwrap()]);
-        }
+        let mut args = KeyFiles::option(file.as_ref());
         args.extend(["store", "copy", "--to", &target]);
         let output = branch_atm(&app.database_url, &args);
         let said = stderr(&output);
@@ -785,7 +790,7 @@ async fn store_copy_checks_the_key_file_like_every_command_before_it_writes() {
         assert!(said.contains(reason), "with {what}: {said}");
         assert!(!target_file.exists(), "with {what} the target was written");
     }
-    let target = format!("sqlite://{}/right/copy.db", folder.path().display());
+    let target = format!("sqlite://{}/right/copy.db", folder.display());
     let copied = branch_atm(
         &app.database_url,
         &["--key-encryption-key-file", right.to_str().unwrap(), "store", "copy", "--to", &target],
