@@ -922,7 +922,7 @@ fn a_huge_value_is_quoted_by_its_first_characters_and_a_huge_record_is_refused_n
     assert!(!import.status.success());
     assert_eq!(error.lines().count(), 1, "{error}");
     assert!(error.contains("at data[0].Brand[0].ATM[1] (Identification \"A2\"): the record takes 40"), "{error}");
-    assert!(error.contains("over the 16384 an ATM may take"), "{error}");
+    assert!(error.contains("over the 16384 bytes an ATM may take"), "{error}");
 }
 
 /// Issue 30: a store holding a value PostgreSQL cannot hold (U+0000, which SQLite
