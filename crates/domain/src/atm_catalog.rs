@@ -134,6 +134,14 @@ pub struct PageOutOfRange {
 
 type Indexed = GeomWithData<[f64; 3], u32>;
 
+/// The most bytes one ATM's record may take as compact OBIE ATM 2.3 JSON: 16 KiB, 29 times
+/// the largest record of a real feed (HSBC UK's 780 ATMs: 430 to 561 bytes; docs/decisions.md),
+/// room for every address field at its longest and several notes of 2,000 characters. It
+/// bounds what one ATM costs every caller of a page: a page is at most its page size times
+/// this (400 KiB at the default 25 ATMs a page), so pages need no byte budget of their own.
+/// Imports refuse a record over it, naming the record.
+pub const MAX_RECORD_BYTES: usize = 16 * 1024;
+
 /// One ATM as stored: its record in wire form (OBIE ATM 2.3 JSON, validated when it was
 /// imported) beside what listings select and order by. Made once per import, at the
 /// edge that read the record, so loading the set back needs no parsing and no second validation.

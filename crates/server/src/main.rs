@@ -2,6 +2,7 @@
 
 use std::process::ExitCode;
 
+use adapters::formats::shown::escaped;
 use clap::Parser as _;
 use domain::services::demo::DemoOutcome;
 use secrecy::ExposeSecret as _;
@@ -17,7 +18,8 @@ async fn main() -> ExitCode {
     match run(Cli::parse()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("branch-atm: {error}");
+            // One line, whatever a feed or a store put in it.
+            eprintln!("branch-atm: {}", escaped(&error.to_string()));
             ExitCode::FAILURE
         }
     }

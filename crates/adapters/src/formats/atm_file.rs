@@ -8,13 +8,15 @@ use std::io::{Read, Write};
 use std::sync::OnceLock;
 
 use country_boundaries::{BOUNDARIES_ODBL_60X30, CountryBoundaries, LatLon};
-use domain::atm_catalog::StoredAtm;
+use domain::atm_catalog::{MAX_RECORD_BYTES, StoredAtm};
 use domain::services::imports::AtmFeed;
 use serde::Deserialize;
+use serde_path_to_error::Segment;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use super::obie::{Atm, Brand, List, UNBOUNDED};
+use super::shown::{self, quoted};
 
 /// The file's envelope. Of `meta` only the publisher's `LastUpdated` is read (the
 /// import's shrink guard looks at it); the set's own date is the import's.
@@ -48,7 +50,9 @@ struct DataItem {
     brand: List<Brand, 1, UNBOUNDED>,
 }
 
-/// Why a file was refused: the position of the record and the field, then the reason.
+/// Why a file was refused: the position of the record and the field, then the reason,
+/// on one line: a value from the file is quoted by its first characters, escaped
+/// ([`shown`]).
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub struct AtmFileError(String);
@@ -60,19 +64,22 @@ pub struct AtmFileError(String);
 ///
 /// # Errors
 /// [`AtmFileError`] naming the first invalid record by its path in the file
-/// (`data[0].Brand[1].ATM[17]`) and the field within it.
+/// (`data[0].Brand[1].ATM[17]`) and the field within it; a record over
+/// [`MAX_RECORD_BYTES`] by its path and identification.
 pub fn read(input: impl Read) -> Result<ReadFeed, AtmFileError> {
     let mut json = serde_json::Deserializer::from_reader(std::io::BufReader::new(input));
     let file: AtmFile = serde_path_to_error::deserialize(&mut json).map_err(|error| {
-        let path = error.path().to_string();
-        let at = if path == "." { String::new() } else { format!("at {path}: ") };
-        AtmFileError(format!("{at}{}", error.inner()))
+        let path = path_of(error.path());
+        let at = if path.is_empty() { String::new() } else { format!("at {path}: ") };
+        AtmFileError(format!("{at}{}", shown::reason(&error.inner().to_string())))
     })?;
-    json.end().map_err(|e| AtmFileError(e.to_string()))?;
+    json.end().map_err(|e| AtmFileError(shown::reason(&e.to_string())))?;
     let published = match file.meta.and_then(|meta| meta.last_updated) {
         Some(written) => Some(
             OffsetDateTime::parse(&written, &Rfc3339)
-                .map_err(|_| AtmFileError(format!("at meta.LastUpdated: {written:?} is not an RFC 3339 time")))?
+                .map_err(|_| {
+                    AtmFileError(format!("at meta.LastUpdated: {} is not an RFC 3339 time", quoted(&written)))
+                })?
                 .unix_timestamp(),
         ),
         None => None,
@@ -88,16 +95,50 @@ pub fn read(input: impl Read) -> Result<ReadFeed, AtmFileError> {
                 let here = format!("data[{d}].Brand[{b}].ATM[{a}]");
                 if let Some(first) = seen.insert((name, atm.identification.as_str()), here.clone()) {
                     return Err(AtmFileError(format!(
-                        "at {here}.Identification: {:?} of brand {name:?} was already given at {first}",
-                        atm.identification.as_str()
+                        "at {here}.Identification: {} of brand {} was already given at {first}",
+                        quoted(atm.identification.as_str()),
+                        quoted(name)
                     )));
                 }
                 checks.look_at(name, atm);
-                atms.push(atm.stored(name).map_err(|e| AtmFileError(format!("at {here}: {e}")))?);
+                let stored = atm.stored(name).map_err(|e| AtmFileError(format!("at {here}: {e}")))?;
+                if stored.record.len() > MAX_RECORD_BYTES {
+                    return Err(AtmFileError(format!(
+                        "at {here} (Identification {}): the record takes {} bytes as compact JSON, over the {} \
+                         bytes an ATM may take",
+                        quoted(atm.identification.as_str()),
+                        stored.record.len(),
+                        MAX_RECORD_BYTES
+                    )));
+                }
+                atms.push(stored);
             }
         }
     }
     Ok(ReadFeed { feed: AtmFeed { atms, published }, warnings: checks.warnings() })
+}
+
+/// Where in the file a parser stopped, as `data[0].Brand[1].ATM[17].Location`; a field's
+/// name is the file's own (an unknown field is named by it), so it is shown as an
+/// [`shown::excerpt`].
+fn path_of(path: &serde_path_to_error::Path) -> String {
+    let mut shown = String::new();
+    for segment in path.iter() {
+        let name = match segment {
+            Segment::Seq { index } => {
+                shown.push_str(&format!("[{index}]"));
+                continue;
+            }
+            Segment::Map { key } => shown::excerpt(key),
+            Segment::Enum { variant } => shown::excerpt(variant),
+            Segment::Unknown => "?".to_owned(),
+        };
+        if !shown.is_empty() {
+            shown.push('.');
+        }
+        shown.push_str(&name);
+    }
+    shown
 }
 
 /// Shared points listed per warning, at most.
@@ -264,6 +305,71 @@ mod tests {
         let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [atm("A1"), atm("A1")]}]));
         let error = read(text.as_bytes()).unwrap_err().to_string();
         assert!(error.contains("data[0].Brand[0].ATM[1]") && error.contains("ATM[0]"), "{error}");
+    }
+
+    #[test]
+    fn a_control_character_is_refused_naming_the_record_and_the_field() {
+        let bad = atm("A2\u{0}");
+        let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [atm("A1"), bad]}]));
+        let error = read(text.as_bytes()).unwrap_err().to_string();
+        assert!(
+            error.starts_with("at data[0].Brand[0].ATM[1].Identification: character 3 is the control character U+0000"),
+            "{error}"
+        );
+        let text = file(serde_json::json!([{"BrandName": "Uno\u{1b}[2J", "ATM": [atm("A1")]}]));
+        let error = read(text.as_bytes()).unwrap_err().to_string();
+        assert!(
+            error.starts_with("at data[0].Brand[0].BrandName: character 4 is the control character U+001B"),
+            "{error}"
+        );
+    }
+
+    #[test]
+    fn a_record_over_the_bound_is_refused_naming_it_and_one_within_it_is_stored() {
+        // The probe's record: 20,000 notes of 2,000 characters, 40 MB on every page.
+        let mut huge = atm("A2");
+        huge["Note"] = serde_json::json!(vec!["n".repeat(2_000); 20_000]);
+        let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [atm("A1"), huge]}]));
+        let error = read(text.as_bytes()).unwrap_err().to_string();
+        assert!(
+            error.starts_with("at data[0].Brand[0].ATM[1] (Identification \"A2\"): the record takes 40"),
+            "{error}"
+        );
+        assert!(error.ends_with("over the 16384 bytes an ATM may take"), "{error}");
+        // Seven notes of 2,000 characters fit, with the rest of a record.
+        let mut full = atm("A3");
+        full["Note"] = serde_json::json!(vec!["n".repeat(2_000); 7]);
+        let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [full]}]));
+        assert!(read(text.as_bytes()).unwrap().feed.atms[0].record.len() > 14_000);
+    }
+
+    /// The bound's measurement: the records of a real bank's feed (HSBC UK's, 780 ATMs)
+    /// as an import stores them.
+    #[test]
+    fn the_largest_record_of_a_real_feed_is_under_a_twentieth_of_the_bound() {
+        let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../server/tests/data/hsbc-uk-v2.2-2024-01-21.json");
+        let atms = read(std::fs::File::open(path).unwrap()).unwrap().feed.atms;
+        let mut sizes: Vec<usize> = atms.iter().map(|atm| atm.record.len()).collect();
+        sizes.sort_unstable();
+        println!("figure: {} records, {} to {} bytes, median {}", sizes.len(), sizes[0], sizes[779], sizes[390]);
+        assert!(sizes[779] * 20 < MAX_RECORD_BYTES, "{}", sizes[779]);
+    }
+
+    #[test]
+    fn a_long_bad_value_is_quoted_by_its_first_characters_wherever_the_parser_quotes_it() {
+        let long = format!("{}\u{1b}[2J", "x".repeat(1_000_000));
+        let mut variant = atm("A1");
+        variant["ATMServices"] = serde_json::json!([long]);
+        let mut field = atm("A1");
+        field[long.as_str()] = serde_json::json!(1);
+        let mut kind = atm("A1");
+        kind["Access24HoursIndicator"] = serde_json::json!(long);
+        for record in [variant, field, kind] {
+            let text = file(serde_json::json!([{"BrandName": "Uno", "ATM": [record]}]));
+            let error = read(text.as_bytes()).unwrap_err().to_string();
+            assert!(error.len() < 1_000 && error.contains("… (100000"), "{}", &error[..200.min(error.len())]);
+            assert!(!error.contains('\u{1b}'), "{error}");
+        }
     }
 
     #[test]

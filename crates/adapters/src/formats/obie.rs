@@ -5,7 +5,8 @@
 //! deserialized, so a value of [`Atm`] is valid by construction and every ATM the
 //! service returns validates against the schema. Unknown fields are refused on input
 //! (the schema would allow them, but an import that silently drops a misspelt field
-//! loses data). Coordinates are also range-checked, which the schema does not do.
+//! loses data). Coordinates are also range-checked, which the schema does not do, and
+//! no text holds a control character, which the schema allows (see [`Text`]).
 //! A valid record becomes the domain's [`StoredAtm`] once, by [`Atm::stored`].
 
 use std::fmt;
@@ -14,12 +15,24 @@ use domain::atm::{Accessibility, AtmService};
 use domain::atm_catalog::StoredAtm;
 use serde::{Deserialize, Serialize};
 
+use super::shown::quoted;
+
 /// Why a field of an ATM record was refused.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
 pub struct AtmFieldError(String);
 
-/// A string of `MIN` to `MAX` characters (JSON Schema lengths count code points).
+/// A string of `MIN` to `MAX` characters (JSON Schema lengths count code points), none
+/// of them a control character.
+///
+/// Control characters are every one of Unicode's `Cc`: C0 (U+0000 to U+001F, tab and
+/// newline included), DEL (U+007F) and C1 (U+0080 to U+009F). The schema allows them, but
+/// no identification, name, address or note needs one, and each does harm: U+0000 is
+/// stored by SQLite and refused by PostgreSQL (so a set could not move between them), an
+/// escape sequence drives the terminal of the operator shown it, a newline splits a
+/// one-line answer. Tab is refused with the rest: real feeds hold none (HSBC UK's 780
+/// ATMs hold no control character at all; docs/decisions.md), and a tab in a name is as
+/// much a mistake as a newline.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
 pub struct Text<const MIN: usize, const MAX: usize>(String);
@@ -35,10 +48,16 @@ impl<const MIN: usize, const MAX: usize> TryFrom<String> for Text<MIN, MAX> {
     type Error = AtmFieldError;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         let length = value.chars().count();
-        if (MIN..=MAX).contains(&length) {
-            Ok(Self(value))
-        } else {
-            Err(AtmFieldError(format!("length {length} is outside {MIN} to {MAX} characters")))
+        if !(MIN..=MAX).contains(&length) {
+            return Err(AtmFieldError(format!("length {length} is outside {MIN} to {MAX} characters")));
+        }
+        match value.chars().enumerate().find(|(_, c)| c.is_control()) {
+            None => Ok(Self(value)),
+            Some((at, control)) => Err(AtmFieldError(format!(
+                "character {} is the control character U+{:04X}, which no text of an ATM may hold",
+                at + 1,
+                u32::from(control)
+            ))),
         }
     }
 }
@@ -121,7 +140,7 @@ macro_rules! pattern_string {
                 if valid(&value) {
                     Ok(Self(value))
                 } else {
-                    Err(AtmFieldError(format!("{value:?} is not {}", $what)))
+                    Err(AtmFieldError(format!("{} is not {}", quoted(&value), $what)))
                 }
             }
         }
@@ -158,11 +177,12 @@ impl TryFrom<String> for LanguageCode {
         if value.len() == 3 && value.bytes().all(|b| b.is_ascii_lowercase()) {
             return match iso_639_1_of(&value) {
                 Some(two) => Ok(Self(two.to_owned())),
-                None => Err(AtmFieldError(format!("{value:?} is an ISO 639-2 code with no ISO 639-1 code"))),
+                None => Err(AtmFieldError(format!("{} is an ISO 639-2 code with no ISO 639-1 code", quoted(&value)))),
             };
         }
         Err(AtmFieldError(format!(
-            "{value:?} is not a language code (ISO 639-1 such as \"en\", or ISO 639-2 such as \"eng\")"
+            "{} is not a language code (ISO 639-1 such as \"en\", or ISO 639-2 such as \"eng\")",
+            quoted(&value)
         )))
     }
 }
@@ -273,7 +293,8 @@ impl Degrees {
         match value {
             Some(value) => Ok(Self { written, value }),
             None => Err(AtmFieldError(format!(
-                "{written:?} is not a coordinate such as 19.43260770 within ±{limit} degrees"
+                "{} is not a coordinate such as 19.43260770 within ±{limit} degrees",
+                quoted(&written)
             ))),
         }
     }
@@ -606,6 +627,42 @@ mod tests {
         let mut bad = record();
         bad["ATMService"] = serde_json::json!(["Balance"]);
         assert!(parse(bad).unwrap_err().contains("unknown field"));
+    }
+
+    #[test]
+    fn a_control_character_in_any_text_of_a_record_is_refused_naming_it() {
+        let texts = [
+            "/Identification",
+            "/Note/0",
+            "/Branch/Identification",
+            "/Location/Site/Name",
+            "/Location/PostalAddress/AddressLine/0",
+            "/Location/PostalAddress/TownName",
+            "/Location/PostalAddress/PostCode",
+        ];
+        for pointer in texts {
+            for control in ['\u{0}', '\u{1b}', '\n', '\t', '\u{7f}', '\u{85}'] {
+                let mut bad = record();
+                let text = format!("A{control}B");
+                *bad.pointer_mut(pointer).unwrap() = serde_json::json!(text);
+                let error = parse(bad).unwrap_err();
+                let code = format!("U+{:04X}", u32::from(control));
+                assert!(error.contains(&format!("character 2 is the control character {code}")), "{pointer}: {error}");
+            }
+        }
+        let brand = serde_json::json!({"BrandName": "Banco\u{0}", "ATM": [record()]});
+        assert!(serde_json::from_value::<Brand>(brand).unwrap_err().to_string().contains("U+0000"));
+        let mut fine = record();
+        fine["Note"] = serde_json::json!(["Zócalo, ‘Reforma’ — 24 h €"]);
+        assert!(parse(fine).is_ok(), "characters that are not control characters are kept");
+    }
+
+    #[test]
+    fn a_bad_value_is_quoted_by_its_first_64_characters_whatever_its_length() {
+        let mut bad = record();
+        bad["MinimumPossibleAmount"] = serde_json::json!("9".repeat(10 * 1024 * 1024));
+        let error = parse(bad).unwrap_err();
+        assert!(error.len() < 300 && error.contains("… (10485760 characters) is not an amount"), "{error}");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The wait-time CSV operators import: a header `branchId,timeTaken` and optionally
 //! `estimatedAt` (RFC 3339; the import time when absent or empty), any column order, a
 //! byte-order mark allowed. The first bad row refuses the whole file, naming its line
-//! (the header is line 1).
+//! (the header is line 1), and quotes a bad value by its first characters
+//! ([`super::shown::quoted`]): a 10 MB field makes a short line, not a 10 MB one.
 
 use std::collections::HashMap;
 use std::io::Read;
@@ -10,6 +11,8 @@ use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::input::Expected;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
+
+use super::shown::quoted;
 
 /// The columns a file may have.
 const COLUMNS: [&str; 3] = ["branchId", "timeTaken", "estimatedAt"];
@@ -27,16 +30,16 @@ pub struct WaitTimeFile {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum WaitTimeFileError {
     /// The header names a column the format does not have.
-    #[error("line 1: unknown column {0:?}; expected branchId,timeTaken[,estimatedAt]")]
+    #[error("line 1: unknown column {}; expected branchId,timeTaken[,estimatedAt]", quoted(.0))]
     UnknownColumn(String),
     /// The header names a column twice.
-    #[error("line 1: column {0:?} appears twice")]
+    #[error("line 1: column {} appears twice", quoted(.0))]
     RepeatedColumn(String),
     /// The header lacks a required column.
     #[error("line 1: the header lacks the column {0:?}")]
     MissingColumn(&'static str),
     /// A field is not a valid value of its column.
-    #[error("line {line}: {column} {value:?} is not valid")]
+    #[error("line {line}: {column} {} is not valid", quoted(.value))]
     InvalidValue {
         /// The line.
         line: u64,
@@ -48,7 +51,7 @@ pub enum WaitTimeFileError {
         expected: Expected,
     },
     /// `estimatedAt` is not an RFC 3339 date-time.
-    #[error("line {line}: estimatedAt {value:?} is not an RFC 3339 date-time")]
+    #[error("line {line}: estimatedAt {} is not an RFC 3339 date-time", quoted(.value))]
     InvalidTime {
         /// The line.
         line: u64,
@@ -150,6 +153,22 @@ mod tests {
         let error = read("branch,minutes\n00001,5\n".as_bytes(), 0).unwrap_err();
         assert_eq!(error, WaitTimeFileError::UnknownColumn("branch".into()));
         assert!(error.to_string().starts_with("line 1:"), "{error}");
+    }
+
+    #[test]
+    fn a_ten_megabyte_field_is_quoted_by_its_first_characters() {
+        let huge = "9".repeat(10 * 1024 * 1024);
+        for csv in [
+            format!("branchId,timeTaken\n{huge},5\n"),
+            format!("branchId,timeTaken\n00001,{huge}\n"),
+            format!("branchId,timeTaken,estimatedAt\n00001,5,{huge}\n"),
+            format!("branchId,timeTaken,{huge}\n"),
+        ] {
+            let error = read(csv.as_bytes(), 0).unwrap_err().to_string();
+            assert!(error.len() < 200 && error.contains("… (10485760 characters)"), "{}", &error[..200]);
+        }
+        let error = read("branchId,timeTaken\n0000\u{1b}[2J,5\n".as_bytes(), 0).unwrap_err().to_string();
+        assert_eq!(error, "line 2: branchId \"0000\\u{1b}[2J\" is not valid");
     }
 
     #[test]

@@ -98,6 +98,15 @@ pub const BACKEND: Backend = Backend {
     testing: crate::testing::TestSupport { fresh: fresh_for_a_test, execute_sql: Some(execute_sql) },
 };
 
+/// Whether the SQLSTATE of an error PostgreSQL answered with says it refused the data
+/// it was given: class 22, data exception (22021 a byte sequence such as 0x00 that is no
+/// UTF-8 text, 22001 a string too long, 22P05 an untranslatable character), and class 23,
+/// integrity constraint violation. Every other class (a connection, a lock, a server
+/// shutting down, resources) is the store being unavailable.
+pub(crate) fn refuses_the_data(sqlstate: &str) -> bool {
+    sqlstate.starts_with("22") || sqlstate.starts_with("23")
+}
+
 /// A store in a new database of its own on the server at `TEST_POSTGRES_URL`, dropped
 /// after the test; `None` (said) without that server.
 #[cfg(feature = "testing")]
@@ -116,4 +125,47 @@ fn execute_sql<'a>(url: &'a str, statement: &'static str) -> crate::registry::Op
         let mut connection = sqlx::PgConnection::connect(url).await.map_err(|e| e.to_string())?;
         connection.execute(statement).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use domain::ports::StoreFailure;
+    use sqlx::{Connection as _, Executor as _};
+
+    use super::*;
+
+    #[test]
+    fn data_exceptions_and_integrity_violations_are_refusals_and_every_other_class_an_outage() {
+        for refusal in ["22021", "22001", "22P05", "22003", "23505", "23502", "23514"] {
+            assert!(refuses_the_data(refusal), "{refusal}");
+        }
+        // A read-only server, a lost connection, a shut-down, a deadlock, a full disk,
+        // too many connections, a syntax error.
+        for outage in ["25006", "08006", "57P01", "40P01", "53100", "53300", "42601"] {
+            assert!(!refuses_the_data(outage), "{outage}");
+        }
+    }
+
+    /// The finding: an ATM identification holding U+0000, refused by PostgreSQL (22021),
+    /// was reported as "the store is unavailable".
+    #[tokio::test]
+    #[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
+    async fn what_postgresql_refuses_to_hold_is_told_as_refused_data_and_a_lost_connection_as_an_outage() {
+        let Some(url) = crate::testing::postgres::server("the classification of PostgreSQL's errors") else { return };
+        let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
+        let nul = sqlx::query("SELECT $1::text").bind("A1\u{0}").fetch_one(&mut connection).await.unwrap_err();
+        let nul = unavailable(nul);
+        assert_eq!(nul.failure(), StoreFailure::RefusedData, "{nul}");
+        assert!(nul.to_string().starts_with("the store refused the data: ") && nul.to_string().contains("0x00"), "{nul}");
+        connection.execute("CREATE TEMPORARY TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(35))").await.unwrap();
+        connection.execute("INSERT INTO t VALUES (1, 'A1')").await.unwrap();
+        let long = unavailable(connection.execute("INSERT INTO t VALUES (2, repeat('x', 36))").await.unwrap_err());
+        assert_eq!(long.failure(), StoreFailure::RefusedData, "{long}");
+        let twice = unavailable(connection.execute("INSERT INTO t VALUES (1)").await.unwrap_err());
+        assert_eq!(twice.failure(), StoreFailure::RefusedData, "{twice}");
+        let gone = connection.execute("SELECT pg_terminate_backend(pg_backend_pid())").await.unwrap_err();
+        let gone = unavailable(gone);
+        assert_eq!(gone.failure(), StoreFailure::Unavailable, "{gone}");
+        assert!(gone.to_string().starts_with("the store is unavailable: "), "{gone}");
+    }
 }

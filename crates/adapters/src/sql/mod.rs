@@ -28,15 +28,27 @@ mod shared;
 
 pub(crate) use shared::shared_sql_records;
 
-/// A driver's error as the domain sees it: the store did not answer as it should. A
-/// lost connection, or one to a server that cannot take writes, is named by what it
-/// means for an operator (during a failover, say) rather than by the protocol step it
-/// broke at.
+/// A driver's error as the domain sees it: the store did not answer as it should, or
+/// it refused the data it was given (as each backend classifies its own errors: a data
+/// error is never told as an outage). A lost connection, or one to a server that cannot
+/// take writes, is named by what it means for an operator (during a failover, say)
+/// rather than by the protocol step it broke at.
 pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
     match connection_failure(&error) {
         Some(meaning) => StoreUnavailable::new(meaning),
+        None if refuses_the_data(&error) => StoreUnavailable::refused(error),
         None => StoreUnavailable::new(error),
     }
+}
+
+/// Whether the database answered, refusing the data it was given.
+fn refuses_the_data(error: &sqlx::Error) -> bool {
+    let sqlx::Error::Database(database) = error else { return false };
+    if let Some(postgres) = database.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+        return crate::postgres::refuses_the_data(postgres.code());
+    }
+    database.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
+        && database.code().and_then(|code| code.parse().ok()).is_some_and(crate::sqlite::refuses_the_data)
 }
 
 /// What a failure of the connection itself means, if it is one.

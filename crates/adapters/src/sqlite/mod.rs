@@ -38,6 +38,19 @@ const LOCK_WAIT: Duration = Duration::from_secs(2);
 // The schema, `migrations/sqlite`, built into the binary (`crate::sql::migrations`).
 use crate::sql::migrations::SQLITE_MIGRATOR as MIGRATOR;
 
+/// Whether an extended result code SQLite answered with says it refused the data it was
+/// given: `SQLITE_TOOBIG` (a string or blob over its length limit), `SQLITE_CONSTRAINT`
+/// and its extended codes (unique, not null, check…), `SQLITE_MISMATCH` (a datatype
+/// mismatch). The primary code is the low byte of the extended one
+/// (<https://www.sqlite.org/rescode.html>). Every other code (busy, locked, full, I/O)
+/// is the store being unavailable.
+pub(crate) fn refuses_the_data(extended_code: i32) -> bool {
+    const SQLITE_TOOBIG: i32 = 18;
+    const SQLITE_CONSTRAINT: i32 = 19;
+    const SQLITE_MISMATCH: i32 = 20;
+    matches!(extended_code & 0xff, SQLITE_TOOBIG | SQLITE_CONSTRAINT | SQLITE_MISMATCH)
+}
+
 /// A SQLite database file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -152,4 +165,44 @@ fn execute_sql<'a>(url: &'a str, statement: &'static str) -> crate::registry::Op
         let mut connection = sqlx::SqliteConnection::connect(url).await.map_err(|e| e.to_string())?;
         connection.execute(statement).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use domain::ports::StoreFailure;
+    use sqlx::{Connection as _, Executor as _};
+
+    use super::*;
+
+    #[test]
+    fn sqlites_codes_for_data_it_cannot_hold_are_refusals_and_every_other_an_outage() {
+        // TOOBIG, CONSTRAINT, MISMATCH; CONSTRAINT_UNIQUE, _NOTNULL, _CHECK, _PRIMARYKEY.
+        for refusal in [18, 19, 20, 2067, 1299, 275, 1555] {
+            assert!(refuses_the_data(refusal), "{refusal}");
+        }
+        // ERROR, BUSY, LOCKED, READONLY, IOERR, CORRUPT, FULL, CANTOPEN; BUSY_SNAPSHOT, IOERR_LOCK.
+        for outage in [1, 5, 6, 8, 10, 11, 13, 14, 517, 3850] {
+            assert!(!refuses_the_data(outage), "{outage}");
+        }
+    }
+
+    #[tokio::test]
+    async fn what_sqlite_refuses_to_hold_is_told_as_refused_data_not_as_an_outage() {
+        let mut connection = sqlx::SqliteConnection::connect("sqlite::memory:").await.unwrap();
+        connection.execute("CREATE TABLE t (id INTEGER PRIMARY KEY, name TEXT NOT NULL UNIQUE)").await.unwrap();
+        connection.execute("INSERT INTO t (name) VALUES ('a')").await.unwrap();
+        let refused = [
+            "INSERT INTO t (name) VALUES ('a')",
+            "INSERT INTO t (name) VALUES (NULL)",
+            "INSERT INTO t (id, name) VALUES ('x', 'b')",
+            "SELECT zeroblob(2000000000)",
+        ];
+        for statement in refused {
+            let error = unavailable(connection.execute(statement).await.unwrap_err());
+            assert_eq!(error.failure(), StoreFailure::RefusedData, "{statement}: {error}");
+            assert!(error.to_string().starts_with("the store refused the data: "), "{error}");
+        }
+        let error = unavailable(connection.execute("SELECT * FROM no_such_table").await.unwrap_err());
+        assert_eq!(error.failure(), StoreFailure::Unavailable, "{error}");
+    }
 }

@@ -7,7 +7,7 @@
 //!   (served from memory by the adapters, but for durable token records).
 //! - [`records`] — the store as operators change it: registrations, channels, wait
 //!   times, ATMs, signing keys, token records, and what the store holds.
-//! - Here: the store's one error, the clock, and ids.
+//! - Here: the store's one error (unavailable, or refusing the data), the clock, and ids.
 
 mod records;
 mod serving;
@@ -19,16 +19,51 @@ use time::OffsetDateTime;
 
 use crate::token::{OpaqueToken, SessionId, TokenId};
 
-/// A store could not answer: unreachable, timed out, or failed. The cause is for the
-/// log, never for the caller.
+/// A store could not answer: unreachable, timed out, or failed; or it refused the data
+/// it was given ([`StoreUnavailable::refused`]). The cause is for the log, never for the
+/// caller.
+///
+/// One type for both, so that every port keeps its one error; [`Self::failure`] tells
+/// them apart, and the message says which, so an operator never reads a refused record
+/// as an outage.
 #[derive(Debug, thiserror::Error)]
-#[error("the store is unavailable: {0}")]
-pub struct StoreUnavailable(#[source] pub Box<dyn std::error::Error + Send + Sync>);
+pub struct StoreUnavailable(#[source] pub Box<dyn std::error::Error + Send + Sync>, StoreFailure);
+
+/// What kind of failure a [`StoreUnavailable`] is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StoreFailure {
+    /// The store did not answer as it should: unreachable, timed out, failed. Trying
+    /// again later may work.
+    Unavailable,
+    /// The store answered, and refused the data it was given (a value it cannot hold, a
+    /// constraint it keeps). The same data will be refused again.
+    RefusedData,
+}
 
 impl StoreUnavailable {
-    /// Wraps a driver or I/O error.
+    /// Wraps a driver or I/O error: the store is unavailable.
     pub fn new(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
-        Self(cause.into())
+        Self(cause.into(), StoreFailure::Unavailable)
+    }
+
+    /// Wraps a driver's refusal of the data it was given: the store is available, the
+    /// data is wrong for it.
+    pub fn refused(cause: impl Into<Box<dyn std::error::Error + Send + Sync>>) -> Self {
+        Self(cause.into(), StoreFailure::RefusedData)
+    }
+
+    /// Whether the store was unavailable or refused the data.
+    pub fn failure(&self) -> StoreFailure {
+        self.1
+    }
+}
+
+impl std::fmt::Display for StoreUnavailable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self.1 {
+            StoreFailure::Unavailable => write!(f, "the store is unavailable: {}", self.0),
+            StoreFailure::RefusedData => write!(f, "the store refused the data: {}", self.0),
+        }
     }
 }
 
@@ -54,4 +89,22 @@ pub trait IdGenerator: Send + Sync {
     fn session_id(&self) -> SessionId;
     /// A fresh opaque token: at least 128 bits of CSPRNG output, base64url.
     fn opaque_token(&self) -> OpaqueToken;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_store_that_refused_the_data_says_so_and_is_not_called_unavailable() {
+        let refused = StoreUnavailable::refused("invalid byte sequence for encoding \"UTF8\": 0x00");
+        assert_eq!(refused.failure(), StoreFailure::RefusedData);
+        assert_eq!(
+            refused.to_string(),
+            "the store refused the data: invalid byte sequence for encoding \"UTF8\": 0x00"
+        );
+        let gone = StoreUnavailable::new("connection refused");
+        assert_eq!(gone.failure(), StoreFailure::Unavailable);
+        assert_eq!(gone.to_string(), "the store is unavailable: connection refused");
+    }
 }

@@ -3,6 +3,7 @@
 use std::path::Path;
 
 use adapters::formats::atm_file;
+use adapters::formats::shown::escaped;
 use domain::ports::ImportKind;
 use domain::services::imports::{AtmImport, AtmSetChanges, DataImport, ImportRules};
 
@@ -13,12 +14,14 @@ use crate::errors::one_line;
 /// Identifications listed per kind of change, at most.
 const LISTED: usize = 5;
 
-/// `brand/identification` of the first few of `keys`, and how many more.
+/// `brand/identification` of the first few of `keys`, and how many more; control
+/// characters escaped (a store written before feeds were checked may hold some).
 fn first_of(keys: &[(String, String)]) -> String {
     if keys.is_empty() {
         return String::new();
     }
-    let shown: Vec<String> = keys.iter().take(LISTED).map(|(brand, id)| format!("{brand}/{id}")).collect();
+    let shown: Vec<String> =
+        keys.iter().take(LISTED).map(|(brand, id)| format!("{}/{}", escaped(brand), escaped(id))).collect();
     let more = keys.len().saturating_sub(LISTED);
     format!(" ({}{})", shown.join(", "), if more > 0 { format!(", and {more} more") } else { String::new() })
 }
@@ -60,7 +63,7 @@ pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), Comman
         }
     };
     for warning in &read.warnings {
-        println!("warning: {warning}");
+        println!("warning: {}", escaped(warning));
     }
     let outcome = imports
         .atms(&read.feed, rules)

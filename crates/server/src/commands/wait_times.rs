@@ -1,5 +1,6 @@
 //! `waittimes …`: importing a wait-time CSV.
 
+use adapters::formats::shown::quoted;
 use adapters::formats::wait_time_csv::{self, WaitTimeFileError};
 use domain::ports::ImportKind;
 use domain::services::imports::ImportWaitTimesError;
@@ -12,7 +13,8 @@ use crate::startup::Operators;
 fn refused_file(error: &WaitTimeFileError) -> CommandError {
     match error {
         WaitTimeFileError::InvalidValue { line, column, value, expected } => {
-            CommandError(format!("line {line}: {column} {value:?} is not valid: expected {}", english(*expected)))
+            let value = quoted(value);
+            CommandError(format!("line {line}: {column} {value} is not valid: expected {}", english(*expected)))
         }
         other => CommandError(other.to_string()),
     }

@@ -870,3 +870,138 @@ async fn a_store_is_copied_whole_into_an_empty_one_and_never_into_a_used_one() {
     assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
     assert_eq!(copied.wait_times(&kept, &["00001"]).await.status(), 200, "the used target is left as it was");
 }
+
+/// An OBIE ATM file of one brand holding ATMs of these identifications.
+fn atm_file(folder: &std::path::Path, brand: &str, ids: &[&str]) -> String {
+    let atms: Vec<Value> = ids
+        .iter()
+        .map(|id| {
+            serde_json::json!({
+                "Identification": id,
+                "SupportedCurrencies": ["GBP"],
+                "Location": {"PostalAddress": {"TownName": "Leeds", "Country": "GB"}}
+            })
+        })
+        .collect();
+    let file = serde_json::json!({"data": [{"Brand": [{"BrandName": brand, "ATM": atms}]}]});
+    let path = folder.join("atms.json");
+    std::fs::write(&path, file.to_string()).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+/// Issue 30: a feed's control characters reached the store and the operator's terminal.
+/// An identification holding U+0000 was imported into SQLite (and refused by
+/// PostgreSQL as an outage), one holding `\u{1b}[2J` cleared the terminal `atms import`
+/// printed it on, and a newline split its one-line answer. Now no text of a record may
+/// hold a control character, and the refusal is one line naming the record and field.
+#[test]
+fn an_atm_feed_holding_a_control_character_is_refused_in_one_line_naming_the_record_and_the_field() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let fresh = fresh_database();
+    let cases = [
+        ("Uno", "A2\u{0}", "ATM[1].Identification: character 3 is the control character U+0000"),
+        ("Uno", "A2\u{1b}[2J", "ATM[1].Identification: character 3 is the control character U+001B"),
+        ("Uno", "A2\nB", "ATM[1].Identification: character 3 is the control character U+000A"),
+        ("Uno\u{0}", "A2", "BrandName: character 4 is the control character U+0000"),
+    ];
+    for (brand, id, said) in cases {
+        let file = atm_file(fresh.folder.path(), brand, &["A1", id]);
+        for dry_run in [&[][..], &["--dry-run"][..]] {
+            let mut args = vec!["atms", "import", &file];
+            args.extend_from_slice(dry_run);
+            let import = branch_atm(&fresh.url, &args);
+            let error = stderr(&import);
+            assert!(!import.status.success(), "{id:?} {dry_run:?}: {}", stdout(&import));
+            assert_eq!(error.lines().count(), 1, "{error}");
+            assert!(error.contains(&format!("at data[0].Brand[0].{said}")), "{error}");
+            assert!(!error.contains(['\u{0}', '\u{1b}']) && stdout(&import).is_empty(), "{error}");
+        }
+    }
+    let export = stdout(&branch_atm(&fresh.url, &["atms", "export"]));
+    assert!(export.contains(r#""TotalResults":0"#), "nothing was stored: {export}");
+}
+
+/// What `atms import` prints of a store's identifications is escaped too: a store
+/// written before feeds were checked may hold a control character, and the import that
+/// replaces it lists it as removed.
+#[tokio::test]
+async fn an_import_prints_a_stored_identifications_control_characters_escaped_on_one_line() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let fresh = fresh_database();
+    let file = atm_file(fresh.folder.path(), "Uno", &["A1", "A2"]);
+    assert!(branch_atm(&fresh.url, &["atms", "import", &file]).status.success());
+    const OLD_STORE: &str = "UPDATE atms SET identification = 'A9\u{1b}[2J\nX' WHERE identification = 'A1'";
+    assert_eq!(adapters::testing::execute_sql(&fresh.url, OLD_STORE).await, Ok(1));
+
+    for dry_run in [&["--dry-run"][..], &[][..]] {
+        let mut args = vec!["atms", "import", &file, "--allow-shrink"];
+        args.extend_from_slice(dry_run);
+        let import = branch_atm(&fresh.url, &args);
+        let printed = stdout(&import);
+        assert!(import.status.success(), "{}", stderr(&import));
+        assert_eq!(printed.lines().count(), 1, "{printed}");
+        assert!(printed.contains(r"1 removed (Uno/A9\u{1b}[2J\u{a}X)"), "{printed}");
+        assert!(!printed.contains('\u{1b}'), "{printed}");
+    }
+}
+
+/// Issue 30: an error quoted the whole bad value (a 10 MB CSV field made a 10 MB line),
+/// and an ATM of 20,000 notes of 2,000 characters was imported, making every caller's
+/// first page 40 MB. A value is now quoted by its first 64 characters and its length,
+/// and a record over 16 KiB is refused, naming it.
+#[test]
+fn a_huge_value_is_quoted_by_its_first_characters_and_a_huge_record_is_refused_naming_it() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let fresh = fresh_database();
+    let csv = fresh.folder.path().join("huge.csv");
+    std::fs::write(&csv, format!("branchId,timeTaken\n00001,5\n00002,{}\n", "7".repeat(10 * 1024 * 1024))).unwrap();
+    let import = branch_atm(&fresh.url, &["waittimes", "import", csv.to_str().unwrap()]);
+    let error = stderr(&import);
+    assert!(!import.status.success());
+    assert!(error.len() < 400 && error.lines().count() == 1, "{} bytes: {}", error.len(), &error[..400]);
+    assert!(error.contains(&format!("line 3: timeTaken {:?}… (10485760 characters)", "7".repeat(64))), "{error}");
+
+    let mut feed: Value =
+        serde_json::from_str(&std::fs::read_to_string(atm_file(fresh.folder.path(), "Uno", &["A1", "A2"])).unwrap())
+            .unwrap();
+    feed["data"][0]["Brand"][0]["ATM"][1]["Note"] = serde_json::json!(vec!["n".repeat(2_000); 20_000]);
+    let file = fresh.folder.path().join("notes.json");
+    std::fs::write(&file, feed.to_string()).unwrap();
+    let import = branch_atm(&fresh.url, &["atms", "import", file.to_str().unwrap()]);
+    let error = stderr(&import);
+    assert!(!import.status.success());
+    assert_eq!(error.lines().count(), 1, "{error}");
+    assert!(error.contains("at data[0].Brand[0].ATM[1] (Identification \"A2\"): the record takes 40"), "{error}");
+    assert!(error.contains("over the 16384 bytes an ATM may take"), "{error}");
+}
+
+/// Issue 30: a store holding a value PostgreSQL cannot hold (U+0000, which SQLite
+/// stored) failed `store copy` as "the store is unavailable". The copy is still
+/// refused, and now says the target refused the data.
+#[tokio::test]
+#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
+async fn a_copy_into_postgresql_of_data_it_cannot_hold_says_the_data_was_refused_not_that_the_store_is_unavailable() {
+    if crate::store::store_under_test().name != "sqlite" {
+        eprintln!("not applicable: the source must be a SQLite store, which can hold U+0000");
+        return;
+    }
+    let fresh = fresh_database();
+    let file = atm_file(fresh.folder.path(), "Uno", &["A1", "A2"]);
+    assert!(branch_atm(&fresh.url, &["atms", "import", &file]).status.success());
+    const HELD_BY_SQLITE: &str = "UPDATE atms SET identification = 'A1' || char(0) WHERE identification = 'A1'";
+    assert_eq!(adapters::testing::execute_sql(&fresh.url, HELD_BY_SQLITE).await, Ok(1));
+    let Some(target) = adapters::testing::postgres::TestDatabase::create("store copy of U+0000").await else { return };
+
+    let copy = branch_atm(&fresh.url, &["store", "copy", "--to", &target.url]);
+    let error = stderr(&copy);
+    assert!(!copy.status.success());
+    assert_eq!(error.lines().count(), 1, "{error}");
+    assert!(error.contains("the store refused the data: ") && error.contains("0x00"), "{error}");
+    assert!(!error.contains("unavailable"), "{error}");
+}
