@@ -205,7 +205,7 @@ fn open_streams(port: u16, cert: &CertificateDer<'static>, fields: &[(&str, &str
 }
 
 /// The resident memory of process `pid`, in MB.
-fn rss_mb(pid: u32) -> f64 {
+pub fn rss_mb(pid: u32) -> f64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap();
     let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
     let kb: f64 = line.split_whitespace().nth(1).unwrap().parse().unwrap();
