@@ -198,17 +198,52 @@ fn located_parse_failure(body: &[u8]) -> BadRequest {
     let mut json = serde_json::Deserializer::from_slice(body);
     let parsed: Result<Object<RetrieveBranchWaitTimeRequest<'_>>, _> = serde_path_to_error::deserialize(&mut json);
     match parsed {
-        Err(error) => {
-            let path = error.path().to_string();
-            let location = if path == "." { "body".to_owned() } else { path };
-            BadRequest::new(location, Message::Body(error.inner().to_string()))
-        }
+        Err(error) => BadRequest::new(wire_location(error.path()), Message::Body(error.inner().to_string())),
         // The document parsed; what follows it did not.
         Ok(_) => {
             let trailing = json.end().err().map_or_else(|| "invalid JSON".to_owned(), |error| error.to_string());
             BadRequest::new("body", Message::Body(trailing))
         }
     }
+}
+
+/// Longest key written into a location: the body's own keys are at most 8 characters,
+/// and an unknown key is echoed in full by the message anyway.
+const MAX_LOCATED_KEY: usize = 64;
+
+/// Where a parse failure is, as the wire says it: the path serde tracked, up to its
+/// first segment that is not a name or an index (issue 30). A failure inside an object's
+/// key (a truncated or unquoted one) has no key yet, which serde_path_to_error writes
+/// `?`; an empty key, or one holding `.`, `[` or other characters outside a name, cannot
+/// be written in a path without misleading (`branches[0].`, `a.b`). Either way the fault
+/// is in the object that holds the key, so that object is named (`branches[0]`), and the
+/// outermost one is `body`.
+fn wire_location(path: &serde_path_to_error::Path) -> String {
+    use serde_path_to_error::Segment;
+    use std::fmt::Write as _;
+
+    let is_name = |key: &str| {
+        !key.is_empty()
+            && key.len() <= MAX_LOCATED_KEY
+            && key.bytes().all(|byte| byte.is_ascii_alphanumeric() || byte == b'_' || byte == b'-')
+    };
+    let mut location = String::new();
+    for segment in path.iter() {
+        match segment {
+            // An index names an element only after the name of its array.
+            Segment::Seq { index } if !location.is_empty() => {
+                let _ = write!(location, "[{index}]");
+            }
+            Segment::Map { key } if is_name(key) => {
+                if !location.is_empty() {
+                    location.push('.');
+                }
+                location.push_str(key);
+            }
+            _ => break,
+        }
+    }
+    if location.is_empty() { "body".to_owned() } else { location }
 }
 
 // Documentation only: `response_body` writes the answer.
@@ -456,6 +491,115 @@ mod tests {
         );
         assert_eq!(plain_branch_ids(br#"{"branches":[{"branchId":"0000\u0031"}]}"#), None);
         assert_eq!(plain_branch_ids(br#"{"branches":[]}"#), None);
+    }
+
+    /// Whether `location` is what a caller can act on: `body`, or a path of names and
+    /// indexes from the body's root (`branches[3].branchId`): no `?`, no empty name, no
+    /// trailing dot.
+    fn is_well_formed_location(location: &str) -> bool {
+        fn name_length(text: &str) -> usize {
+            text.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-')).unwrap_or(text.len())
+        }
+        if location == "body" {
+            return true;
+        }
+        let first = name_length(location);
+        if first == 0 {
+            return false;
+        }
+        let mut rest = &location[first..];
+        while !rest.is_empty() {
+            if let Some(after) = rest.strip_prefix('.') {
+                let length = name_length(after);
+                if length == 0 {
+                    return false;
+                }
+                rest = &after[length..];
+            } else if let Some(after) = rest.strip_prefix('[') {
+                let digits = after.find(|c: char| !c.is_ascii_digit()).unwrap_or(after.len());
+                if digits == 0 || !after[digits..].starts_with(']') {
+                    return false;
+                }
+                rest = &after[digits + 1..];
+            } else {
+                return false;
+            }
+        }
+        true
+    }
+
+    #[test]
+    fn the_location_checker_refuses_the_probes_placeholders() {
+        for good in ["body", "branches", "branches[0]", "branches[12].branchId", "branch"] {
+            assert!(is_well_formed_location(good), "{good}");
+        }
+        for bad in ["?", "", "branches[0].?", "branches[0].", ".", "branches..x", "[0]", "branches[]", "a b"] {
+            assert!(!is_well_formed_location(bad), "{bad:?}");
+        }
+    }
+
+    /// The probe's finding (issue 30): a fifth of the 400s for JSON syntax errors said
+    /// `?`, `""`, `branches[0].?` or `branches[0].`, the placeholders of a path whose
+    /// last key was not read yet, or was empty.
+    #[test]
+    fn a_syntax_error_inside_a_key_is_located_at_its_object_never_at_a_placeholder() {
+        let located = |body: &str| branches_of(body.as_bytes()).unwrap_err().location;
+        assert_eq!(located(r#"{"bran"#), "body");
+        assert_eq!(located(r#"{"branches":[{"branchId":"00001"}]"#), "body");
+        assert_eq!(located(r#"{"branches":[{"branchId":"00001"}],"#), "body");
+        assert_eq!(located(r#"{"":[]}"#), "body");
+        assert_eq!(located(r#"{"branches":[{"bra"#), "branches[0]");
+        assert_eq!(located(r#"{"branches":[{"branchId":"00001"},{"#), "branches[1]");
+        assert_eq!(located(r#"{"branches":[{"":"00001"}]}"#), "branches[0]");
+        assert_eq!(located(r#"{"branches":[{"a.b":"00001"}]}"#), "branches[0]");
+        // Where the path is real, it is kept.
+        assert_eq!(located(r#"{"branches":[{"branchId":"0000"#), "branches[0].branchId");
+        assert_eq!(located(r#"{"branches":[{"branchId":"00001"},]}"#), "branches");
+        assert_eq!(located(r#"{"branches":[{"branchId":"00001","other":1}]}"#), "branches[0].other");
+    }
+
+    /// Every failing body, whichever way it was cut or changed, is located at `body` or
+    /// at a well-formed path.
+    #[test]
+    fn every_failure_over_many_truncated_and_mutated_bodies_has_a_well_formed_location() {
+        // The whole bodies of `bodies()`, not its truncations: every seed is cut here.
+        let mut seeds: Vec<Vec<u8>> = bodies().into_iter().take_while(|body| !body.is_empty()).collect();
+        seeds.extend(
+            [
+                r#"{"branches":[{"branchId":"00001"},{"branchId":"00002"},{"branchId":"00003"}]}"#,
+                r#" { "branch" : [ { "branchId" : "00001" } , { "branchId" : "00002" } ] } "#,
+                r#"{"branches":[{"branchId":"00001","":"x"}],"":[{"":""}]}"#,
+            ]
+            .map(|body| body.as_bytes().to_vec()),
+        );
+        let mut bodies = Vec::new();
+        // The long bodies (100 and 101 branches) add time, not shapes.
+        for (n, seed) in seeds.iter().enumerate().filter(|(_, seed)| !seed.is_empty() && seed.len() < 200) {
+            bodies.extend((0..seed.len()).map(|end| seed[..end].to_vec()));
+            for changed in mutations(seed, n as u64 + 101) {
+                if changed.is_empty() {
+                    continue;
+                }
+                // Changed twice, and cut where the first change left it ends.
+                let again = mutations(&changed, n as u64 + 7).swap_remove(n % 400);
+                bodies.push(changed[..changed.len() / 2 + n % (changed.len() / 2 + 1)].to_vec());
+                bodies.push(changed);
+                bodies.push(again);
+            }
+        }
+        let mut failures = 0;
+        for body in &bodies {
+            if let Err(failure) = branches_of(body) {
+                failures += 1;
+                assert!(
+                    is_well_formed_location(&failure.location),
+                    "{:?} located at {:?}",
+                    String::from_utf8_lossy(body),
+                    failure.location
+                );
+            }
+        }
+        assert!(failures > 5_000, "only {failures} failing bodies of {}", bodies.len());
     }
 
     #[test]

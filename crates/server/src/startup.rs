@@ -2,7 +2,6 @@
 //! tests start the service the same way: `Application::build(settings)`, then
 //! `.port()`, then `.run_until_stopped()`.
 
-use std::net::TcpListener;
 use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
@@ -53,6 +52,29 @@ fn shared_limits(settings: &Settings) -> Result<Option<Arc<dyn SharedLimits>>, S
 /// How long requests in flight may take to finish once the drain period is over (the
 /// fault issue: exit within the drain period plus 15 s).
 const SHUTDOWN_GRACE_SECONDS: u64 = 15;
+
+/// How long a TLS connection may take from its accept to the end of its handshake before
+/// the server closes it: actix-tls's default, made explicit. A TLS 1.3 handshake is about
+/// one and a half round trips, so this leaves room for round trips of up to two seconds,
+/// and a connection that never sends its ClientHello is gone after it (issue 30).
+pub const TLS_HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// Most TLS handshakes each worker has under way at once; past it the listener stops
+/// accepting until one ends. actix-tls's default, 256, let 600-1,500 connections that
+/// never send a ClientHello fill every worker's places and hold each new client back until
+/// they timed out: 5.5 s of waiting for about 8 s (issue 30). A pending handshake costs
+/// a socket and about 12 kB (1,000 silent connections grew the process 12 MB; the test
+/// `api::tls::silent_connections_…` prints it), so 2,048 a worker bounds them to about
+/// 25 MB a worker, while a flood must now keep more than 2,048 × workers silent
+/// connections open (more than 1,365 new ones a second on two workers) to delay anyone.
+pub const MAX_PENDING_TLS_HANDSHAKES: usize = 2_048;
+
+/// Connections the kernel queues for the listener before it accepts them. The standard
+/// library's bind asks for 128, so a burst of more than 128 connections arriving faster
+/// than the accept thread took them had the next SYNs dropped and their clients retrying
+/// a second later (issue 30's test saw it); 4,096 is Linux's default cap
+/// (`net.core.somaxconn` since 5.4), which lowers a larger request to itself.
+const LISTEN_BACKLOG: u32 = 4_096;
 
 /// Why the service did not start.
 #[derive(Debug, thiserror::Error)]
@@ -503,8 +525,6 @@ impl Application {
             None => None,
         };
 
-        let listener = TcpListener::bind(settings.listen)?;
-        let port = listener.local_addr()?.port();
         let draining = Arc::clone(&readiness);
         let access_log = settings.access_log;
         if access_log != api::access_log::AccessLog::Off {
@@ -526,15 +546,20 @@ impl Application {
         .disable_signals()
         .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
         .client_request_timeout(settings.client_request_timeout)
-        .h2_max_concurrent_streams(settings.http2_max_concurrent_streams);
+        .h2_max_concurrent_streams(settings.http2_max_concurrent_streams)
+        .tls_handshake_timeout(TLS_HANDSHAKE_TIMEOUT)
+        .max_connection_rate(MAX_PENDING_TLS_HANDSHAKES)
+        .backlog(LISTEN_BACKLOG);
         if let Some(workers) = settings.workers {
             server = server.workers(workers);
         }
         let server = match &settings.tls {
-            Some(files) => server.listen_rustls_0_23(listener, tls_config(files)?)?,
-            None => server.listen(listener)?,
-        }
-        .run();
+            Some(files) => server.bind_rustls_0_23(settings.listen, tls_config(files)?)?,
+            None => server.bind(settings.listen)?,
+        };
+        // The port actually bound (another than the setting's when it was 0).
+        let port = server.addrs().first().map(std::net::SocketAddr::port).unwrap_or(settings.listen.port());
+        let server = server.run();
         Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain, metrics, demo })
     }
 

@@ -28,6 +28,92 @@ async fn the_service_speaks_https_when_given_a_certificate_and_key() {
     assert!(plain.is_err() || !plain.unwrap().status().is_success(), "no plain HTTP on the TLS port");
 }
 
+/// Connections that never send a ClientHello, opened before a real client comes: more
+/// than actix-tls's default of 256 pending handshakes on each of the test app's two
+/// workers, fewer than the service now allows.
+const SILENT_CONNECTIONS: usize = 1_000;
+
+/// The finding (issue 30): 600 to 1,500 connections that never send a ClientHello made
+/// new handshakes wait 5.5 s, for about 8 s, because they held every pending-handshake
+/// slot of every worker until their handshake timed out (actix-tls's defaults, 256 a
+/// worker and 3 s). A real client is now served at once past them, and each of them is
+/// closed by the server once its handshake time is up.
+#[tokio::test]
+async fn silent_connections_on_the_tls_port_do_not_delay_a_real_handshake_and_are_closed() {
+    use std::io::Read as _;
+    use std::time::{Duration, Instant};
+
+    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
+    std::fs::write(&cert, certified.cert.pem()).unwrap();
+    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
+    let app = TestApp::with_demo_and(|settings| {
+        settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
+    })
+    .await;
+    let port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
+    let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
+
+    let resident_before = resident_kb();
+    let opened = Instant::now();
+    // Off the runtime the in-process server is driven by.
+    let mut silent = tokio::task::spawn_blocking(move || {
+        let mut silent = Vec::with_capacity(SILENT_CONNECTIONS);
+        for _ in 0..SILENT_CONNECTIONS {
+            // A listener that stopped accepting shows here first: connecting is bounded too.
+            match std::net::TcpStream::connect_timeout(&address, Duration::from_secs(1)) {
+                Ok(stream) => silent.push(stream),
+                Err(_) => break,
+            }
+        }
+        silent
+    })
+    .await
+    .unwrap();
+    let opening = opened.elapsed();
+    // The server's side of them (this process runs the service), once it has them all.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let held_kb = resident_kb().saturating_sub(resident_before);
+
+    let client = reqwest::Client::builder()
+        .tls_certs_only([reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap()])
+        .https_only(true)
+        .timeout(Duration::from_secs(15))
+        .build()
+        .unwrap();
+    let asked = Instant::now();
+    let response = client.get(format!("https://localhost:{port}/api/health/live")).send().await;
+    let waited = asked.elapsed();
+    eprintln!(
+        "figure: {} silent connections opened in {opening:.1?} (the process grew {held_kb} kB); \
+         a real HTTPS request answered in {waited:.1?}",
+        silent.len()
+    );
+    assert_eq!(silent.len(), SILENT_CONNECTIONS, "connecting stalled after {opening:?}");
+    assert_eq!(response.unwrap().status(), 200);
+    assert!(waited < Duration::from_secs(2), "a real handshake waited {waited:?} behind silent connections");
+
+    // Closed by the server once the handshake time is up: each socket reads its end.
+    let handshake_timeout = server::startup::TLS_HANDSHAKE_TIMEOUT;
+    tokio::time::sleep(handshake_timeout.saturating_sub(opened.elapsed()) + Duration::from_secs(2)).await;
+    let mut still_open = 0;
+    for stream in &mut silent {
+        stream.set_read_timeout(Some(Duration::from_millis(1))).unwrap();
+        let read = stream.read(&mut [0_u8; 16]);
+        still_open += usize::from(matches!(read, Err(error) if error.kind() == std::io::ErrorKind::WouldBlock));
+    }
+    eprintln!("figure: {still_open} of them still open {:.1?} after they were opened", opened.elapsed());
+    assert_eq!(still_open, 0, "silent connections kept open past the {handshake_timeout:?} handshake timeout");
+}
+
+/// This process's resident size, in kB.
+fn resident_kb() -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let line = status.lines().find(|line| line.starts_with("VmRSS:")).unwrap();
+    line.split_whitespace().nth(1).unwrap().parse().unwrap()
+}
+
 /// The `ENV` settings of the Dockerfile's runtime image and its `HEALTHCHECK` command.
 /// Like the key-encryption key file (the finding: `/dev/zero` given as a key file was
 /// read forever), a certificate or key file past a megabyte is refused in one line, not

@@ -17,6 +17,7 @@ mod harness;
 mod http2_streams;
 mod malformed;
 mod postgres;
+mod slow_connections;
 #[path = "../support/store.rs"]
 mod store;
 mod store_locked;
