@@ -8,7 +8,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use domain::ports::{StoreUnavailable, TokenArchive};
+use domain::ports::{StoreFailure, StoreUnavailable, TokenArchive};
 use domain::token::IssuedToken;
 use tokio::sync::{mpsc, oneshot};
 
@@ -32,7 +32,29 @@ const QUEUE_CAPACITY: usize = 8 * MAX_BATCH;
 /// is refused (its record may still be written; a stored token nobody holds is harmless).
 const RECORD_DEADLINE: Duration = Duration::from_secs(2);
 
-type Reply = oneshot::Sender<Result<(), String>>;
+type Reply = oneshot::Sender<Result<(), Failed>>;
+
+/// Why a batch was not stored, as each of its waiters is told: the cause's text and its
+/// kind (a store that refused the data is not one that is unavailable).
+#[derive(Debug, Clone)]
+struct Failed {
+    cause: String,
+    kind: StoreFailure,
+}
+
+impl Failed {
+    fn of(error: &StoreUnavailable) -> Self {
+        Self { cause: error.0.to_string(), kind: error.failure() }
+    }
+
+    /// The waiter's own error, of the same kind.
+    fn into_error(self) -> StoreUnavailable {
+        match self.kind {
+            StoreFailure::Unavailable => StoreUnavailable::new(self.cause),
+            StoreFailure::RefusedData => StoreUnavailable::refused(self.cause),
+        }
+    }
+}
 
 /// Queues token records for the group-commit task.
 #[derive(Clone)]
@@ -58,10 +80,7 @@ impl TokenWriter {
         let recorded = async {
             let (reply, answer) = oneshot::channel();
             self.queue.send((token, reply)).await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
-            answer
-                .await
-                .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?
-                .map_err(StoreUnavailable::new)
+            answer.await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?.map_err(Failed::into_error)
         };
         tokio::time::timeout(RECORD_DEADLINE, recorded)
             .await
@@ -112,7 +131,7 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
         tokio::select! {
             received = queue.recv(), if open && gathering.len() < QUEUE_CAPACITY => match received {
                 Some((_, reply)) if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER) => {
-                    let _ = reply.send(Err(FAILING.to_owned()));
+                    let _ = reply.send(Err(Failed { cause: FAILING.to_owned(), kind: StoreFailure::Unavailable }));
                 }
                 Some(record) => gathering.push(record),
                 None => open = false,
@@ -123,8 +142,8 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
                 let outcome = outcome.map_err(|error| {
                     store_error("token_record");
                     tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");
-                    // The cause alone: the waiter wraps it in its own `StoreUnavailable`.
-                    error.0.to_string()
+                    // The cause and its kind: the waiter makes its own `StoreUnavailable`.
+                    Failed::of(&error)
                 });
                 for reply in waiting.drain(..) {
                     // A waiter that went away (client disconnected) needs no answer.
@@ -159,12 +178,14 @@ mod tests {
     struct Scripted {
         writes: Mutex<VecDeque<(Duration, bool)>>,
         batches: Mutex<Vec<usize>>,
+        /// Its failures are refusals of the data, not outages.
+        refuses: bool,
     }
 
     impl Scripted {
         fn new(writes: &[(u64, bool)]) -> Arc<Self> {
             let writes = writes.iter().map(|&(ms, ok)| (Duration::from_millis(ms), ok)).collect();
-            Arc::new(Self { writes: Mutex::new(writes), batches: Mutex::new(Vec::new()) })
+            Arc::new(Self { writes: Mutex::new(writes), batches: Mutex::new(Vec::new()), refuses: false })
         }
     }
 
@@ -174,7 +195,11 @@ mod tests {
             self.batches.lock().unwrap().push(tokens.len());
             let (takes, succeeds) = self.writes.lock().unwrap().pop_front().unwrap_or((Duration::ZERO, true));
             tokio::time::sleep(takes).await;
-            if succeeds { Ok(()) } else { Err(StoreUnavailable::new("down")) }
+            match (succeeds, self.refuses) {
+                (true, _) => Ok(()),
+                (false, false) => Err(StoreUnavailable::new("down")),
+                (false, true) => Err(StoreUnavailable::refused("token id already recorded")),
+            }
         }
         async fn find(&self, _: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
             Ok(None)
@@ -206,6 +231,22 @@ mod tests {
             expires_at: 60,
             code_challenge: None,
         }
+    }
+
+    /// Found in review (issue 30): each waiter's error was made anew as "unavailable",
+    /// so a batch the store refused was told as an outage.
+    #[tokio::test]
+    async fn a_batch_the_store_refuses_is_told_to_its_waiters_as_refused_not_as_an_outage() {
+        let refusing = Arc::new(Scripted {
+            writes: Mutex::new(VecDeque::from([(Duration::ZERO, false)])),
+            batches: Mutex::new(Vec::new()),
+            refuses: true,
+        });
+        let error = TokenWriter::spawn(refusing).record(token(0)).await.unwrap_err();
+        assert_eq!(error.failure(), StoreFailure::RefusedData, "{error}");
+        assert!(error.to_string().contains("token id already recorded"), "{error}");
+        let down = TokenWriter::spawn(Scripted::new(&[(0, false)])).record(token(0)).await.unwrap_err();
+        assert_eq!(down.failure(), StoreFailure::Unavailable, "{down}");
     }
 
     #[tokio::test]
