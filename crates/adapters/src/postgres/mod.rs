@@ -46,9 +46,6 @@ const POOL_SIZE: u32 = 8;
 /// issue bounds every store wait on a request path at about 2 s.
 const CONNECT_WAIT: Duration = Duration::from_secs(2);
 
-// The schema, `migrations/postgres`, built into the binary (`crate::sql::migrations`).
-use crate::sql::migrations::POSTGRES_MIGRATOR as MIGRATOR;
-
 /// A PostgreSQL database.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {

@@ -10,7 +10,7 @@ use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::{CodeChallenge, IssuedToken};
 use sqlx::{Executor as _, PgPool, Postgres};
 
-use super::{MIGRATOR, PostgresStore};
+use super::PostgresStore;
 use crate::rows::{self, AtmRow};
 use crate::sql::{self, SqlDialect, unavailable};
 use crate::store::{AtmSet, ChangeFeed};
@@ -70,7 +70,7 @@ impl SqlDialect for PostgresStore {
 
     #[tracing::instrument(skip(self))]
     async fn migrate(&self) -> Result<(), StoreUnavailable> {
-        MIGRATOR.run(&self.pool).await.map_err(StoreUnavailable::new)
+        sql::migrations::of(super::BACKEND.name)?.run(&self.pool).await.map_err(StoreUnavailable::new)
     }
 
     async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable> {

@@ -6,23 +6,30 @@
 
 use std::sync::LazyLock;
 
+use domain::ports::StoreUnavailable;
 use sqlx::SqlStr;
 use sqlx::migrate::{Migration, MigrationType, Migrator};
 
 /// `(version, description, sql)` of each migration file, in the folder's order.
 type Embedded = [(i64, &'static str, &'static str)];
 
-/// `migrations/sqlite`.
-const SQLITE: &Embedded = &include!(concat!(env!("OUT_DIR"), "/migrations_sqlite.rs"));
+/// Every folder of `migrations/` (a store's name) with its files, as `build.rs` found them.
+const FOLDERS: &[(&str, &Embedded)] = &include!(concat!(env!("OUT_DIR"), "/migrations.rs"));
 
-/// `migrations/postgres`.
-const POSTGRES: &Embedded = &include!(concat!(env!("OUT_DIR"), "/migrations_postgres.rs"));
+/// Each folder's migrator, made once.
+static MIGRATORS: LazyLock<Vec<(&str, Migrator)>> =
+    LazyLock::new(|| FOLDERS.iter().map(|&(store, files)| (store, migrator(files))).collect());
 
-/// The SQLite store's migrations.
-pub(crate) static SQLITE_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator(SQLITE));
-
-/// The PostgreSQL store's migrations.
-pub(crate) static POSTGRES_MIGRATOR: LazyLock<Migrator> = LazyLock::new(|| migrator(POSTGRES));
+/// The migrations of the store registered as `store` (its folder `migrations/<store>`).
+///
+/// # Errors
+/// [`StoreUnavailable`] if the build found no such folder (a backend added without its
+/// migrations).
+pub(crate) fn of(store: &str) -> Result<&'static Migrator, StoreUnavailable> {
+    MIGRATORS.iter().find(|(name, _)| *name == store).map(|(_, migrator)| migrator).ok_or_else(|| {
+        StoreUnavailable::new(format!("this build holds no migrations for the {store} store (migrations/{store}/)"))
+    })
+}
 
 /// A migrator of `files` with sqlx's defaults (its `_sqlx_migrations` table, a lock while
 /// migrating, each migration in a transaction unless it opts out as sqlx reads it), and
@@ -48,7 +55,13 @@ mod tests {
     /// path `migrate!` used): the same versions, descriptions, kinds, texts and checksums.
     #[test]
     fn the_embedded_migrations_are_sqlxs_reading_of_each_folder() {
-        for (store, migrator) in [("sqlite", &*SQLITE_MIGRATOR), ("postgres", &*POSTGRES_MIGRATOR)] {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations");
+        let mut folders: Vec<String> =
+            std::fs::read_dir(&root).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap()).collect();
+        folders.sort();
+        let embedded: Vec<&str> = MIGRATORS.iter().map(|(store, _)| *store).collect();
+        assert_eq!(embedded, folders, "every folder of migrations/ is built in");
+        for (store, migrator) in MIGRATORS.iter() {
             let folder = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations").join(store);
             let mut read: Vec<Migration> =
                 sqlx::migrate::resolve_blocking(&folder).unwrap().into_iter().map(|(migration, _)| migration).collect();

@@ -35,9 +35,6 @@ const POOL_SIZE: u32 = 4;
 /// request path put their own deadline around the whole call.)
 const LOCK_WAIT: Duration = Duration::from_secs(2);
 
-// The schema, `migrations/sqlite`, built into the binary (`crate::sql::migrations`).
-use crate::sql::migrations::SQLITE_MIGRATOR as MIGRATOR;
-
 /// Whether an extended result code SQLite answered with says it refused the data it was
 /// given: `SQLITE_TOOBIG` (a string or blob over its length limit), `SQLITE_CONSTRAINT`
 /// and its extended codes (unique, not null, check…), `SQLITE_MISMATCH` (a datatype

@@ -9,7 +9,7 @@ use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::{CodeChallenge, IssuedToken};
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use super::{MIGRATOR, SqliteStore};
+use super::SqliteStore;
 use crate::rows::{self, AtmRow};
 use crate::sql::{self, SqlDialect, unavailable};
 use crate::store::AtmSet;
@@ -82,7 +82,7 @@ impl SqlDialect for SqliteStore {
 
     #[tracing::instrument(skip(self))]
     async fn migrate(&self) -> Result<(), StoreUnavailable> {
-        MIGRATOR.run(&self.pool).await.map_err(StoreUnavailable::new)
+        sql::migrations::of(super::BACKEND.name)?.run(&self.pool).await.map_err(StoreUnavailable::new)
     }
 
     /// Nothing to prepare: one file, one table of token records.
