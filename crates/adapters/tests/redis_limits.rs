@@ -33,7 +33,6 @@ fn fresh_key() -> String {
 }
 
 #[tokio::test]
-#[cfg_attr(no_test_redis, ignore = "needs TEST_REDIS_URL, a Redis server (docs/testing.md)")]
 async fn a_key_gets_its_burst_then_waits_for_the_rate() {
     let Some(url) = redis_url() else { return };
     let limits = RedisLimits::new(&url).unwrap();
@@ -49,7 +48,6 @@ async fn a_key_gets_its_burst_then_waits_for_the_rate() {
 }
 
 #[tokio::test]
-#[cfg_attr(no_test_redis, ignore = "needs TEST_REDIS_URL, a Redis server (docs/testing.md)")]
 async fn every_instance_counts_in_the_same_place() {
     let Some(url) = redis_url() else { return };
     let (one, two) = (RedisLimits::new(&url).unwrap(), RedisLimits::new(&url).unwrap());
@@ -65,7 +63,6 @@ async fn every_instance_counts_in_the_same_place() {
 }
 
 #[tokio::test]
-#[cfg_attr(no_test_redis, ignore = "needs TEST_REDIS_URL, a Redis server (docs/testing.md)")]
 async fn a_request_refused_by_a_narrow_limit_takes_nothing_from_the_wider_ones() {
     let Some(url) = redis_url() else { return };
     let limits = RedisLimits::new(&url).unwrap();

@@ -146,7 +146,6 @@ mod tests {
     /// The finding: an ATM identification holding U+0000, refused by PostgreSQL (22021),
     /// was reported as "the store is unavailable".
     #[tokio::test]
-    #[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
     async fn what_postgresql_refuses_to_hold_is_told_as_refused_data_and_a_lost_connection_as_an_outage() {
         let Some(url) = crate::testing::postgres::server("the classification of PostgreSQL's errors") else { return };
         let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();

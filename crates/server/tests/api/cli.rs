@@ -985,7 +985,6 @@ fn a_huge_value_is_quoted_by_its_first_characters_and_a_huge_record_is_refused_n
 /// stored) failed `store copy` as "the store is unavailable". The copy is still
 /// refused, and now says the target refused the data.
 #[tokio::test]
-#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn a_copy_into_postgresql_of_data_it_cannot_hold_says_the_data_was_refused_not_that_the_store_is_unavailable() {
     if crate::store::store_under_test().name != "sqlite" {
         eprintln!("not applicable: the source must be a SQLite store, which can hold U+0000");

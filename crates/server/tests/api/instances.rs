@@ -33,7 +33,6 @@ where
 }
 
 #[tokio::test]
-#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn a_revocation_made_through_the_cli_is_in_force_on_another_instance_at_once() {
     let Some(first) = TestApp::on_postgres_and(slow_poll).await else { return };
     let second = TestApp::on_store_and(&first.database_url, slow_poll).await;
@@ -59,7 +58,6 @@ async fn a_revocation_made_through_the_cli_is_in_force_on_another_instance_at_on
 
 /// RFC 7009 from an app: the same bound as a CLI revocation, on every instance.
 #[tokio::test]
-#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn a_revocation_an_app_asks_of_one_instance_is_in_force_on_another_at_once() {
     let Some(first) = TestApp::on_postgres_and(slow_poll).await else { return };
     let second = TestApp::on_store_and(&first.database_url, slow_poll).await;
@@ -75,7 +73,6 @@ async fn a_revocation_an_app_asks_of_one_instance_is_in_force_on_another_at_once
 }
 
 #[tokio::test]
-#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn a_wait_time_written_on_one_instances_store_is_served_by_another_at_once() {
     let Some(first) = TestApp::on_postgres_and(slow_poll).await else { return };
     let second = TestApp::on_store_and(&first.database_url, slow_poll).await;
@@ -97,7 +94,6 @@ async fn a_wait_time_written_on_one_instances_store_is_served_by_another_at_once
 /// instance (its start time, its own clock of loading): the same ATM page, ETag,
 /// Last-Modified and JWKS from an instance started later.
 #[tokio::test]
-#[cfg_attr(no_test_postgres, ignore = "needs TEST_POSTGRES_URL, a PostgreSQL server (docs/testing.md)")]
 async fn instances_started_at_different_times_answer_alike() {
     let Some(first) = TestApp::on_postgres_and(|_| {}).await else { return };
     tokio::time::sleep(Duration::from_millis(1_100)).await;

@@ -223,7 +223,6 @@ fn redis_url() -> Option<String> {
 /// With `--redis-url`, limits hold across instances: one session's calls spread over
 /// two instances get the session's burst once, not once per instance.
 #[tokio::test]
-#[cfg_attr(no_test_redis, ignore = "needs TEST_REDIS_URL, a Redis server (docs/testing.md)")]
 async fn with_redis_a_sessions_burst_holds_across_instances() {
     let Some(redis) = redis_url() else { return };
     let shared = |settings: &mut server::settings::Settings| {
