@@ -548,6 +548,100 @@ async fn two_wait_time_imports_at_once_apply_one_after_the_other(store: &Store) 
     }
 }
 
+/// The lock itself, without the chance of timing: the first edit's plan holds on until a
+/// second edit has been started, then a further 200 ms; the second must read what the
+/// first wrote. A store that let the second read before the first committed would show
+/// it the set (or the rows) as before.
+async fn an_edit_started_while_another_plans_reads_what_the_other_wrote(store: &Store) {
+    store.atms.replace(&brand("Alfa", &["A1", "A2", "A3"]), NOW).await.unwrap();
+    store.wait_times.upsert(&[estimate("00001", 5), estimate("00002", 5)]).await.unwrap();
+
+    let (started, first) = {
+        let atms = Arc::clone(&store.atms);
+        in_turn(move |planning, second_started| async move {
+            let mut planning = Some(planning);
+            let plan = &mut move |_: &AtmSet| {
+                hold_until_started(planning.take(), &second_started);
+                AtmSetEdit::Apply { upserts: Vec::new(), removals: vec![("Alfa".to_owned(), "A1".to_owned())] }
+            };
+            atms.edit(plan, NOW + 1).await
+        })
+        .await
+    };
+    let mut seen = Vec::new();
+    started.send(()).unwrap();
+    store
+        .atms
+        .edit(
+            &mut |set| {
+                seen = ids_of(set);
+                AtmSetEdit::Keep
+            },
+            NOW + 2,
+        )
+        .await
+        .unwrap();
+    first.await.unwrap().unwrap();
+    assert_eq!(seen, ["Alfa/A2", "Alfa/A3"], "the second edit read the set as the first left it");
+
+    let (started, first) = {
+        let wait_times = Arc::clone(&store.wait_times);
+        in_turn(move |planning, second_started| async move {
+            let mut planning = Some(planning);
+            let plan = &mut move |_: &Vec<WaitTimeEstimate>| {
+                hold_until_started(planning.take(), &second_started);
+                vec![estimate("00001", 9)]
+            };
+            wait_times.edit(plan).await
+        })
+        .await
+    };
+    let mut seen = Vec::new();
+    started.send(()).unwrap();
+    store
+        .wait_times
+        .edit(&mut |rows| {
+            seen = rows.iter().map(|row| row.estimate.wait.minutes()).collect();
+            Vec::new()
+        })
+        .await
+        .unwrap();
+    first.await.unwrap().unwrap();
+    seen.sort_unstable();
+    assert_eq!(seen, [5, 9], "the second edit read the rows as the first left them");
+}
+
+/// Spawns the first of two edits, `edit(planning, second_started)`, and returns once its
+/// plan is running (it says so on `planning`), with the sender that tells it a second
+/// edit has been started, and the first edit's task.
+async fn in_turn<F, Edit>(
+    edit: F,
+) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<Result<(), domain::ports::StoreUnavailable>>)
+where
+    F: FnOnce(tokio::sync::oneshot::Sender<()>, std::sync::mpsc::Receiver<()>) -> Edit,
+    Edit: Future<Output = Result<(), domain::ports::StoreUnavailable>> + Send + 'static,
+{
+    let (planning, planned) = tokio::sync::oneshot::channel();
+    let (started, second_started) = std::sync::mpsc::channel();
+    let first = tokio::spawn(edit(planning, second_started));
+    planned.await.unwrap();
+    (started, first)
+}
+
+/// In a plan: says it is planning, then blocks its thread (plans are synchronous, and a
+/// store calls them holding its lock) until a second edit has been started, and 200 ms
+/// more for that edit to reach the store's lock.
+fn hold_until_started(
+    planning: Option<tokio::sync::oneshot::Sender<()>>,
+    second_started: &std::sync::mpsc::Receiver<()>,
+) {
+    if let Some(planning) = planning {
+        planning.send(()).unwrap();
+    }
+    second_started.recv_timeout(Duration::from_secs(10)).unwrap();
+    std::thread::sleep(Duration::from_millis(200));
+}
+
 /// The operators' imports over `store`'s ports, as `atms import` and `waittimes import` run them.
 fn importing(store: &Store) -> DataImport {
     DataImport::new(
@@ -633,6 +727,7 @@ macro_rules! contract_suite {
                     an_atm_set_changes_by_its_differences_in_one_step,
                     two_atm_imports_at_once_apply_one_after_the_other,
                     two_wait_time_imports_at_once_apply_one_after_the_other,
+                    an_edit_started_while_another_plans_reads_what_the_other_wrote,
                     imports_are_counted_by_kind_and_outcome_with_the_last_time,
                     a_closed_store_answers_unavailable,
                     a_view_that_cannot_reach_its_store_stops_vouching_for_its_data,
