@@ -240,7 +240,7 @@ impl WaitTimeRecords for MemoryStore {
         &self,
         plan: &mut EditPlan<'a, Vec<WaitTimeEstimate>, Vec<WaitTimeEstimate>>,
     ) -> Result<(), StoreUnavailable> {
-        // Read, planned and written under the one lock.
+        // Read, planned and written under the one lock, so that two edits take turns.
         let mut state = self.state()?;
         let writes = plan(&state.wait_times.values().copied().collect());
         for estimate in &writes {
@@ -268,7 +268,7 @@ impl AtmRecords for MemoryStore {
     }
 
     async fn edit<'a>(&self, plan: &mut EditPlan<'a, AtmSet, AtmSetEdit>, now: i64) -> Result<(), StoreUnavailable> {
-        // Read, planned and written under the one lock.
+        // Read, planned and written under the one lock, so that two edits take turns.
         let mut state = self.state()?;
         let found = AtmSet { atms: state.atms.values().cloned().collect(), last_updated: state.atms_updated };
         let AtmSetEdit::Apply { upserts, removals } = plan(&found) else { return Ok(()) };

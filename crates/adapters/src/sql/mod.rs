@@ -47,8 +47,7 @@ fn refuses_the_data(error: &sqlx::Error) -> bool {
     if let Some(postgres) = database.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
         return crate::postgres::refuses_the_data(postgres.code());
     }
-    database.try_downcast_ref::<sqlx::sqlite::SqliteError>().is_some()
-        && database.code().and_then(|code| code.parse().ok()).is_some_and(crate::sqlite::refuses_the_data)
+    crate::sqlite::result_code(error).is_some_and(crate::sqlite::refuses_the_data)
 }
 
 /// What a failure of the connection itself means, if it is one.

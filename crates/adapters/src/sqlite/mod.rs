@@ -48,6 +48,20 @@ pub(crate) fn refuses_the_data(extended_code: i32) -> bool {
     matches!(extended_code & 0xff, SQLITE_TOOBIG | SQLITE_CONSTRAINT | SQLITE_MISMATCH)
 }
 
+/// Whether an extended result code is SQLite's "the database is locked": `SQLITE_BUSY`
+/// and its extended codes, as a write lock held past the busy timeout gives.
+pub(crate) fn is_busy(extended_code: i32) -> bool {
+    const SQLITE_BUSY: i32 = 5;
+    extended_code & 0xff == SQLITE_BUSY
+}
+
+/// The extended result code SQLite answered `error` with, if it is SQLite's answer.
+pub(crate) fn result_code(error: &sqlx::Error) -> Option<i32> {
+    let sqlx::Error::Database(database) = error else { return None };
+    database.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
+    database.code()?.parse().ok()
+}
+
 /// A SQLite database file.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {

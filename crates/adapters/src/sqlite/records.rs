@@ -34,7 +34,7 @@ impl SqliteStore {
         let started = std::time::Instant::now();
         loop {
             match self.pool.begin_with("BEGIN IMMEDIATE").await {
-                Err(error) if is_busy(&error) && started.elapsed() < EDIT_LOCK_WAIT => {}
+                Err(error) if super::result_code(&error).is_some_and(super::is_busy) && started.elapsed() < EDIT_LOCK_WAIT => {}
                 begun => return begun.map_err(unavailable),
             }
         }
@@ -46,13 +46,6 @@ impl SqliteStore {
 /// `LOCK_WAIT` each time; an import's transaction holds the lock for about what reading
 /// and writing its set takes.
 const EDIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
-
-/// Whether `error` is SQLite's "the database is locked" (SQLITE_BUSY and its extended
-/// codes, 5 + 256·n), as a write lock held past the busy timeout gives.
-fn is_busy(error: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(database) = error else { return false };
-    database.code().and_then(|code| code.parse::<i32>().ok()).is_some_and(|code| code & 0xff == 5)
-}
 
 /// The head of a multi-row INSERT of ATMs, which [`push_atms`] completes.
 const INSERT_ATMS: &str =

@@ -316,9 +316,7 @@ impl DataImport {
 
     async fn compare_atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
         if rules.dry_run {
-            let stored = self.atms.current().await?;
-            let changes = AtmSetChanges::between(&stored.atms, &feed.atms);
-            let refusal = shrink_guard(&changes, feed.published, rules);
+            let (changes, refusal) = judge(&self.atms.current().await?.atms, feed, rules);
             return Ok(AtmImport::Planned { changes, refusal });
         }
         // Compared, and judged by the shrink guard, against the set as stored when the
@@ -340,17 +338,24 @@ impl DataImport {
     }
 }
 
+/// How `feed` differs from the `stored` set, and whether the shrink guard refuses it.
+fn judge(stored: &[StoredAtm], feed: &AtmFeed, rules: ImportRules) -> (AtmSetChanges, Option<ShrinkRefusal>) {
+    let changes = AtmSetChanges::between(stored, &feed.atms);
+    let refusal = shrink_guard(&changes, feed.published, rules);
+    (changes, refusal)
+}
+
 /// What importing `feed` makes of the `stored` set, and the edit that does it.
 fn plan_atm_import(
     stored: &[StoredAtm],
     feed: &AtmFeed,
     rules: ImportRules,
 ) -> (Result<AtmImport, ImportAtmsError>, AtmSetEdit) {
-    let changes = AtmSetChanges::between(stored, &feed.atms);
+    let (changes, refusal) = judge(stored, feed, rules);
     if changes.is_empty() {
         return (Ok(AtmImport::Unchanged { atms: changes.new }), AtmSetEdit::Keep);
     }
-    if let Some(refusal) = shrink_guard(&changes, feed.published, rules) {
+    if let Some(refusal) = refusal {
         return (Err(refusal.into()), AtmSetEdit::Keep);
     }
     let touched: std::collections::HashSet<(&str, &str)> =
