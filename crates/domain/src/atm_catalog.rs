@@ -138,9 +138,18 @@ type Indexed = GeomWithData<[f64; 3], u32>;
 /// the largest record of a real feed (HSBC UK's 780 ATMs: 430 to 561 bytes; docs/decisions.md),
 /// room for every address field at its longest and several notes of 2,000 characters. It
 /// bounds what one ATM costs every caller of a page: a page is at most its page size times
-/// this (400 KiB at the default 25 ATMs a page), so pages need no byte budget of their own.
-/// Imports refuse a record over it, naming the record.
+/// this (400 KiB at the default 25 ATMs a page). Imports refuse a record over it, naming
+/// the record.
 pub const MAX_RECORD_BYTES: usize = 16 * 1024;
+
+/// The most bytes of records one page may carry: 4 MiB, ten times the default page's
+/// worst case. Kept by the page size, not by cutting pages by bytes (page numbers would
+/// then depend on the records' sizes): no page size may let [`MAX_RECORD_BYTES`]-sized
+/// records pass it, so the largest page size is [`MAX_PAGE_SIZE`].
+pub const MAX_PAGE_BYTES: usize = 4 * 1024 * 1024;
+
+/// The largest page size the byte budget allows: 256 ATMs.
+pub const MAX_PAGE_SIZE: usize = MAX_PAGE_BYTES / MAX_RECORD_BYTES;
 
 /// One ATM as stored: its record in wire form (OBIE ATM 2.3 JSON, validated when it was
 /// imported) beside what listings select and order by. Made once per import, at the

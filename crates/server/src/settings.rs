@@ -23,6 +23,7 @@ use serde::{Deserialize, Serialize};
 use api::access_log::{AccessLog, LogFormat};
 use api::caller::ForwardedHeader;
 use api::rate_limit::{Rate, RateLimits};
+use domain::atm_catalog::{MAX_PAGE_BYTES, MAX_PAGE_SIZE, MAX_RECORD_BYTES};
 
 use crate::errors::one_line;
 
@@ -122,7 +123,7 @@ pub struct ServeOptions {
     /// HTTP worker threads [default: one per core].
     #[arg(long, value_name = "N")]
     pub workers: Option<usize>,
-    /// ATMs per page of GET /v1/atms, 1 to 1000 [default: 25].
+    /// ATMs per page of GET /v1/atms, 1 to 256 (a page carries at most 4 MiB of records) [default: 25].
     #[arg(long, value_name = "N")]
     pub atm_page_size: Option<usize>,
     /// Sustained bearer requests (ATMs, wait times) per second per client id, over all
@@ -492,8 +493,14 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         return Err(SettingsError("workers must be at least 1".into()));
     }
     let atm_page_size = options.atm_page_size.unwrap_or(DEFAULT_ATM_PAGE_SIZE);
-    if !(1..=1000).contains(&atm_page_size) {
-        return Err(SettingsError("atm-page-size must be from 1 to 1000".into()));
+    // A page's byte budget (4 MiB) over the largest record (16 KiB): issue 30.
+    if !(1..=MAX_PAGE_SIZE).contains(&atm_page_size) {
+        return Err(SettingsError(format!(
+            "atm-page-size must be from 1 to {MAX_PAGE_SIZE} (a page carries at most {} MiB of records of up to \
+             {} KiB)",
+            MAX_PAGE_BYTES >> 20,
+            MAX_RECORD_BYTES >> 10
+        )));
     }
     let rate = |per_second: Option<u32>, burst: Option<u32>, default: (u32, u32), prefix: &str| {
         let positive = |value: Option<u32>, default: u32, what: &str| {

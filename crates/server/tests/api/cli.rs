@@ -487,6 +487,28 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
     assert!(store.clients.all().await.unwrap().is_empty(), "no demo client was registered");
 }
 
+/// The finding: one ATM with 20,000 notes made page 1 of `/api/v1/atms` 40 MB for every
+/// caller. A record is now at most 16 KiB, and a page at most 4 MiB of records: the page
+/// size may not pass 256.
+#[test]
+fn a_page_size_past_the_pages_byte_budget_is_refused() {
+    let fresh = fresh_database();
+    let config = fresh.folder.path().join("branch-atm.toml");
+    let run = |size: usize| {
+        std::fs::write(&config, format!("atm-page-size = {size}\n")).unwrap();
+        let mut command = crate::binary::branch_atm_command();
+        command.arg("--config").arg(&config).arg("--database-url").arg(&fresh.url).args(["clients", "list"]);
+        command.output().unwrap()
+    };
+    let refused = run(257);
+    assert!(!refused.status.success());
+    assert_eq!(
+        stderr(&refused).trim_end(),
+        "branch-atm: atm-page-size must be from 1 to 256 (a page carries at most 4 MiB of records of up to 16 KiB)"
+    );
+    assert!(run(256).status.success(), "{}", stderr(&run(256)));
+}
+
 #[test]
 fn the_environment_wins_over_the_config_file_and_flags_win_over_the_environment() {
     let fresh = fresh_database();
