@@ -165,7 +165,11 @@ mod tests {
             format!("branchId,timeTaken,{huge}\n"),
         ] {
             let error = read(csv.as_bytes(), 0).unwrap_err().to_string();
-            assert!(error.len() < 200 && error.contains("… (10485760 characters)"), "{}", &error[..200]);
+            assert!(
+                error.len() < 200 && error.contains("… (10485760 characters)"),
+                "{}",
+                error.chars().take(200).collect::<String>()
+            );
         }
         let error = read("branchId,timeTaken\n0000\u{1b}[2J,5\n".as_bytes(), 0).unwrap_err().to_string();
         assert_eq!(error, "line 2: branchId \"0000\\u{1b}[2J\" is not valid");

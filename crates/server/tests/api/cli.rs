@@ -986,7 +986,12 @@ fn a_huge_value_is_quoted_by_its_first_characters_and_a_huge_record_is_refused_n
     let import = branch_atm(&fresh.url, &["waittimes", "import", csv.to_str().unwrap()]);
     let error = stderr(&import);
     assert!(!import.status.success());
-    assert!(error.len() < 400 && error.lines().count() == 1, "{} bytes: {}", error.len(), &error[..400]);
+    assert!(
+        error.len() < 400 && error.lines().count() == 1,
+        "{} bytes: {}",
+        error.len(),
+        error.chars().take(400).collect::<String>()
+    );
     assert!(error.contains(&format!("line 3: timeTaken {:?}… (10485760 characters)", "7".repeat(64))), "{error}");
 
     let mut feed: Value =

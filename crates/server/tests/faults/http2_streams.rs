@@ -190,17 +190,16 @@ fn open_streams(port: u16, cert: &CertificateDer<'static>, fields: &[(&str, &str
     tls.write_all(&burst).unwrap();
     tls.flush().unwrap();
     // Held open past a check of the service's trimmer, every frame read meanwhile (a
-    // fixed wait for quiet missed refusals on a loaded machine).
-    // Then until the server has said all it had to (a loaded machine takes its time).
+    // fixed wait for quiet missed refusals on a loaded machine), then until the server
+    // has said all it had to (a loaded machine takes its time). A server slow to read
+    // 5,000 streams reads the answer to its keep-alive PING late and may close the
+    // connection first; what it refused until then still counts.
     let started = Instant::now();
     let refusals_due = STREAMS_PER_CONNECTION - DEFAULT_LIMIT;
     let mut open = true;
     while open && (started.elapsed() < HELD_OPEN || (seen.refused < refusals_due && started.elapsed() < READ_AT_MOST)) {
         open = read_frames(&mut tls, &mut seen, Duration::from_millis(250));
     }
-    // A server slow to read 5,000 streams reads the answer to its keep-alive PING late
-    // and may close the connection first; what it refused until then still counts.
-    let _ = open;
     (tls, seen)
 }
 
