@@ -4,11 +4,8 @@ use crate::helpers::TestApp;
 
 #[tokio::test]
 async fn the_service_speaks_https_when_given_a_certificate_and_key() {
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned(), "127.0.0.1".to_owned()]).unwrap();
-    let folder = tempfile::tempdir().unwrap();
+    let (certified, folder) = self_signed(&["localhost", "127.0.0.1"]);
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
 
     let app = TestApp::with_demo_and(|settings| {
         settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
@@ -43,11 +40,8 @@ async fn silent_connections_on_the_tls_port_do_not_delay_a_real_handshake_and_ar
     use std::io::Read as _;
     use std::time::{Duration, Instant};
 
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let folder = tempfile::tempdir().unwrap();
+    let (certified, folder) = self_signed(&["localhost"]);
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
     let app = TestApp::with_demo_and(|settings| {
         settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
     })
@@ -107,6 +101,17 @@ async fn silent_connections_on_the_tls_port_do_not_delay_a_real_handshake_and_ar
     assert_eq!(still_open, 0, "silent connections kept open past the {handshake_timeout:?} handshake timeout");
 }
 
+/// A self-signed certificate for `names`, written with its key as `cert.pem` and
+/// `key.pem` in a folder of its own.
+fn self_signed(names: &[&str]) -> (rcgen::CertifiedKey<rcgen::KeyPair>, tempfile::TempDir) {
+    let certified =
+        rcgen::generate_simple_self_signed(names.iter().map(|name| (*name).to_owned()).collect::<Vec<_>>()).unwrap();
+    let folder = tempfile::tempdir().unwrap();
+    std::fs::write(folder.path().join("cert.pem"), certified.cert.pem()).unwrap();
+    std::fs::write(folder.path().join("key.pem"), certified.signing_key.serialize_pem()).unwrap();
+    (certified, folder)
+}
+
 /// This process's resident size, in kB.
 fn resident_kb() -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
@@ -114,17 +119,13 @@ fn resident_kb() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// The `ENV` settings of the Dockerfile's runtime image and its `HEALTHCHECK` command.
 /// Like the key-encryption key file (the finding: `/dev/zero` given as a key file was
 /// read forever), a certificate or key file past a megabyte is refused in one line, not
 /// read whole.
 #[tokio::test]
 async fn an_endless_certificate_or_key_file_is_refused_at_start() {
-    let certified = rcgen::generate_simple_self_signed(vec!["localhost".to_owned()]).unwrap();
-    let folder = tempfile::tempdir().unwrap();
+    let (_, folder) = self_signed(&["localhost"]);
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
-    std::fs::write(&cert, certified.cert.pem()).unwrap();
-    std::fs::write(&key, certified.signing_key.serialize_pem()).unwrap();
     let endless = std::path::PathBuf::from("/dev/zero");
     for (what, files) in [
         ("certificate", server::settings::TlsFiles { cert: endless.clone(), key: key.clone() }),
@@ -138,6 +139,7 @@ async fn an_endless_certificate_or_key_file_is_refused_at_start() {
     }
 }
 
+/// The `ENV` settings of the Dockerfile's runtime image and its `HEALTHCHECK` command.
 fn dockerfile_settings_and_health_check() -> (Vec<(String, String)>, Vec<String>) {
     let dockerfile = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../Dockerfile")).unwrap();
     let runtime = dockerfile.rsplit("\nFROM ").next().unwrap();
