@@ -334,7 +334,9 @@ impl DataImport {
                 self.clock.unix_now(),
             )
             .await?;
-        decided.unwrap_or_else(|| Err(StoreUnavailable::new("the store ended its edit without reading the ATM set").into()))
+        decided.unwrap_or_else(|| {
+            Err(StoreUnavailable::new("the store ended its edit without reading the ATM set").into())
+        })
     }
 }
 
