@@ -49,4 +49,4 @@ pub mod token_writer;
 pub mod view;
 
 // The store backends, one a line: each declares its folder and registers it.
-registry::store_backends!(sqlite, postgres, memory);
+registry::store_backends!(sqlite, postgres, mysql, memory);

@@ -85,7 +85,7 @@ impl Store {
 /// Runs one statement of plain SQL at a database URL: the rows it changed, or the
 /// driver's error as text.
 #[cfg(feature = "testing")]
-pub type RunSql = for<'a> fn(&'a str, &'static str) -> Opening<'a, Result<u64, String>>;
+pub type RunSql = for<'a> fn(&'a str, String) -> Opening<'a, Result<u64, String>>;
 
 /// What tests need of a backend beyond opening it (its `BACKEND.testing`).
 #[cfg(feature = "testing")]

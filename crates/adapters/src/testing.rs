@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -283,10 +283,10 @@ pub async fn forge_token(
 ///
 /// # Errors
 /// The driver's error, as text; or that `url` names no backend, or one that takes no SQL.
-pub async fn execute_sql(url: &str, statement: &'static str) -> Result<u64, String> {
+pub async fn execute_sql(url: &str, statement: &str) -> Result<u64, String> {
     let backend = registry::of_url(url).ok_or_else(|| format!("not a database URL: {url}"))?;
     let execute = (backend.testing.execute_sql).ok_or_else(|| format!("the {} store takes no SQL", backend.name))?;
-    execute(url, statement).await
+    execute(url, statement.to_owned()).await
 }
 
 /// A new, empty store of the backend registered as `name` (`sqlite`, `postgres`,
@@ -334,118 +334,124 @@ impl Drop for TempFolder {
     }
 }
 
-/// Databases of their own on a PostgreSQL server, for tests.
-pub mod postgres {
-    use std::sync::atomic::{AtomicU32, Ordering};
+/// A database server tests may make databases of their own on: PostgreSQL's or MariaDB's,
+/// as each backend's folder declares it (its `TEST_SERVER`).
+pub struct TestServer {
+    /// The variable that names the server: a URL whose user may create and drop
+    /// databases (`TEST_POSTGRES_URL`, `TEST_MYSQL_URL`).
+    pub variable: &'static str,
+    /// What the server is, for the messages (`PostgreSQL`).
+    pub kind: &'static str,
+    /// A URL of such a server, for the message that says how to run the test.
+    pub example: &'static str,
+    /// Makes the database `{}`.
+    pub create: &'static str,
+    /// Drops the database `{}`, closing whatever still uses it where the server can.
+    pub drop: &'static str,
+    /// Runs one statement at a URL of this server.
+    pub run: RunSql,
+}
 
-    use sqlx::{AssertSqlSafe, Connection as _, Executor as _, PgConnection};
-
-    /// The variable that names the PostgreSQL server tests may create databases on:
-    /// a URL whose user may `CREATE DATABASE` (`postgres://postgres@127.0.0.1:5432/postgres`).
-    pub const SERVER_VARIABLE: &str = "TEST_POSTGRES_URL";
-
-    static CREATED: AtomicU32 = AtomicU32::new(0);
-
-    /// The server's URL from [`SERVER_VARIABLE`]. Without it the test cannot run: it
-    /// says so and the caller skips, except under `CI=true`, where this fails the test.
+impl TestServer {
+    /// The server's URL from [`Self::variable`]. Without it the test cannot run: it says
+    /// so and the caller skips, except under `CI=true`, where this fails the test.
     ///
     /// # Panics
     /// Under `CI=true` without the variable.
     #[allow(clippy::panic)]
-    pub fn server(what: &str) -> Option<String> {
-        match std::env::var(SERVER_VARIABLE) {
+    pub fn url(&self, what: &str) -> Option<String> {
+        let Self { variable, kind, example, .. } = self;
+        match std::env::var(variable) {
             Ok(url) if !url.is_empty() => Some(url),
             _ if std::env::var("CI").is_ok_and(|ci| ci == "true") => {
-                panic!("CI must run {what} on PostgreSQL: set {SERVER_VARIABLE} (.ci/run does)")
+                panic!("CI must run {what} on {kind}: set {variable} (.ci/run does)")
             }
             _ => {
-                eprintln!(
-                    "SKIPPED: {what} on PostgreSQL: set {SERVER_VARIABLE}=postgres://user@host:port/db to run it"
-                );
+                eprintln!("SKIPPED: {what} on {kind}: set {variable}={example} to run it");
                 None
             }
         }
     }
+}
 
-    /// A new, empty database on the server, dropped (with its connections) when this is.
-    pub struct TestDatabase {
-        /// The database's URL.
-        pub url: String,
-        server: String,
-        name: String,
+static DATABASES_MADE: AtomicU32 = AtomicU32::new(0);
+
+/// A new, empty database on a [`TestServer`], dropped (with its connections) when this is.
+pub struct TestDatabase {
+    /// The database's URL.
+    pub url: String,
+    server: &'static TestServer,
+    server_url: String,
+    name: String,
+}
+
+impl TestDatabase {
+    /// A new database on `server`, or `None` (said) when the server's variable is not set.
+    ///
+    /// # Panics
+    /// If the server named cannot be reached or refuses to create a database.
+    #[allow(clippy::panic)]
+    pub async fn create(server: &'static TestServer, what: &str) -> Option<Self> {
+        let server_url = server.url(what)?;
+        let name = format!(
+            "branch_atm_test_{}_{}_{}",
+            std::process::id(),
+            DATABASES_MADE.fetch_add(1, Ordering::Relaxed),
+            uuid::Uuid::new_v4().simple()
+        );
+        if let Err(error) = (server.run)(&server_url, server.create.replace("{}", &name)).await {
+            panic!("the test {} server at {} makes no database: {error}", server.kind, server.variable);
+        }
+        let url = database_url(&server_url, &name);
+        Some(Self { url, server, server_url, name })
     }
+}
 
-    impl TestDatabase {
-        /// A new database on the server at [`server`]'s URL, or `None` (said) without one.
-        ///
-        /// # Panics
-        /// If the server named cannot be reached or refuses to create a database.
-        #[allow(clippy::expect_used)]
-        pub async fn create(what: &str) -> Option<Self> {
-            let server = server(what)?;
-            let name = format!(
-                "branch_atm_test_{}_{}_{}",
-                std::process::id(),
-                CREATED.fetch_add(1, Ordering::Relaxed),
-                uuid::Uuid::new_v4().simple()
-            );
-            let mut admin = PgConnection::connect(&server).await.expect("the test PostgreSQL server answers");
-            admin
-                .execute(AssertSqlSafe(format!("CREATE DATABASE {name}")))
-                .await
-                .expect("the test PostgreSQL user may create databases");
-            let url = database_url(&server, &name);
-            Some(Self { url, server, name })
+/// `server`'s URL with its database replaced by `name`.
+fn database_url(server: &str, name: &str) -> String {
+    let (address, query) = server.split_once('?').map_or((server, None), |(a, q)| (a, Some(q)));
+    let authority_end = address.find("://").map_or(0, |i| i + 3);
+    let base = match address[authority_end..].find('/') {
+        Some(slash) => &address[..authority_end + slash],
+        None => address,
+    };
+    match query {
+        Some(query) => format!("{base}/{name}?{query}"),
+        None => format!("{base}/{name}"),
+    }
+}
+
+impl Drop for TestDatabase {
+    fn drop(&mut self) {
+        let (run, server_url) = (self.server.run, self.server_url.clone());
+        let statement = self.server.drop.replace("{}", &self.name);
+        // Drop runs inside the test's runtime, which cannot be blocked on: a thread
+        // with a runtime of its own drops the database.
+        let dropped = std::thread::spawn(move || {
+            let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
+            runtime.block_on(run(&server_url, statement)).ok()
+        })
+        .join();
+        if !matches!(dropped, Ok(Some(_))) {
+            eprintln!("the test database {} could not be dropped", self.name);
         }
     }
+}
 
-    /// `server`'s URL with its database replaced by `name`.
-    fn database_url(server: &str, name: &str) -> String {
-        let (address, query) = server.split_once('?').map_or((server, None), |(a, q)| (a, Some(q)));
-        let authority_end = address.find("://").map_or(0, |i| i + 3);
-        let base = match address[authority_end..].find('/') {
-            Some(slash) => &address[..authority_end + slash],
-            None => address,
-        };
-        match query {
-            Some(query) => format!("{base}/{name}?{query}"),
-            None => format!("{base}/{name}"),
-        }
-    }
+#[cfg(test)]
+mod tests {
+    use super::database_url;
 
-    impl Drop for TestDatabase {
-        fn drop(&mut self) {
-            let (server, name) = (self.server.clone(), self.name.clone());
-            // Drop runs inside the test's runtime, which cannot be blocked on: a thread
-            // with a runtime of its own drops the database, closing what still uses it.
-            let dropped = std::thread::spawn(move || {
-                let runtime = tokio::runtime::Builder::new_current_thread().enable_all().build().ok()?;
-                runtime.block_on(async {
-                    let mut admin = PgConnection::connect(&server).await.ok()?;
-                    admin.execute(AssertSqlSafe(format!("DROP DATABASE IF EXISTS {name} WITH (FORCE)"))).await.ok()
-                })
-            })
-            .join();
-            if !matches!(dropped, Ok(Some(_))) {
-                eprintln!("the test database {} could not be dropped", self.name);
-            }
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::database_url;
-
-        #[test]
-        fn a_test_database_url_keeps_the_servers_address_user_and_parameters() {
-            assert_eq!(
-                database_url("postgres://postgres@127.0.0.1:5432/test", "t1"),
-                "postgres://postgres@127.0.0.1:5432/t1"
-            );
-            assert_eq!(
-                database_url("postgresql://u:p@db:6543?sslmode=require", "t1"),
-                "postgresql://u:p@db:6543/t1?sslmode=require"
-            );
-        }
+    #[test]
+    fn a_test_database_url_keeps_the_servers_address_user_and_parameters() {
+        assert_eq!(
+            database_url("postgres://postgres@127.0.0.1:5432/test", "t1"),
+            "postgres://postgres@127.0.0.1:5432/t1"
+        );
+        assert_eq!(
+            database_url("postgresql://u:p@db:6543?sslmode=require", "t1"),
+            "postgresql://u:p@db:6543/t1?sslmode=require"
+        );
+        assert_eq!(database_url("mysql://root@127.0.0.1:3306", "t1"), "mysql://root@127.0.0.1:3306/t1");
     }
 }

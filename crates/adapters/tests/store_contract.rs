@@ -775,6 +775,7 @@ macro_rules! one_check {
 contract_suite! {
     sqlite,
     postgres,
+    mysql,
     memory,
 }
 

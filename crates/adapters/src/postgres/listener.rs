@@ -8,7 +8,7 @@ use domain::ports::StoreUnavailable;
 use sqlx::postgres::PgListener;
 
 use super::PostgresStore;
-use crate::sql::unavailable;
+use super::unavailable;
 use crate::store::{ChangeFeed, Notice};
 
 /// The channel the change triggers notify.

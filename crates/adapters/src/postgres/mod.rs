@@ -26,7 +26,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::registry::Backend;
-use crate::sql::{shared_sql_records, unavailable};
+use crate::sql::{Meaning, shared_sql_records};
 use crate::store::Store;
 #[cfg(feature = "testing")]
 use crate::testing::FreshStore;
@@ -95,6 +95,40 @@ pub const BACKEND: Backend = Backend {
     testing: crate::testing::TestSupport { fresh: fresh_for_a_test, execute_sql: Some(execute_sql) },
 };
 
+/// A driver's error, as PostgreSQL's codes say ([`meaning`]).
+pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
+    crate::sql::unavailable::<PostgresStore>(error)
+}
+
+/// What a lost connection to a PostgreSQL primary means for an operator.
+const NO_PRIMARY: &str = "no connection to a primary: the database's address closed the connection before any \
+                          server answered (a proxy with no primary behind it, as during a failover)";
+
+/// What an error of PostgreSQL's driver means. A lost connection, or one to a server
+/// that cannot take writes, is named by what it means for an operator (during a
+/// failover, say) rather than by the protocol step it broke at.
+fn meaning(error: &sqlx::Error) -> Meaning {
+    match error {
+        // A proxy with no server behind it (HAProxy while no node is the primary)
+        // accepts the connection and closes it: the driver meets the end of the stream
+        // where PostgreSQL's answer to its SSLRequest belongs.
+        sqlx::Error::Protocol(text) if text.contains("SSLRequest") => Meaning::Lost(NO_PRIMARY.to_owned()),
+        // The same seen a step later: the stream ends where the server's first message
+        // belongs.
+        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Meaning::Lost(NO_PRIMARY.to_owned()),
+        sqlx::Error::Database(database) => match database.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
+            // read_only_sql_transaction: a replica, or a primary being demoted.
+            Some(postgres) if postgres.code() == "25006" => Meaning::Lost(
+                "no connection to a primary: the server is read-only (a replica, as during a failover or switchover)"
+                    .to_owned(),
+            ),
+            Some(postgres) if refuses_the_data(postgres.code()) => Meaning::RefusedData,
+            _ => Meaning::Failed,
+        },
+        _ => Meaning::Failed,
+    }
+}
+
 /// Whether the SQLSTATE of an error PostgreSQL answered with says it refused the data
 /// it was given: class 22, data exception (22021 a byte sequence such as 0x00 that is no
 /// UTF-8 text, 22001 a string too long, 22P05 an untranslatable character), and class 23,
@@ -104,23 +138,35 @@ pub(crate) fn refuses_the_data(sqlstate: &str) -> bool {
     sqlstate.starts_with("22") || sqlstate.starts_with("23")
 }
 
-/// A store in a new database of its own on the server at `TEST_POSTGRES_URL`, dropped
-/// after the test; `None` (said) without that server.
+/// The PostgreSQL server tests make databases of their own on: `TEST_POSTGRES_URL`, a
+/// URL whose user may `CREATE DATABASE` (`postgres://postgres@127.0.0.1:5432/postgres`).
+#[cfg(feature = "testing")]
+pub static TEST_SERVER: crate::testing::TestServer = crate::testing::TestServer {
+    variable: "TEST_POSTGRES_URL",
+    kind: "PostgreSQL",
+    example: "postgres://user@host:port/db",
+    create: "CREATE DATABASE {}",
+    drop: "DROP DATABASE IF EXISTS {} WITH (FORCE)",
+    run: execute_sql,
+};
+
+/// A store in a new database of its own on [`TEST_SERVER`], dropped after the test;
+/// `None` (said) without that server.
 #[cfg(feature = "testing")]
 fn fresh_for_a_test() -> crate::registry::Opening<'static, Option<FreshStore>> {
     Box::pin(async {
-        let database = crate::testing::postgres::TestDatabase::create("tests").await?;
+        let database = crate::testing::TestDatabase::create(&TEST_SERVER, "tests").await?;
         Some(FreshStore::new(database.url.clone(), database))
     })
 }
 
 /// Runs `statement` at `url` over a connection of its own, as another system would.
 #[cfg(feature = "testing")]
-fn execute_sql<'a>(url: &'a str, statement: &'static str) -> crate::registry::Opening<'a, Result<u64, String>> {
+fn execute_sql(url: &str, statement: String) -> crate::registry::Opening<'_, Result<u64, String>> {
     use sqlx::{Connection as _, Executor as _};
     Box::pin(async move {
         let mut connection = sqlx::PgConnection::connect(url).await.map_err(|e| e.to_string())?;
-        connection.execute(statement).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
+        connection.execute(sqlx::AssertSqlSafe(statement)).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
     })
 }
 
@@ -130,6 +176,20 @@ mod tests {
     use sqlx::{Connection as _, Executor as _};
 
     use super::*;
+
+    #[test]
+    fn a_lost_connection_is_named_by_what_it_means_not_by_the_protocol_step() {
+        let closed = unavailable(sqlx::Error::Protocol("unexpected response from SSLRequest: 0x00".into()));
+        assert!(closed.to_string().contains("no connection to a primary") && !closed.to_string().contains("0x00"));
+        let refused = unavailable(sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)));
+        assert!(refused.to_string().contains(": no connection to the database: "), "{refused}");
+        let cut =
+            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "expected to read 5 bytes, got 0 bytes at EOF");
+        let cut = unavailable(sqlx::Error::Io(cut)).to_string();
+        assert!(cut.contains("no connection to a primary") && !cut.contains("5 bytes"), "{cut}");
+        let other = unavailable(sqlx::Error::RowNotFound);
+        assert!(!other.to_string().contains("no connection"), "{other}");
+    }
 
     #[test]
     fn data_exceptions_and_integrity_violations_are_refusals_and_every_other_class_an_outage() {
@@ -147,7 +207,7 @@ mod tests {
     /// was reported as "the store is unavailable".
     #[tokio::test]
     async fn what_postgresql_refuses_to_hold_is_told_as_refused_data_and_a_lost_connection_as_an_outage() {
-        let Some(url) = crate::testing::postgres::server("the classification of PostgreSQL's errors") else { return };
+        let Some(url) = TEST_SERVER.url("the classification of PostgreSQL's errors") else { return };
         let mut connection = sqlx::PgConnection::connect(&url).await.unwrap();
         let nul = sqlx::query("SELECT $1::text").bind("A1\u{0}").fetch_one(&mut connection).await.unwrap_err();
         let nul = unavailable(nul);

@@ -7,7 +7,7 @@ use domain::ports::StoreUnavailable;
 use sqlx::{AssertSqlSafe, Executor as _};
 
 use super::PostgresStore;
-use crate::sql::unavailable;
+use super::unavailable;
 
 /// Token partitions are one hour of expiry each.
 pub const TOKEN_PARTITION_SECONDS: i64 = 3600;

@@ -10,9 +10,9 @@ use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::{CodeChallenge, IssuedToken};
 use sqlx::{Executor as _, PgPool, Postgres};
 
-use super::PostgresStore;
+use super::{PostgresStore, unavailable};
 use crate::rows::{self, AtmRow};
-use crate::sql::{self, SqlDialect, unavailable};
+use crate::sql::{self, Meaning, SqlDialect, Syntax};
 use crate::store::{AtmSet, ChangeFeed};
 
 /// Taken first by every write of the ATM set: two writers (two `atms import`s, or
@@ -63,6 +63,12 @@ async fn write_atms(connection: &mut sqlx::PgConnection, atms: &[StoredAtm]) -> 
 #[async_trait]
 impl SqlDialect for PostgresStore {
     type Database = Postgres;
+
+    const SYNTAX: Syntax = Syntax::ON_CONFLICT;
+
+    fn meaning(error: &sqlx::Error) -> Meaning {
+        super::meaning(error)
+    }
 
     fn pool(&self) -> &PgPool {
         &self.pool
@@ -149,9 +155,9 @@ impl SqlDialect for PostgresStore {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").await.map_err(unavailable)?;
         let (last_updated,): (i64,) =
-            sqlx::query_as(sql::ATM_SET_DATE).fetch_one(&mut *transaction).await.map_err(unavailable)?;
+            sqlx::query_as(Self::statements().atm_set_date).fetch_one(&mut *transaction).await.map_err(unavailable)?;
         let found: Vec<AtmRow> =
-            sqlx::query_as(sql::ATMS_IN_ORDER).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+            sqlx::query_as(Self::statements().atms_in_order).fetch_all(&mut *transaction).await.map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)?;
         let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
         Ok(AtmSet { atms, last_updated })

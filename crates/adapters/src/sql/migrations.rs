@@ -68,7 +68,7 @@ mod tests {
             read.sort_by_key(|migration| migration.version);
             let embedded: Vec<&Migration> = migrator.iter().collect();
             assert_eq!(embedded.len(), read.len(), "{store}");
-            assert!(embedded.len() >= 4, "{store}: {} migrations", embedded.len());
+            assert!(!embedded.is_empty(), "{store}: no migrations");
             for (ours, sqlxs) in embedded.into_iter().zip(&read) {
                 assert_eq!(ours.version, sqlxs.version, "{store}");
                 assert_eq!(ours.description, sqlxs.description, "{store} {}", ours.version);

@@ -1,19 +1,20 @@
-//! SQL that the SQLite and PostgreSQL stores share, written once.
+//! SQL that the SQL stores share, written once.
 //!
-//! Both drivers bind `$N` placeholders by number (sqlx's SQLite driver takes a parameter
-//! named `$NNN` as argument NNN, as PostgreSQL does), so one statement text serves both
-//! dialects. [`shared_sql_records!`] implements every role a [`Store`](crate::store::Store)
-//! needs for a backend type with those statements, binding and mapping each once (rows to
-//! values through [`crate::rows`]). What is truly a dialect's own (how it writes many rows at
-//! once and in which transaction, how it locks, its upkeep, its change notices, how it frees
-//! space) the backend writes as [`SqlDialect`], in its own folder.
+//! [`shared_sql_records!`] implements every role a [`Store`](crate::store::Store) needs for
+//! a backend type, binding and mapping each statement once (rows to values through
+//! [`crate::rows`]). The statements themselves are [`Statements`], written once in
+//! PostgreSQL's notation and rendered for each backend by its [`Syntax`]: how it numbers
+//! placeholders (`$1` or `?`), how it upserts, how it skips a row whose key is stored
+//! already. What is truly a backend's own (how it writes many rows at once and in which
+//! transaction, how it locks, its upkeep, its change notices, how it frees space, what
+//! its errors mean) it writes as [`SqlDialect`], in its own folder.
 //!
 //! A macro, not generic code over sqlx's `Database`: generic impls need a bound for every
 //! column type each way (`Encode`, `Decode`, `Type`), for the arguments and for two kinds of
 //! executor, which read longer than the SQL they carry; the macro is expanded for a concrete
 //! backend type, so its body is the plain sqlx code each backend had before, and a backend's
 //! mistake is reported against that type. A query builder would only pay for itself if the
-//! statements differed; these are the same text.
+//! statements differed beyond what [`Syntax`] says; they do not.
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
@@ -25,72 +26,39 @@ use crate::store::{AtmSet, ChangeFeed};
 
 pub(crate) mod migrations;
 mod shared;
+mod statements;
 
 pub(crate) use shared::shared_sql_records;
+pub(crate) use statements::{Placeholders, Statements, Syntax};
 
-/// A driver's error as the domain sees it: the store did not answer as it should, or
-/// it refused the data it was given (as each backend classifies its own errors: a data
-/// error is never told as an outage). A lost connection, or one to a server that cannot
-/// take writes, is named by what it means for an operator (during a failover, say)
-/// rather than by the protocol step it broke at.
-pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
-    match connection_failure(&error) {
-        Some(meaning) => StoreUnavailable::new(meaning),
-        None if refuses_the_data(&error) => StoreUnavailable::refused(error),
-        None => StoreUnavailable::new(error),
-    }
+/// What a driver's error means, as the backend that raised it reads it
+/// ([`SqlDialect::meaning`]).
+pub(crate) enum Meaning {
+    /// The connection failed, or reached a server that cannot take writes: what that
+    /// means for an operator (during a failover, say), rather than the protocol step it
+    /// broke at.
+    Lost(String),
+    /// The database answered, refusing the data it was given (too long, not text, a
+    /// constraint): never told as an outage.
+    RefusedData,
+    /// Anything else the backend recognises as its own: the store did not answer as it
+    /// should.
+    Failed,
 }
 
-/// Whether the database answered, refusing the data it was given.
-fn refuses_the_data(error: &sqlx::Error) -> bool {
-    let sqlx::Error::Database(database) = error else { return false };
-    if let Some(postgres) = database.try_downcast_ref::<sqlx::postgres::PgDatabaseError>() {
-        return crate::postgres::refuses_the_data(postgres.code());
-    }
-    crate::sqlite::result_code(error).is_some_and(crate::sqlite::refuses_the_data)
-}
-
-/// What a failure of the connection itself means, if it is one.
-fn connection_failure(error: &sqlx::Error) -> Option<String> {
-    match error {
-        // A proxy with no server behind it (HAProxy while no node is the primary)
-        // accepts the connection and closes it: the driver meets the end of the stream
-        // where PostgreSQL's answer to its SSLRequest belongs.
-        sqlx::Error::Protocol(text) if text.contains("SSLRequest") => Some(
-            "no connection to a primary: the database's address closed the connection before any server answered \
-             (a proxy with no primary behind it, as during a failover)"
-                .to_owned(),
-        ),
-        // The same seen a step later: the stream ends where the server's first message
-        // belongs.
-        sqlx::Error::Io(io) if io.kind() == std::io::ErrorKind::UnexpectedEof => Some(
-            "no connection to a primary: the database's address closed the connection before any server answered \
-             (a proxy with no primary behind it, as during a failover)"
-                .to_owned(),
-        ),
-        sqlx::Error::Io(io) => Some(format!("no connection to the database: {io}")),
-        // read_only_sql_transaction: a replica, or a primary being demoted.
-        sqlx::Error::Database(database) if database.code().as_deref() == Some("25006") => Some(
-            "no connection to a primary: the server is read-only (a replica, as during a failover or switchover)"
-                .to_owned(),
-        ),
-        _ => None,
+/// A driver's error as the domain sees it, read by the backend `D` that raised it
+/// ([`SqlDialect::meaning`]); an I/O error the backend does not read otherwise is a lost
+/// connection.
+pub(crate) fn unavailable<D: SqlDialect>(error: sqlx::Error) -> StoreUnavailable {
+    match D::meaning(&error) {
+        Meaning::Lost(meaning) => StoreUnavailable::new(meaning),
+        Meaning::RefusedData => StoreUnavailable::refused(error),
+        Meaning::Failed => match &error {
+            sqlx::Error::Io(io) => StoreUnavailable::new(format!("no connection to the database: {io}")),
+            _ => StoreUnavailable::new(error),
+        },
     }
 }
-
-/// The date of the ATM set (one row).
-pub(crate) const ATM_SET_DATE: &str = "SELECT last_updated FROM atm_set WHERE id = 1";
-
-/// The ATM set's rows ([`crate::rows::AtmRow`]), in brand then identification order.
-pub(crate) const ATMS_IN_ORDER: &str = "SELECT brand_name, identification, record, services, accessibility, \
-                                        latitude, longitude FROM atms ORDER BY brand_name, identification";
-
-/// Dates the ATM set `$1`, in the transaction that changed it: the one write that moves the
-/// `atms` change counter (its trigger is on this row, not on each ATM's).
-pub(crate) const DATE_ATM_SET: &str = "UPDATE atm_set SET last_updated = $1 WHERE id = 1";
-
-/// Empties the ATM set, before a whole new one is written.
-pub(crate) const DELETE_EVERY_ATM: &str = "DELETE FROM atms";
 
 /// What a SQL backend writes in its own dialect; [`shared_sql_records!`] does the rest.
 ///
@@ -100,6 +68,13 @@ pub(crate) const DELETE_EVERY_ATM: &str = "DELETE FROM atms";
 pub(crate) trait SqlDialect: Send + Sync {
     /// sqlx's driver for this database.
     type Database: sqlx::Database;
+
+    /// How this database phrases what the shared statements need ([`Statements`]).
+    const SYNTAX: Syntax;
+
+    /// What `error`, raised by this backend's driver, means: a lost connection, data the
+    /// database refused, or another failure, as this database's codes say.
+    fn meaning(error: &sqlx::Error) -> Meaning;
 
     /// The pool the shared statements run on.
     fn pool(&self) -> &sqlx::Pool<Self::Database>;
@@ -128,7 +103,7 @@ pub(crate) trait SqlDialect: Send + Sync {
 
     /// Begins the transaction every write of the ATM set runs in (`AtmRecords::replace`
     /// and `edit`), holding the set's lock, as [`begin_wait_time_edit`](Self::begin_wait_time_edit)
-    /// does for wait times. The write that ends it dates the set with [`DATE_ATM_SET`].
+    /// does for wait times. The write that ends it dates the set with [`Statements::date_atm_set`].
     async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
     /// Inserts `atms` in `transaction`, replacing those stored under the same brand and
@@ -160,24 +135,5 @@ pub(crate) trait SqlDialect: Send + Sync {
     /// `ViewSource::subscribe`: `None` when changes are only found by polling.
     async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
         Ok(None)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_lost_connection_is_named_by_what_it_means_not_by_the_protocol_step() {
-        let closed = unavailable(sqlx::Error::Protocol("unexpected response from SSLRequest: 0x00".into()));
-        assert!(closed.to_string().contains("no connection to a primary") && !closed.to_string().contains("0x00"));
-        let refused = unavailable(sqlx::Error::Io(std::io::Error::from(std::io::ErrorKind::ConnectionRefused)));
-        assert!(refused.to_string().contains(": no connection to the database: "), "{refused}");
-        let cut =
-            std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "expected to read 5 bytes, got 0 bytes at EOF");
-        let cut = unavailable(sqlx::Error::Io(cut)).to_string();
-        assert!(cut.contains("no connection to a primary") && !cut.contains("5 bytes"), "{cut}");
-        let other = unavailable(sqlx::Error::RowNotFound);
-        assert!(!other.to_string().contains("no connection"), "{other}");
     }
 }

@@ -1,10 +1,9 @@
-//! [`shared_sql_records!`]: every role of a SQL store, in statements both dialects run.
+//! [`shared_sql_records!`]: every role of a SQL store, in the statements every dialect runs.
 
 /// Implements every role a [`Store`](crate::store::Store) needs for `$store`, a type that
-/// implements [`SqlDialect`](crate::sql::SqlDialect): the statements both dialects share
-/// are here, the rest is a call to the dialect's own method of the same purpose.
-///
-/// Placeholders are `$N`, bound in order; a number used twice is bound once.
+/// implements [`SqlDialect`](crate::sql::SqlDialect): the shared statements
+/// ([`Statements`](crate::sql::Statements), rendered once for the backend's syntax) are
+/// bound and read here; the rest is a call to the dialect's own method of the same purpose.
 macro_rules! shared_sql_records {
     ($store:ty) => {
         // An unnamed constant's scope of its own, so that these imports meet none of the
@@ -21,8 +20,40 @@ macro_rules! shared_sql_records {
             use domain::store_contents::StoreContents;
             use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
             use $crate::rows;
-            use $crate::sql::{self as sql, SqlDialect, unavailable};
+            use $crate::sql::{SqlDialect, Statements};
             use $crate::store::{AtmSet, ChangeFeed, KeyVault, Revisions, StoreLifecycle, ViewSource};
+
+            impl $store {
+                /// The shared statements in this backend's syntax, rendered at first use;
+                /// its own code reads some of them too (the ATM set).
+                pub(crate) fn statements() -> &'static Statements {
+                    static STATEMENTS: std::sync::LazyLock<Statements> =
+                        std::sync::LazyLock::new(|| Statements::new(&<$store as SqlDialect>::SYNTAX));
+                    &STATEMENTS
+                }
+            }
+
+            fn sql() -> &'static Statements {
+                <$store>::statements()
+            }
+
+            /// A driver's error, as this backend reads it.
+            fn unavailable(error: sqlx::Error) -> StoreUnavailable {
+                $crate::sql::unavailable::<$store>(error)
+            }
+
+            /// Whether an INSERT that skips a stored key inserted its row: a dialect with no
+            /// clause to skip it ([`Syntax::skip_duplicates`]($crate::sql::Syntax)) answers
+            /// with the duplicate's error instead.
+            fn inserted(
+                done: Result<<<$store as SqlDialect>::Database as sqlx::Database>::QueryResult, sqlx::Error>,
+            ) -> Result<bool, StoreUnavailable> {
+                match done {
+                    Ok(done) => Ok(done.rows_affected() == 1),
+                    Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Ok(false),
+                    Err(error) => Err(unavailable(error)),
+                }
+            }
 
             #[async_trait]
             impl StoreLifecycle for $store {
@@ -31,11 +62,7 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn ping(&self) -> Result<(), StoreUnavailable> {
-                    sqlx::query("SELECT revision FROM change_log LIMIT 1")
-                        .fetch_optional(self.pool())
-                        .await
-                        .map(drop)
-                        .map_err(unavailable)
+                    sqlx::query(sql().ping).fetch_optional(self.pool()).await.map(drop).map_err(unavailable)
                 }
 
                 async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable> {
@@ -50,10 +77,8 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl ViewSource for $store {
                 async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
-                    let rows: Vec<(String, i64)> = sqlx::query_as("SELECT topic, revision FROM change_log")
-                        .fetch_all(self.pool())
-                        .await
-                        .map_err(unavailable)?;
+                    let rows: Vec<(String, i64)> =
+                        sqlx::query_as(sql().revisions).fetch_all(self.pool()).await.map_err(unavailable)?;
                     Ok(Revisions::from_topics(rows))
                 }
 
@@ -75,27 +100,19 @@ macro_rules! shared_sql_records {
                     at: i64,
                 ) -> Result<(), StoreUnavailable> {
                     // The last time never moves back (a host whose clock is behind).
-                    sqlx::query(
-                        "INSERT INTO import_runs (kind, outcome, runs, last_at) VALUES ($1, $2, 1, $3) \
-                         ON CONFLICT (kind, outcome) DO UPDATE SET runs = import_runs.runs + 1, \
-                         last_at = CASE WHEN excluded.last_at > import_runs.last_at \
-                         THEN excluded.last_at ELSE import_runs.last_at END",
-                    )
-                    .bind(kind.label())
-                    .bind(outcome.label())
-                    .bind(at)
-                    .execute(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    sqlx::query(sql().record_import)
+                        .bind(kind.label())
+                        .bind(outcome.label())
+                        .bind(at)
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     Ok(())
                 }
 
                 async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable> {
                     let rows: Vec<rows::ImportRunRow> =
-                        sqlx::query_as("SELECT kind, outcome, runs, last_at FROM import_runs ORDER BY kind, outcome")
-                            .fetch_all(self.pool())
-                            .await
-                            .map_err(unavailable)?;
+                        sqlx::query_as(sql().import_tally).fetch_all(self.pool()).await.map_err(unavailable)?;
                     Ok(rows::import_tally(rows))
                 }
             }
@@ -104,14 +121,7 @@ macro_rules! shared_sql_records {
             impl StoreInventory for $store {
                 async fn contents(&self) -> Result<StoreContents, StoreUnavailable> {
                     let (clients, supported_channels, wait_times, atms, token_records): (bool, bool, bool, bool, bool) =
-                        sqlx::query_as(
-                            "SELECT EXISTS (SELECT 1 FROM clients), EXISTS (SELECT 1 FROM supported_channels), \
-                             EXISTS (SELECT 1 FROM branch_wait_times), EXISTS (SELECT 1 FROM atms), \
-                             EXISTS (SELECT 1 FROM issued_tokens)",
-                        )
-                        .fetch_one(self.pool())
-                        .await
-                        .map_err(unavailable)?;
+                        sqlx::query_as(sql().contents).fetch_one(self.pool()).await.map_err(unavailable)?;
                     Ok(StoreContents { clients, supported_channels, wait_times, atms, token_records })
                 }
             }
@@ -119,34 +129,23 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl ClientRecords for $store {
                 async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable> {
-                    let inserted = sqlx::query(
-                        "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, \
-                         allowed_origins, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) \
-                         ON CONFLICT (client_id) DO NOTHING",
-                    )
-                    .bind(client.client_id.as_str())
-                    .bind(client.scope.country.as_str())
-                    .bind(client.scope.business.as_str())
-                    .bind(client.scope.channel.as_str())
-                    .bind(rows::redirect_uris_text(&client.redirect_uris)?)
-                    .bind(rows::origins_text(&client.allowed_origins)?)
-                    .bind(rows::status_text(client.status))
-                    .bind(now)
-                    .execute(self.pool())
-                    .await
-                    .map_err(unavailable)?
-                    .rows_affected();
-                    Ok(inserted == 1)
+                    let done = sqlx::query(sql().insert_client)
+                        .bind(client.client_id.as_str())
+                        .bind(client.scope.country.as_str())
+                        .bind(client.scope.business.as_str())
+                        .bind(client.scope.channel.as_str())
+                        .bind(rows::redirect_uris_text(&client.redirect_uris)?)
+                        .bind(rows::origins_text(&client.allowed_origins)?)
+                        .bind(rows::status_text(client.status))
+                        .bind(now)
+                        .execute(self.pool())
+                        .await;
+                    inserted(done)
                 }
 
                 async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
-                    let found: Vec<rows::ClientRow> = sqlx::query_as(
-                        "SELECT client_id, country_code, business_code, channel_id, redirect_uris, allowed_origins, \
-                         status FROM clients ORDER BY client_id",
-                    )
-                    .fetch_all(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Vec<rows::ClientRow> =
+                        sqlx::query_as(sql().clients).fetch_all(self.pool()).await.map_err(unavailable)?;
                     found.into_iter().map(rows::client).collect()
                 }
 
@@ -155,7 +154,7 @@ macro_rules! shared_sql_records {
                     client_id: &ClientId,
                     status: ClientStatus,
                 ) -> Result<bool, StoreUnavailable> {
-                    let found = sqlx::query("UPDATE clients SET status = $1 WHERE client_id = $2")
+                    let found = sqlx::query(sql().set_client_status)
                         .bind(rows::status_text(status))
                         .bind(client_id.as_str())
                         .execute(self.pool())
@@ -172,17 +171,14 @@ macro_rules! shared_sql_records {
                 ) -> Result<bool, StoreUnavailable> {
                     let uris = addresses.redirect_uris.as_deref().map(rows::redirect_uris_text).transpose()?;
                     let origins = addresses.allowed_origins.as_deref().map(rows::origins_text).transpose()?;
-                    let found = sqlx::query(
-                        "UPDATE clients SET redirect_uris = COALESCE($1, redirect_uris), \
-                         allowed_origins = COALESCE($2, allowed_origins) WHERE client_id = $3",
-                    )
-                    .bind(uris)
-                    .bind(origins)
-                    .bind(client_id.as_str())
-                    .execute(self.pool())
-                    .await
-                    .map_err(unavailable)?
-                    .rows_affected();
+                    let found = sqlx::query(sql().set_client_addresses)
+                        .bind(uris)
+                        .bind(origins)
+                        .bind(client_id.as_str())
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?
+                        .rows_affected();
                     Ok(found == 1)
                 }
             }
@@ -190,26 +186,18 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl ChannelRecords for $store {
                 async fn allow(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
-                    sqlx::query(
-                        "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES ($1, $2, $3) \
-                         ON CONFLICT DO NOTHING",
-                    )
-                    .bind(scope.country.as_str())
-                    .bind(scope.business.as_str())
-                    .bind(scope.channel.as_str())
-                    .execute(self.pool())
-                    .await
-                    .map(|done| done.rows_affected() == 1)
-                    .map_err(unavailable)
+                    let done = sqlx::query(sql().allow_channel)
+                        .bind(scope.country.as_str())
+                        .bind(scope.business.as_str())
+                        .bind(scope.channel.as_str())
+                        .execute(self.pool())
+                        .await;
+                    inserted(done)
                 }
 
                 async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
-                    let found: Vec<(String, String, String)> = sqlx::query_as(
-                        "SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3",
-                    )
-                    .fetch_all(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Vec<(String, String, String)> =
+                        sqlx::query_as(sql().channels).fetch_all(self.pool()).await.map_err(unavailable)?;
                     found.iter().map(|(country, business, channel)| rows::scope(country, business, channel)).collect()
                 }
             }
@@ -224,10 +212,8 @@ macro_rules! shared_sql_records {
 
                 #[tracing::instrument(skip(self))]
                 async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
-                    let found: Vec<rows::WaitTimeRow> = sqlx::query_as(WAIT_TIMES)
-                        .fetch_all(self.pool())
-                        .await
-                        .map_err(unavailable)?;
+                    let found: Vec<rows::WaitTimeRow> =
+                        sqlx::query_as(sql().wait_times).fetch_all(self.pool()).await.map_err(unavailable)?;
                     found.into_iter().map(rows::wait_time).collect()
                 }
 
@@ -238,7 +224,7 @@ macro_rules! shared_sql_records {
                 ) -> Result<(), StoreUnavailable> {
                     let mut transaction = SqlDialect::begin_wait_time_edit(self).await?;
                     let found: Vec<rows::WaitTimeRow> =
-                        sqlx::query_as(WAIT_TIMES).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+                        sqlx::query_as(sql().wait_times).fetch_all(&mut *transaction).await.map_err(unavailable)?;
                     let stored = found.into_iter().map(rows::wait_time).collect::<Result<Vec<_>, _>>()?;
                     let writes = plan(&stored);
                     if writes.is_empty() {
@@ -249,16 +235,13 @@ macro_rules! shared_sql_records {
                 }
             }
 
-            /// Every branch's estimate ([`rows::WaitTimeRow`]).
-            const WAIT_TIMES: &str = "SELECT branch_id, minutes, estimated_at FROM branch_wait_times";
-
             #[async_trait]
             impl AtmRecords for $store {
                 async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
                     let mut transaction = SqlDialect::begin_atm_edit(self).await?;
-                    sqlx::query(sql::DELETE_EVERY_ATM).execute(&mut *transaction).await.map_err(unavailable)?;
+                    sqlx::query(sql().delete_every_atm).execute(&mut *transaction).await.map_err(unavailable)?;
                     <$store as SqlDialect>::write_atms(&mut transaction, atms).await?;
-                    sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+                    sqlx::query(sql().date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
                     transaction.commit().await.map_err(unavailable)
                 }
 
@@ -276,16 +259,16 @@ macro_rules! shared_sql_records {
                     // Read in the transaction that holds the set's lock: what the last
                     // writer committed, and nothing can change it until this one ends.
                     let (last_updated,): (i64,) =
-                        sqlx::query_as(sql::ATM_SET_DATE).fetch_one(&mut *transaction).await.map_err(unavailable)?;
+                        sqlx::query_as(sql().atm_set_date).fetch_one(&mut *transaction).await.map_err(unavailable)?;
                     let found: Vec<rows::AtmRow> =
-                        sqlx::query_as(sql::ATMS_IN_ORDER).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+                        sqlx::query_as(sql().atms_in_order).fetch_all(&mut *transaction).await.map_err(unavailable)?;
                     let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
                     let AtmSetEdit::Apply { upserts, removals } = plan(&AtmSet { atms, last_updated }) else {
                         return transaction.rollback().await.map_err(unavailable);
                     };
                     <$store as SqlDialect>::delete_atms(&mut transaction, &removals).await?;
                     <$store as SqlDialect>::write_atms(&mut transaction, &upserts).await?;
-                    sqlx::query(sql::DATE_ATM_SET).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
+                    sqlx::query(sql().date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
                     transaction.commit().await.map_err(unavailable)
                 }
             }
@@ -293,26 +276,17 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl SigningKeyRecords for $store {
                 async fn published(&self, retired_after: i64) -> Result<Vec<SigningKey>, StoreUnavailable> {
-                    let found: Vec<rows::SigningKeyRow> = sqlx::query_as(
-                        "SELECT kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at \
-                         FROM signing_keys WHERE (retired_at IS NULL OR retired_at > $1) AND revoked_at IS NULL \
-                         ORDER BY activates_at DESC, kid",
-                    )
-                    .bind(retired_after)
-                    .fetch_all(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Vec<rows::SigningKeyRow> = sqlx::query_as(sql().published_keys)
+                        .bind(retired_after)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     Ok(found.into_iter().map(rows::signing_key).collect())
                 }
 
                 async fn all(&self) -> Result<Vec<SigningKey>, StoreUnavailable> {
-                    let found: Vec<rows::SigningKeyRow> = sqlx::query_as(
-                        "SELECT kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at \
-                         FROM signing_keys ORDER BY activates_at DESC, kid",
-                    )
-                    .fetch_all(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Vec<rows::SigningKeyRow> =
+                        sqlx::query_as(sql().all_keys).fetch_all(self.pool()).await.map_err(unavailable)?;
                     Ok(found.into_iter().map(rows::signing_key).collect())
                 }
 
@@ -340,7 +314,7 @@ macro_rules! shared_sql_records {
             ) -> Result<bool, StoreUnavailable> {
                 let mut transaction = SqlDialect::begin_key_rotation(store).await?;
                 if let Some(kid) = revoking {
-                    let revoked = sqlx::query("UPDATE signing_keys SET revoked_at = $1 WHERE kid = $2 AND revoked_at IS NULL")
+                    let revoked = sqlx::query(sql().revoke_key)
                         .bind(now)
                         .bind(kid)
                         .execute(&mut *transaction)
@@ -353,31 +327,28 @@ macro_rules! shared_sql_records {
                 }
                 if let Some(key) = key {
                     // Waiting keys are dropped; revoked ones stay, to be listed.
-                    sqlx::query("DELETE FROM signing_keys WHERE activates_at > $1 AND revoked_at IS NULL")
+                    sqlx::query(sql().drop_waiting_keys)
                         .bind(now)
                         .execute(&mut *transaction)
                         .await
                         .map_err(unavailable)?;
                     // The key signing at `now` (its retirement not yet reached: none, or the
                     // activation of a waiting key just dropped) signs until the new one does.
-                    sqlx::query("UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL OR retired_at > $2")
+                    sqlx::query(sql().retire_current_key)
                         .bind(key.activates_at)
                         .bind(now)
                         .execute(&mut *transaction)
                         .await
                         .map_err(unavailable)?;
-                    sqlx::query(
-                        "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at, activates_at) \
-                         VALUES ($1, 'EdDSA', $2, $3, $4, $5)",
-                    )
-                    .bind(&key.kid)
-                    .bind(&key.private_pkcs8)
-                    .bind(&key.public_key)
-                    .bind(key.created_at)
-                    .bind(key.activates_at)
-                    .execute(&mut *transaction)
-                    .await
-                    .map_err(unavailable)?;
+                    sqlx::query(sql().insert_key)
+                        .bind(&key.kid)
+                        .bind(&key.private_pkcs8)
+                        .bind(&key.public_key)
+                        .bind(key.created_at)
+                        .bind(key.activates_at)
+                        .execute(&mut *transaction)
+                        .await
+                        .map_err(unavailable)?;
                 }
                 transaction.commit().await.map_err(unavailable)?;
                 Ok(true)
@@ -386,15 +357,14 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl KeyVault for $store {
                 async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable> {
-                    let changed =
-                        sqlx::query("UPDATE signing_keys SET private_key = $1 WHERE kid = $2 AND private_key = $3")
-                            .bind(to)
-                            .bind(kid)
-                            .bind(from)
-                            .execute(self.pool())
-                            .await
-                            .map_err(unavailable)?
-                            .rows_affected();
+                    let changed = sqlx::query(sql().reseal_key)
+                        .bind(to)
+                        .bind(kid)
+                        .bind(from)
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?
+                        .rows_affected();
                     Ok(changed == 1)
                 }
 
@@ -410,62 +380,51 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
-                    let found: Option<rows::TokenRow> = sqlx::query_as(
-                        "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, \
-                         revoked_at FROM issued_tokens WHERE opaque_token = $1",
-                    )
-                    .bind(opaque.as_str())
-                    .fetch_optional(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Option<rows::TokenRow> = sqlx::query_as(sql().find_token)
+                        .bind(opaque.as_str())
+                        .fetch_optional(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     found.map(rows::token).transpose()
                 }
 
                 async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
-                    let changed =
-                        sqlx::query("UPDATE issued_tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL")
-                            .bind(now)
-                            .bind(token_id.as_str())
-                            .execute(self.pool())
-                            .await
-                            .map_err(unavailable)?
-                            .rows_affected();
+                    let changed = sqlx::query(sql().revoke_token)
+                        .bind(now)
+                        .bind(token_id.as_str())
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?
+                        .rows_affected();
                     Ok(changed == 1)
                 }
 
                 async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
-                    sqlx::query(
-                        "UPDATE issued_tokens SET revoked_at = $1 \
-                         WHERE client_id = $2 AND revoked_at IS NULL AND expires_at >= $1",
-                    )
-                    .bind(now)
-                    .bind(client_id.as_str())
-                    .execute(self.pool())
-                    .await
-                    .map(|done| done.rows_affected())
-                    .map_err(unavailable)
+                    sqlx::query(sql().revoke_live_of)
+                        .bind(now)
+                        .bind(client_id.as_str())
+                        .bind(now)
+                        .execute(self.pool())
+                        .await
+                        .map(|done| done.rows_affected())
+                        .map_err(unavailable)
                 }
 
                 async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
-                    let found: Vec<(String,)> = sqlx::query_as(
-                        "SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= $1",
-                    )
-                    .bind(now)
-                    .fetch_all(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Vec<(String,)> = sqlx::query_as(sql().revoked_live)
+                        .bind(now)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     Ok(found.into_iter().map(|(jti,)| TokenId::new(jti)).collect())
                 }
 
                 async fn live(&self, now: i64) -> Result<Vec<TokenRecord>, StoreUnavailable> {
-                    let found: Vec<rows::TokenRow> = sqlx::query_as(
-                        "SELECT jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, \
-                         revoked_at FROM issued_tokens WHERE expires_at >= $1 ORDER BY expires_at, jti",
-                    )
-                    .bind(now)
-                    .fetch_all(self.pool())
-                    .await
-                    .map_err(unavailable)?;
+                    let found: Vec<rows::TokenRow> = sqlx::query_as(sql().live_tokens)
+                        .bind(now)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     found.into_iter().map(rows::token).collect()
                 }
 

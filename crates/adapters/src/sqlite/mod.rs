@@ -17,7 +17,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection as _, SqlitePool};
 
 use crate::registry::Backend;
-use crate::sql::{shared_sql_records, unavailable};
+use crate::sql::shared_sql_records;
 use crate::store::Store;
 #[cfg(feature = "testing")]
 use crate::testing::FreshStore;
@@ -60,6 +60,11 @@ pub(crate) fn result_code(error: &sqlx::Error) -> Option<i32> {
     let sqlx::Error::Database(database) = error else { return None };
     database.try_downcast_ref::<sqlx::sqlite::SqliteError>()?;
     database.code()?.parse().ok()
+}
+
+/// A driver's error, as SQLite's result codes say (`SqlDialect::meaning`).
+pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
+    crate::sql::unavailable::<SqliteStore>(error)
 }
 
 /// A SQLite database file.
@@ -170,11 +175,11 @@ fn fresh_for_a_test() -> crate::registry::Opening<'static, Option<FreshStore>> {
 
 /// Runs `statement` at `url` over a connection of its own, as another system would.
 #[cfg(feature = "testing")]
-fn execute_sql<'a>(url: &'a str, statement: &'static str) -> crate::registry::Opening<'a, Result<u64, String>> {
+fn execute_sql(url: &str, statement: String) -> crate::registry::Opening<'_, Result<u64, String>> {
     use sqlx::{Connection as _, Executor as _};
     Box::pin(async move {
         let mut connection = sqlx::SqliteConnection::connect(url).await.map_err(|e| e.to_string())?;
-        connection.execute(statement).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
+        connection.execute(sqlx::AssertSqlSafe(statement)).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
     })
 }
 
@@ -209,7 +214,7 @@ mod tests {
             "SELECT zeroblob(2000000000)",
         ];
         for statement in refused {
-            let error = unavailable(connection.execute(statement).await.unwrap_err());
+            let error = unavailable(connection.execute(sqlx::AssertSqlSafe(statement)).await.unwrap_err());
             assert_eq!(error.failure(), StoreFailure::RefusedData, "{statement}: {error}");
             assert!(error.to_string().starts_with("the store refused the data: "), "{error}");
         }

@@ -9,9 +9,9 @@ use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::{CodeChallenge, IssuedToken};
 use sqlx::{QueryBuilder, Sqlite, SqlitePool};
 
-use super::SqliteStore;
+use super::{SqliteStore, unavailable};
 use crate::rows::{self, AtmRow};
-use crate::sql::{self, SqlDialect, unavailable};
+use crate::sql::{self, Meaning, SqlDialect, Syntax};
 use crate::store::AtmSet;
 
 /// Rows per multi-row INSERT: at most 7 parameters a row stays far below SQLite's limit of
@@ -68,6 +68,12 @@ fn push_atms(statement: &mut QueryBuilder<Sqlite>, atms: &[StoredAtm]) {
 #[async_trait]
 impl SqlDialect for SqliteStore {
     type Database = Sqlite;
+
+    const SYNTAX: Syntax = Syntax::ON_CONFLICT;
+
+    fn meaning(error: &sqlx::Error) -> Meaning {
+        if super::result_code(error).is_some_and(super::refuses_the_data) { Meaning::RefusedData } else { Meaning::Failed }
+    }
 
     fn pool(&self) -> &SqlitePool {
         &self.pool
@@ -160,8 +166,9 @@ impl SqlDialect for SqliteStore {
     #[tracing::instrument(skip(self))]
     async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
         let (last_updated,): (i64,) =
-            sqlx::query_as(sql::ATM_SET_DATE).fetch_one(&self.pool).await.map_err(unavailable)?;
-        let found: Vec<AtmRow> = sqlx::query_as(sql::ATMS_IN_ORDER).fetch_all(&self.pool).await.map_err(unavailable)?;
+            sqlx::query_as(Self::statements().atm_set_date).fetch_one(&self.pool).await.map_err(unavailable)?;
+        let found: Vec<AtmRow> =
+            sqlx::query_as(Self::statements().atms_in_order).fetch_all(&self.pool).await.map_err(unavailable)?;
         let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
         Ok(AtmSet { atms, last_updated })
     }

@@ -48,7 +48,7 @@ async fn json(response: reqwest::Response) -> Value {
 
 #[tokio::test]
 async fn the_first_page_has_the_envelope_links_and_validators() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response = app.get_atms(&session, "/api/v1/atms", &[]).await;
     assert_eq!(response.status(), 200);
@@ -83,7 +83,7 @@ async fn the_first_page_has_the_envelope_links_and_validators() {
 
 #[tokio::test]
 async fn every_atm_on_every_page_validates_against_the_obie_schema_in_stable_order() {
-    let app = TestApp::with_demo_and(|settings| settings.atm_page_size = 100).await;
+    let app = TestApp::builder().settings(|settings| settings.atm_page_size = 100).start().await;
     let session = app.session().await;
     let (atm_schema, brand_schema) = obie_schemas();
     // Control: the validator does reject what the schema forbids.
@@ -123,7 +123,7 @@ async fn every_atm_on_every_page_validates_against_the_obie_schema_in_stable_ord
 
 #[tokio::test]
 async fn a_matching_if_none_match_is_a_304_without_a_body() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let first = app.get_atms(&session, "/api/v1/atms?page=2", &[]).await;
     let etag = first.headers()["etag"].to_str().unwrap().to_owned();
@@ -143,7 +143,7 @@ async fn a_matching_if_none_match_is_a_304_without_a_body() {
 
 #[tokio::test]
 async fn if_modified_since_is_used_only_without_if_none_match() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let first = app.get_atms(&session, "/api/v1/atms", &[]).await;
     let modified = first.headers()["last-modified"].to_str().unwrap().to_owned();
@@ -186,7 +186,7 @@ fn import(app: &TestApp, name: &str, contents: &str) -> std::process::Output {
 }
 
 async fn fast_app() -> TestApp {
-    TestApp::with_demo_and(|settings| settings.refresh_interval = Duration::from_millis(100)).await
+    TestApp::builder().settings(|settings| settings.refresh_interval = Duration::from_millis(100)).start().await
 }
 
 #[tokio::test]
@@ -244,7 +244,7 @@ async fn an_import_with_an_invalid_record_names_it_and_changes_nothing() {
 
 #[tokio::test]
 async fn near_me_lists_the_nearest_first_with_their_distance_and_valid_records() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let (atm_schema, _) = obie_schemas();
     let url = "/api/v1/atms?latitude=19.4326&longitude=-99.1332&radiusKm=5&service=CashWithdrawal";
@@ -264,7 +264,7 @@ async fn near_me_lists_the_nearest_first_with_their_distance_and_valid_records()
 
 #[tokio::test]
 async fn filters_keep_only_matching_atms_and_page_like_the_full_list() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let url = "/api/v1/atms?accessibility=AudioCashMachine&service=CashDeposits";
     let page = json(app.get_atms(&session, url, &[]).await).await;
@@ -280,7 +280,7 @@ async fn filters_keep_only_matching_atms_and_page_like_the_full_list() {
 
 #[tokio::test]
 async fn bad_queries_and_headers_are_obie_400s() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     for query in [
         "page=0",
@@ -310,7 +310,7 @@ async fn bad_queries_and_headers_are_obie_400s() {
 
 #[tokio::test]
 async fn missing_or_invalid_credentials_are_obie_401s() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let none = app
         .http
@@ -330,7 +330,7 @@ async fn missing_or_invalid_credentials_are_obie_401s() {
 /// the caller's language; the title stays OBIE's.
 #[tokio::test]
 async fn an_atm_error_says_which_header_or_parameter_is_wrong_and_why() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let described = |response: reqwest::Response| async move {
         assert_eq!(response.status(), 400);
@@ -372,7 +372,7 @@ async fn an_atm_error_says_which_header_or_parameter_is_wrong_and_why() {
 
 #[tokio::test]
 async fn errors_are_told_in_spanish_when_asked() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response = app.get_atms(&session, "/api/v1/atms?page=0", &[("Accept-Language", "es-MX")]).await;
     assert_eq!(response.headers()["content-language"], "es");
@@ -383,14 +383,16 @@ async fn errors_are_told_in_spanish_when_asked() {
 
 #[tokio::test]
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
-    let app = TestApp::with_demo_and(|settings| {
-        let rate = api::rate_limit::Rate {
-            per_second: std::num::NonZeroU32::new(1).unwrap(),
-            burst: std::num::NonZeroU32::new(2).unwrap(),
-        };
-        settings.limits.per_client = rate;
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            let rate = api::rate_limit::Rate {
+                per_second: std::num::NonZeroU32::new(1).unwrap(),
+                burst: std::num::NonZeroU32::new(2).unwrap(),
+            };
+            settings.limits.per_client = rate;
+        })
+        .start()
+        .await;
     let session = app.session().await;
     for _ in 0..2 {
         assert_eq!(app.get_atms(&session, "/api/v1/atms", &[]).await.status(), 200);
@@ -404,7 +406,10 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
 #[tokio::test]
 async fn a_client_too_slow_to_send_its_request_gets_408() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = TestApp::with_demo_and(|settings| settings.client_request_timeout = Duration::from_millis(300)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.client_request_timeout = Duration::from_millis(300))
+        .start()
+        .await;
     let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
     stream.write_all(b"GET /api/v1/atms HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
     let mut answer = String::new();
@@ -418,11 +423,13 @@ async fn a_client_too_slow_to_send_its_request_gets_408() {
 
 #[tokio::test]
 async fn an_unreachable_store_gives_503_once_the_data_cannot_be_vouched_for() {
-    let app = TestApp::with_demo_and(|settings| {
-        settings.refresh_interval = Duration::from_millis(50);
-        settings.max_staleness = Duration::from_millis(300);
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.refresh_interval = Duration::from_millis(50);
+            settings.max_staleness = Duration::from_millis(300);
+        })
+        .start()
+        .await;
     let session = app.session().await;
     assert_eq!(app.get_atms(&session, "/api/v1/atms", &[]).await.status(), 200);
 

@@ -16,7 +16,7 @@ fn with(name: &'static str, value: &'static str) -> Vec<(&'static str, &'static 
 
 #[tokio::test]
 async fn a_registered_client_gets_a_visitor_token_with_a_session() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let response = app.authorize(&demo_authorize_query()).await;
 
     assert_eq!(response.status(), 200);
@@ -36,7 +36,7 @@ async fn a_registered_client_gets_a_visitor_token_with_a_session() {
 
 #[tokio::test]
 async fn two_calls_open_two_sessions_with_distinct_tokens() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let (first, second) = (app.session().await, app.session().await);
     assert_ne!(first.sid, second.sid);
     assert_ne!(first.token, second.token);
@@ -44,7 +44,7 @@ async fn two_calls_open_two_sessions_with_distinct_tokens() {
 
 #[tokio::test]
 async fn state_comes_back_unchanged_in_a_header() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let response = app.authorize(&with("state", "af0ifjsldkj-._~")).await;
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["state"], "af0ifjsldkj-._~");
@@ -52,7 +52,7 @@ async fn state_comes_back_unchanged_in_a_header() {
 
 #[tokio::test]
 async fn each_missing_required_parameter_is_a_400_naming_it() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     for name in ["response_type", "client_id", "businessCode", "countryCode", "channelId"] {
         let response = app.authorize(&without(name)).await;
         assert_token_error(response, 400, "invalidRequest", Some(name)).await;
@@ -61,7 +61,7 @@ async fn each_missing_required_parameter_is_a_400_naming_it() {
 
 #[tokio::test]
 async fn a_missing_or_malformed_uuid_header_is_a_400() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let url = format!("{}/api/v1/authorize", app.address);
     let missing = app.http.get(&url).query(&demo_authorize_query()).send().await.unwrap();
     assert_token_error(missing, 400, "invalidRequest", Some("uuid")).await;
@@ -75,7 +75,7 @@ async fn a_missing_or_malformed_uuid_header_is_a_400() {
 
 #[tokio::test]
 async fn malformed_parameters_are_400s_naming_them() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let cases = [
         ("response_type", "code"),
         ("countryCode", "mex"),
@@ -94,7 +94,7 @@ async fn malformed_parameters_are_400s_naming_them() {
 
 #[tokio::test]
 async fn a_repeated_parameter_is_a_400() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let mut query = demo_authorize_query();
     query.push(("client_id", "demo-web-app"));
     assert_token_error(app.authorize(&query).await, 400, "invalidRequest", Some("client_id")).await;
@@ -102,7 +102,7 @@ async fn a_repeated_parameter_is_a_400() {
 
 #[tokio::test]
 async fn unknown_parameters_are_ignored_even_when_repeated() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let mut query = demo_authorize_query();
     query.extend([("utm_source", "app"), ("utm_source", "web")]);
     assert_eq!(app.authorize(&query).await.status(), 200);
@@ -110,7 +110,7 @@ async fn unknown_parameters_are_ignored_even_when_repeated() {
 
 #[tokio::test]
 async fn pkce_needs_s256_and_a_43_character_challenge() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
     let mut good = demo_authorize_query();
     good.extend([("code_challenge", challenge), ("code_challenge_method", "S256")]);
@@ -141,7 +141,7 @@ async fn pkce_needs_s256_and_a_43_character_challenge() {
 
 #[tokio::test]
 async fn redirect_uri_must_be_registered_exactly() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let registered = with("redirect_uri", "https://demo.bank.example.mx/mobile/callback");
     assert_eq!(app.authorize(&registered).await.status(), 200);
     let other = with("redirect_uri", "https://demo.bank.example.mx/mobile/callback/../evil");
@@ -150,7 +150,7 @@ async fn redirect_uri_must_be_registered_exactly() {
 
 #[tokio::test]
 async fn unknown_clients_and_registration_mismatches_are_401() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     for query in [with("client_id", "nobody"), with("channelId", "WEB"), with("countryCode", "US")] {
         assert_token_error(app.authorize(&query).await, 401, "unAuthorized", None).await;
     }
@@ -158,7 +158,7 @@ async fn unknown_clients_and_registration_mismatches_are_401() {
 
 #[tokio::test]
 async fn errors_are_told_in_spanish_when_asked() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let response = app
         .http
         .get(format!("{}/api/v1/authorize", app.address))
@@ -175,7 +175,7 @@ async fn errors_are_told_in_spanish_when_asked() {
 
 #[tokio::test]
 async fn a_token_that_cannot_be_stored_is_not_handed_out_and_the_answer_is_a_500() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     app.outage.take_down();
 
     let response = app.authorize(&demo_authorize_query()).await;

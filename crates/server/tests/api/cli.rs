@@ -122,7 +122,7 @@ fn invalid_arguments_fail_with_one_line_naming_the_value() {
 
 #[tokio::test]
 async fn a_csv_with_a_bad_row_names_its_line_and_changes_nothing() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let before: Value = app.wait_times(&session, &["00001"]).await.json().await.unwrap();
     let csv = app.folder.path().join("bad.csv");
@@ -143,8 +143,10 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
+        .await;
     let session = app.session().await;
     let csv = app.folder.path().join("good.csv");
     // Estimated ten minutes ago (an estimate past --wait-time-max-age-minutes is not served).
@@ -207,11 +209,13 @@ async fn a_rotated_key_is_published_at_once_and_signs_only_after_verifiers_cache
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::with_demo_and(|settings| {
-        settings.refresh_interval = std::time::Duration::from_millis(100);
-        settings.jwks_max_age = std::time::Duration::from_secs(2);
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.refresh_interval = std::time::Duration::from_millis(100);
+            settings.jwks_max_age = std::time::Duration::from_secs(2);
+        })
+        .start()
+        .await;
     let old = app.session().await;
     let (cached, cache_control) = published_kids(&app).await;
     assert_eq!(cache_control, "public, max-age=2");
@@ -257,8 +261,10 @@ async fn a_revoked_key_leaves_the_jwks_and_the_verifiers_and_a_new_key_signs_at_
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
+        .await;
     let old = app.session().await;
     let old_kid = kid_of(&old.token);
 
@@ -299,8 +305,10 @@ async fn a_token_dated_after_its_keys_retirement_is_refused() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
+        .await;
     let old = app.session().await;
     let old_kid = kid_of(&old.token);
     assert!(keys_command(&app, &["rotate", "--now"]).status.success());
@@ -325,8 +333,10 @@ async fn rotate_now_signs_at_once_and_a_second_rotation_waits_for_the_first() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
+        .await;
     let first = kid_of(&app.session().await.token);
     assert!(keys_command(&app, &["rotate"]).status.success());
     let again = keys_command(&app, &["rotate"]);
@@ -351,8 +361,10 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
+        .await;
     let response = app.authorize(&crate::helpers::demo_authorize_query()).await;
     let sid = response.headers()["sid"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();
@@ -569,7 +581,7 @@ async fn a_clients_allowed_origins_are_added_listed_and_replaced() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let url = app.database_url.clone();
     let mut add = vec!["clients", "add", "--client-id", "web-two", "--business-code", "GCB", "--country-code", "MX"];
     add.extend(["--channel-id", "WEB", "--redirect-uri", "https://two.example.mx/app/cb"]);
@@ -716,12 +728,14 @@ async fn a_key_command_given_another_a_missing_or_a_malformed_key_file_changes_n
     }
     let files = KeyFiles::new();
     let right = files.right.clone();
-    let app = TestApp::with_demo_and(|settings| {
-        settings.key_encryption_key_file = Some(right.clone());
-        settings.refresh_interval = std::time::Duration::from_millis(100);
-        settings.max_staleness = std::time::Duration::from_millis(500);
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.key_encryption_key_file = Some(right.clone());
+            settings.refresh_interval = std::time::Duration::from_millis(100);
+            settings.max_staleness = std::time::Duration::from_millis(500);
+        })
+        .start()
+        .await;
     let key_list = || {
         let listed =
             branch_atm(&app.database_url, &["--key-encryption-key-file", right.to_str().unwrap(), "keys", "list"]);
@@ -776,7 +790,8 @@ async fn the_service_signs_and_verifies_with_keys_sealed_at_rest() {
     let folder = tempfile::tempdir().unwrap();
     let key_file = folder.path().join("kek.bin");
     std::fs::write(&key_file, [3_u8; 32]).unwrap();
-    let app = TestApp::with_demo_and(|settings| settings.key_encryption_key_file = Some(key_file.clone())).await;
+    let app =
+        TestApp::builder().settings(|settings| settings.key_encryption_key_file = Some(key_file.clone())).start().await;
     assert!(all_sealed(&stored_private_keys(&app.database_url).await));
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
@@ -798,7 +813,8 @@ async fn store_copy_checks_the_key_file_like_every_command_before_it_writes() {
     }
     let files = KeyFiles::new();
     let right = files.right.clone();
-    let app = TestApp::with_demo_and(|settings| settings.key_encryption_key_file = Some(right.clone())).await;
+    let app =
+        TestApp::builder().settings(|settings| settings.key_encryption_key_file = Some(right.clone())).start().await;
     let folder = files.folder.path();
     for (n, (what, file, reason)) in files.wrong.iter().enumerate() {
         let target_file = folder.join(format!("target-{n}/copy.db"));
@@ -820,26 +836,34 @@ async fn store_copy_checks_the_key_file_like_every_command_before_it_writes() {
     assert!(copied.status.success(), "with the right file: {}", stderr(&copied));
 }
 
-/// A target for `store copy`: the other backend when PostgreSQL is reachable (from the
-/// embedded default to PostgreSQL, or back), else another SQLite file.
-async fn copy_target(folder: &std::path::Path) -> (String, Option<adapters::testing::postgres::TestDatabase>) {
-    if crate::store::store_under_test().name != "postgres"
-        && let Some(database) = adapters::testing::postgres::TestDatabase::create("store copy into PostgreSQL").await
-    {
-        return (database.url.clone(), Some(database));
+/// Targets for `store copy`: a new store of every other backend another process can
+/// reach (the CLI copies), each that can run here (a server's variable unset says
+/// `SKIPPED`), so that the suite's runs on each backend copy between every two; another
+/// SQLite file when none can.
+async fn copy_targets(folder: &std::path::Path) -> Vec<(String, Option<adapters::testing::FreshStore>)> {
+    let under_test = crate::store::store_under_test().name;
+    let mut targets = Vec::new();
+    for backend in adapters::BACKENDS.iter().filter(|b| b.shared_across_processes && b.name != under_test) {
+        if let Some(fresh) = adapters::testing::fresh_store_url(backend.name).await {
+            targets.push((fresh.url.clone(), Some(fresh)));
+        }
     }
-    (format!("sqlite://{}/copy/branch-atm.db", folder.display()), None)
+    if targets.is_empty() {
+        targets.push((format!("sqlite://{}/copy/branch-atm.db", folder.display()), None));
+    }
+    targets
 }
 
-/// The operator's move to PostgreSQL: everything the service holds arrives, so the
+/// The operator's move to another store: everything the service holds arrives, so the
 /// copy serves the same answers, honours the same tokens and refusals, and publishes
-/// the same keys; a target holding anything is refused, and left as it was.
+/// the same keys; a target holding anything is refused, and left as it was. From the
+/// backend under test into every other one.
 #[tokio::test]
 async fn a_store_is_copied_whole_into_an_empty_one_and_never_into_a_used_one() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let source = TestApp::with_demo().await;
+    let source = TestApp::builder().start().await;
     let kept = source.session().await;
     let revoked = source.authorize(&crate::helpers::demo_authorize_query()).await;
     let revoked_sid = revoked.headers()["sid"].to_str().unwrap().to_owned();
@@ -855,16 +879,30 @@ async fn a_store_is_copied_whole_into_an_empty_one_and_never_into_a_used_one() {
     let listed = stdout(&branch_atm(&source.database_url, &["keys", "list"]));
     let next = listed.lines().find(|line| line.contains("\tnext\t")).unwrap().split('\t').next().unwrap();
     assert!(branch_atm(&source.database_url, &["keys", "revoke", next]).status.success());
-    let atms = source.get_atms(&kept, "/api/v1/atms", &[]).await;
+
+    for (target, _database) in copy_targets(source.folder.path()).await {
+        a_copy_serves_what_its_source_served(&source, &kept, &revoked, &revoked_sid, &target).await;
+    }
+}
+
+/// Copies `source`'s store into the empty store at `target` and checks that the copy
+/// serves what the source served: `kept` honoured, `revoked` refused, the same keys,
+/// clients and ATM page; and that a second copy into it is refused.
+async fn a_copy_serves_what_its_source_served(
+    source: &TestApp,
+    kept: &crate::helpers::Session,
+    revoked: &Value,
+    revoked_sid: &str,
+    target: &str,
+) {
+    let atms = source.get_atms(kept, "/api/v1/atms", &[]).await;
     let (etag, last_modified) = (atms.headers()["etag"].clone(), atms.headers()["last-modified"].clone());
     let atm_body = atms.text().await.unwrap();
-
-    let (target, _database) = copy_target(source.folder.path()).await;
-    let copy = branch_atm(&source.database_url, &["store", "copy", "--to", &target]);
+    let copy = branch_atm(&source.database_url, &["store", "copy", "--to", target]);
     assert!(copy.status.success(), "{}", stderr(&copy));
     assert!(stdout(&copy).contains("3 signing keys and 2 live token records (1 revoked)"), "{}", stdout(&copy));
 
-    let copied = TestApp::on_store(&target).await;
+    let copied = TestApp::builder().on_store(target).start().await;
     assert_eq!(
         stdout(&branch_atm(&target, &["keys", "list"])),
         stdout(&branch_atm(&source.database_url, &["keys", "list"])),
@@ -875,22 +913,24 @@ async fn a_store_is_copied_whole_into_an_empty_one_and_never_into_a_used_one() {
         stdout(&branch_atm(&source.database_url, &["clients", "list"]))
     );
     // A token issued before the move works after it; a revoked one stays refused.
-    let answer = copied.wait_times(&kept, &["00001", "00042"]).await;
-    assert_eq!(answer.status(), 200);
-    assert_eq!(answer.text().await.unwrap(), source.wait_times(&kept, &["00001", "00042"]).await.text().await.unwrap());
-    let refused =
-        crate::helpers::Session { token: revoked["access_token"].as_str().unwrap().to_owned(), sid: revoked_sid };
+    let answer = copied.wait_times(kept, &["00001", "00042"]).await;
+    assert_eq!(answer.status(), 200, "copied into {target}");
+    assert_eq!(answer.text().await.unwrap(), source.wait_times(kept, &["00001", "00042"]).await.text().await.unwrap());
+    let refused = crate::helpers::Session {
+        token: revoked["access_token"].as_str().unwrap().to_owned(),
+        sid: revoked_sid.to_owned(),
+    };
     assert_eq!(copied.wait_times(&refused, &["00001"]).await.status(), 401);
     // The ATM set and its date moved as they were: the same validators, the same page.
-    let atms = copied.get_atms(&kept, "/api/v1/atms", &[]).await;
+    let atms = copied.get_atms(kept, "/api/v1/atms", &[]).await;
     assert_eq!((&atms.headers()["etag"], &atms.headers()["last-modified"]), (&etag, &last_modified));
     assert_eq!(atms.text().await.unwrap().replace(&copied.address, ""), atm_body.replace(&source.address, ""));
 
-    let again = branch_atm(&source.database_url, &["store", "copy", "--to", &target]);
+    let again = branch_atm(&source.database_url, &["store", "copy", "--to", target]);
     assert!(!again.status.success());
     assert_eq!(stderr(&again).lines().count(), 1, "{}", stderr(&again));
     assert!(stderr(&again).contains("not empty"), "{}", stderr(&again));
-    assert_eq!(copied.wait_times(&kept, &["00001"]).await.status(), 200, "the used target is left as it was");
+    assert_eq!(copied.wait_times(kept, &["00001"]).await.status(), 200, "the used target is left as it was");
 }
 
 /// An OBIE ATM file of one brand holding ATMs of these identifications.
@@ -1022,7 +1062,7 @@ async fn a_copy_into_postgresql_of_data_it_cannot_hold_says_the_data_was_refused
     assert!(branch_atm(&fresh.url, &["atms", "import", &file]).status.success());
     const HELD_BY_SQLITE: &str = "UPDATE atms SET identification = 'A1' || char(0) WHERE identification = 'A1'";
     assert_eq!(adapters::testing::execute_sql(&fresh.url, HELD_BY_SQLITE).await, Ok(1));
-    let Some(target) = adapters::testing::postgres::TestDatabase::create("store copy of U+0000").await else { return };
+    let Some(target) = adapters::testing::fresh_store_url("postgres").await else { return };
 
     let copy = branch_atm(&fresh.url, &["store", "copy", "--to", &target.url]);
     let error = stderr(&copy);

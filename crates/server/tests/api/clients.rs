@@ -49,8 +49,8 @@ async fn every_token_minted_around_a_disable_is_refused_and_enabling_brings_none
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let first = TestApp::with_demo().await;
-    let second = TestApp::on_store(&first.database_url).await;
+    let first = TestApp::builder().start().await;
+    let second = TestApp::builder().on_store(&first.database_url).start().await;
     let apps = Arc::new([first, second]);
     let stop = Arc::new(AtomicBool::new(false));
     let started = Instant::now();

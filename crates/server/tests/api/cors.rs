@@ -31,7 +31,7 @@ async fn preflight(app: &TestApp, path: &str, origin: &str, method: &str) -> req
 
 #[tokio::test]
 async fn a_preflight_from_a_registered_origin_names_that_origin_the_method_and_the_headers() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let operations =
         [("/api/v1/authorize", "GET"), ("/api/v1/atms", "GET"), (WAIT_TIME_PATH, "POST"), ("/api/v1/revoke", "POST")];
     for (path, method) in operations {
@@ -51,7 +51,7 @@ async fn a_preflight_from_a_registered_origin_names_that_origin_the_method_and_t
 
 #[tokio::test]
 async fn an_unknown_origin_gets_no_cors_header_at_all() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let response = preflight(&app, WAIT_TIME_PATH, "https://evil.example", "POST").await;
     assert_eq!(response.status(), 405);
     assert!(response.headers().get("access-control-allow-origin").is_none());
@@ -66,7 +66,7 @@ async fn an_unknown_origin_gets_no_cors_header_at_all() {
 
 #[tokio::test]
 async fn a_registered_origin_reads_the_answer_and_its_headers_only_for_its_own_client() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let mut query = crate::helpers::demo_authorize_query();
     query.retain(|(name, _)| !["client_id", "channelId"].contains(name));
     query.extend([("client_id", "demo-web-app"), ("channelId", "WEB")]);
@@ -175,7 +175,7 @@ window.outcome = (async () => {{
 #[tokio::test]
 async fn a_page_from_a_registered_origin_calls_every_operation_and_a_page_from_another_cannot() {
     let Some(path) = chromium_for("the browser CORS test") else { return };
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let (port, server) = serve_page(browser_app_page(&app.address)).await;
     let registered = format!("http://127.0.0.1:{port}");
     let client = ClientRegistration {

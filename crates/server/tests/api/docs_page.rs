@@ -12,7 +12,7 @@ use crate::helpers::TestApp;
 #[tokio::test]
 async fn the_docs_page_lists_the_operations_and_runs_the_token_call() {
     let Some(path) = chromium_for("the docs page test") else { return };
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let url = format!("{}/api/docs", app.address);
     let screenshot = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("docs-try-it-out.png");
     let shot = screenshot.clone();

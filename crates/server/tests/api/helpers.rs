@@ -3,7 +3,6 @@
 use std::sync::Arc;
 
 use adapters::store::Store;
-use adapters::testing::postgres::TestDatabase;
 use adapters::testing::{OutageSwitch, forge_token, with_outage_switch};
 use domain::ports::Clock;
 use domain::token::AccessClaims;
@@ -27,8 +26,7 @@ pub async fn fresh_database() -> (String, Option<Kept>) {
 }
 
 /// What keeps a test's store alive (its folder, its database, its handle) until the
-/// test ends: a fresh store of the backend under test, or a PostgreSQL database of a
-/// test of PostgreSQL's own.
+/// test ends: a fresh store of the backend under test, or of a backend a test is about.
 pub struct Kept(#[allow(dead_code)] Box<dyn std::any::Any + Send + Sync>);
 
 /// A running application on its own new database.
@@ -59,91 +57,103 @@ pub struct Session {
     pub sid: String,
 }
 
+/// Which store a [`TestAppBuilder`] starts the app on.
+enum StoreChoice {
+    /// A new store of the backend the suite runs on (`STORE_UNDER_TEST`).
+    UnderTest,
+    /// A new store of the backend registered under this name, whatever the suite runs on
+    /// (a test of that backend's own behaviour).
+    Backend(&'static str),
+    /// An existing store at this URL, which outlives the app.
+    Existing(String),
+}
+
+/// How a test starts the app: [`TestApp::builder`], then what differs from the default
+/// (demo data on a new store of the backend under test, default settings, the system
+/// clock), then [`start`](Self::start).
+pub struct TestAppBuilder<'a> {
+    store: StoreChoice,
+    demo_data: bool,
+    configure: Vec<Box<dyn FnOnce(&mut Settings) + 'a>>,
+    clock: Option<Arc<dyn Clock>>,
+}
+
 impl TestApp {
-    /// The app on a store with the demo data set, default settings.
-    pub async fn with_demo() -> Self {
-        Self::start(true, |_| {}).await
+    /// The app with the demo data set on a new store of the backend under test, default
+    /// settings, the system clock: change any of them, then [`TestAppBuilder::start`].
+    pub fn builder<'a>() -> TestAppBuilder<'a> {
+        TestAppBuilder { store: StoreChoice::UnderTest, demo_data: true, configure: Vec::new(), clock: None }
+    }
+}
+
+impl<'a> TestAppBuilder<'a> {
+    /// Nothing in the store but its signing key.
+    pub fn without_demo_data(mut self) -> Self {
+        self.demo_data = false;
+        self
     }
 
-    /// The app on a store with the demo data set, after `configure` adjusted the settings.
-    pub async fn with_demo_and(configure: impl FnOnce(&mut Settings)) -> Self {
-        Self::start(true, configure).await
+    /// The demo data set allowed, as `serve` starts by default (on a store that already
+    /// holds data, it loads nothing).
+    pub fn with_demo_data(mut self) -> Self {
+        self.demo_data = true;
+        self
     }
 
-    /// The app on a new store with nothing in it but its signing key.
-    pub async fn empty() -> Self {
-        Self::start(false, |_| {}).await
+    /// `configure` adjusts the settings (after the database URL and demo data are set).
+    pub fn settings(mut self, configure: impl FnOnce(&mut Settings) + 'a) -> Self {
+        self.configure.push(Box::new(configure));
+        self
     }
 
-    /// The app on the existing store at `database_url` (which outlives it), without
-    /// demo data.
-    pub async fn on_store(database_url: &str) -> Self {
-        Self::on_store_and(database_url, |_| {}).await
+    /// On the existing store at `database_url` (which outlives the app), without demo
+    /// data unless [`with_demo_data`](Self::with_demo_data) says otherwise: another
+    /// instance on the same store, or a restart.
+    pub fn on_store(mut self, database_url: &str) -> Self {
+        self.store = StoreChoice::Existing(database_url.to_owned());
+        self.demo_data = false;
+        self
     }
 
-    /// As [`TestApp::on_store`], after `configure` adjusted the settings.
-    pub async fn on_store_and(database_url: &str, configure: impl FnOnce(&mut Settings)) -> Self {
-        Self::run(tempfile::tempdir().unwrap(), database_url.to_owned(), None, false, configure).await
+    /// On a new store of the backend registered as `name`, whatever the suite runs on: a
+    /// test of that backend's own behaviour. Start it with [`try_start`](Self::try_start),
+    /// which says why and gives `None` when that backend cannot run here.
+    pub fn on_backend(mut self, name: &'static str) -> Self {
+        self.store = StoreChoice::Backend(name);
+        self
     }
 
-    /// The app on a new PostgreSQL database of its own, with the demo data, after
-    /// `configure`, whatever store the suite runs on; `None` (said) without a server.
-    pub async fn on_postgres_and(configure: impl FnOnce(&mut Settings)) -> Option<Self> {
-        let database = TestDatabase::create("a test of PostgreSQL's own").await?;
-        let url = database.url.clone();
-        let run = |settings: &mut Settings| {
-            settings.demo_data = true;
-            configure(settings);
+    /// Telling the time by `clock` (which the test moves) instead of the system's.
+    pub fn clock(mut self, clock: Arc<dyn Clock>) -> Self {
+        self.clock = Some(clock);
+        self
+    }
+
+    /// The running app.
+    ///
+    /// # Panics
+    /// When the store cannot be made or the app does not start.
+    pub async fn start(self) -> TestApp {
+        self.try_start().await.expect("the store this test asked for (see the line above)")
+    }
+
+    /// The running app, or `None` (said) when the backend asked for with
+    /// [`on_backend`](Self::on_backend) cannot run here (its server's variable is not set).
+    pub async fn try_start(self) -> Option<TestApp> {
+        let Self { store, demo_data, configure, clock } = self;
+        let (database_url, kept) = match store {
+            StoreChoice::UnderTest => fresh_database().await,
+            StoreChoice::Backend(name) => {
+                let fresh = adapters::testing::fresh_store_url(name).await?;
+                (fresh.url.clone(), Some(Kept(Box::new(fresh))))
+            }
+            StoreChoice::Existing(url) => (url, None),
         };
-        Some(Self::run(tempfile::tempdir().unwrap(), url, Some(Kept(Box::new(database))), true, run).await)
-    }
-
-    /// The app on a store with the demo data set, telling the time by `clock` (which the
-    /// test moves) instead of the system's.
-    pub async fn with_demo_on_clock(clock: Arc<dyn Clock>) -> Self {
-        Self::with_demo_on_clock_and(clock, |_| {}).await
-    }
-
-    /// As [`TestApp::with_demo_on_clock`], after `configure` adjusted the settings.
-    pub async fn with_demo_on_clock_and(clock: Arc<dyn Clock>, configure: impl FnOnce(&mut Settings)) -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let (database_url, database) = fresh_database().await;
-        Self::run_on(folder, database_url, database, true, configure, Some(clock)).await
-    }
-
-    /// Another start on the existing store at `database_url`, as `serve` runs by default
-    /// (the demo data set allowed), telling the time by `clock`.
-    pub async fn restarted_on_clock(database_url: &str, clock: Arc<dyn Clock>) -> Self {
-        Self::run_on(tempfile::tempdir().unwrap(), database_url.to_owned(), None, true, |_| {}, Some(clock)).await
-    }
-
-    async fn start(demo_data: bool, configure: impl FnOnce(&mut Settings)) -> Self {
-        let folder = tempfile::tempdir().unwrap();
-        let (database_url, database) = fresh_database().await;
-        Self::run(folder, database_url, database, demo_data, configure).await
-    }
-
-    async fn run(
-        folder: tempfile::TempDir,
-        database_url: String,
-        database: Option<Kept>,
-        demo_data: bool,
-        configure: impl FnOnce(&mut Settings),
-    ) -> Self {
-        Self::run_on(folder, database_url, database, demo_data, configure, None).await
-    }
-
-    async fn run_on(
-        folder: tempfile::TempDir,
-        database_url: String,
-        database: Option<Kept>,
-        demo_data: bool,
-        configure: impl FnOnce(&mut Settings),
-        clock: Option<Arc<dyn Clock>>,
-    ) -> Self {
         let mut settings = Settings::for_database(&database_url);
         settings.demo_data = demo_data;
-        configure(&mut settings);
+        for configure in configure {
+            configure(&mut settings);
+        }
         let (store, outage) = with_outage_switch(Store::open(&database_url).await.unwrap());
         let mut builder = Application::builder(settings.clone()).store(store);
         if let Some(clock) = clock {
@@ -153,16 +163,16 @@ impl TestApp {
         let port = application.port();
         let metrics_port = application.metrics_port();
         tokio::spawn(application.run_until_stopped());
-        TestApp {
+        Some(TestApp {
             address: format!("http://127.0.0.1:{port}"),
             database_url,
             settings,
             http: reqwest::Client::builder().redirect(reqwest::redirect::Policy::none()).build().unwrap(),
-            folder,
-            _database: database,
+            folder: tempfile::tempdir().unwrap(),
+            _database: kept,
             outage,
             metrics_port,
-        }
+        })
     }
 }
 

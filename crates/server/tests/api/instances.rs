@@ -34,8 +34,8 @@ where
 
 #[tokio::test]
 async fn a_revocation_made_through_the_cli_is_in_force_on_another_instance_at_once() {
-    let Some(first) = TestApp::on_postgres_and(slow_poll).await else { return };
-    let second = TestApp::on_store_and(&first.database_url, slow_poll).await;
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(slow_poll).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(slow_poll).start().await;
     let issued = first.authorize(&demo_authorize_query()).await;
     let sid = issued.headers()["sid"].to_str().unwrap().to_owned();
     let body: Value = issued.json().await.unwrap();
@@ -59,8 +59,8 @@ async fn a_revocation_made_through_the_cli_is_in_force_on_another_instance_at_on
 /// RFC 7009 from an app: the same bound as a CLI revocation, on every instance.
 #[tokio::test]
 async fn a_revocation_an_app_asks_of_one_instance_is_in_force_on_another_at_once() {
-    let Some(first) = TestApp::on_postgres_and(slow_poll).await else { return };
-    let second = TestApp::on_store_and(&first.database_url, slow_poll).await;
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(slow_poll).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(slow_poll).start().await;
     let session = first.session().await;
     assert_eq!(second.wait_times(&session, &["00001"]).await.status(), 200);
     let answer = first.revoke(&[("token", &session.token), ("client_id", crate::helpers::CLIENT)]).await;
@@ -74,8 +74,8 @@ async fn a_revocation_an_app_asks_of_one_instance_is_in_force_on_another_at_once
 
 #[tokio::test]
 async fn a_wait_time_written_on_one_instances_store_is_served_by_another_at_once() {
-    let Some(first) = TestApp::on_postgres_and(slow_poll).await else { return };
-    let second = TestApp::on_store_and(&first.database_url, slow_poll).await;
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(slow_poll).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(slow_poll).start().await;
     let session = first.session().await;
     let upsert = "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) VALUES ('00009', 51, 1800000000) \
                   ON CONFLICT (branch_id) DO UPDATE SET minutes = excluded.minutes, estimated_at = excluded.estimated_at";
@@ -95,9 +95,9 @@ async fn a_wait_time_written_on_one_instances_store_is_served_by_another_at_once
 /// Last-Modified and JWKS from an instance started later.
 #[tokio::test]
 async fn instances_started_at_different_times_answer_alike() {
-    let Some(first) = TestApp::on_postgres_and(|_| {}).await else { return };
+    let Some(first) = TestApp::builder().on_backend("postgres").try_start().await else { return };
     tokio::time::sleep(Duration::from_millis(1_100)).await;
-    let second = TestApp::on_store(&first.database_url).await;
+    let second = TestApp::builder().on_store(&first.database_url).start().await;
     let session = first.session().await;
     let (a, b) = (
         first.get_atms(&session, "/api/v1/atms?page=2", &[]).await,

@@ -65,7 +65,7 @@ async fn assert_too_many_token_requests(response: reqwest::Response) {
 
 #[tokio::test]
 async fn a_caller_over_its_token_rate_gets_429_and_forwarding_headers_do_not_hide_it() {
-    let app = TestApp::with_demo_and(|settings| settings.limits.issue_per_caller = rate(1, 3)).await;
+    let app = TestApp::builder().settings(|settings| settings.limits.issue_per_caller = rate(1, 3)).start().await;
     for _ in 0..3 {
         assert_eq!(authorize_from(&app, &app.http, &[]).await.status(), 200);
     }
@@ -79,7 +79,7 @@ async fn a_caller_over_its_token_rate_gets_429_and_forwarding_headers_do_not_hid
 
 #[tokio::test]
 async fn head_mints_nothing_and_takes_nothing_from_the_limit() {
-    let app = TestApp::with_demo_and(|settings| settings.limits.issue_per_caller = rate(1, 1)).await;
+    let app = TestApp::builder().settings(|settings| settings.limits.issue_per_caller = rate(1, 1)).start().await;
     let head = app.http.head(format!("{}/api/v1/authorize", app.address)).query(&demo_authorize_query());
     let head = head.header("uuid", UUID).send().await.unwrap();
     assert_eq!(head.status(), 405);
@@ -88,11 +88,13 @@ async fn head_mints_nothing_and_takes_nothing_from_the_limit() {
 
 #[tokio::test]
 async fn behind_a_trusted_proxy_each_forwarded_caller_has_its_own_token_rate() {
-    let app = TestApp::with_demo_and(|settings| {
-        settings.limits.issue_per_caller = rate(1, 1);
-        settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.limits.issue_per_caller = rate(1, 1);
+            settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+        })
+        .start()
+        .await;
     let first = [("X-Forwarded-For", "198.51.100.1")];
     assert_eq!(authorize_from(&app, &app.http, &first).await.status(), 200);
     assert_too_many_token_requests(authorize_from(&app, &app.http, &first).await).await;
@@ -111,7 +113,7 @@ async fn behind_a_trusted_proxy_each_forwarded_caller_has_its_own_token_rate() {
 
 #[tokio::test]
 async fn a_client_id_has_a_token_ceiling_over_all_its_callers() {
-    let app = TestApp::with_demo_and(|settings| settings.limits.issue_per_client = rate(1, 2)).await;
+    let app = TestApp::builder().settings(|settings| settings.limits.issue_per_client = rate(1, 2)).start().await;
     assert_eq!(authorize_from(&app, &app.http, &[]).await.status(), 200);
     assert_eq!(authorize_from(&app, &client_from(OTHER_CALLER), &[]).await.status(), 200);
     let third = client_from(Ipv4Addr::new(127, 0, 0, 3));
@@ -120,7 +122,7 @@ async fn a_client_id_has_a_token_ceiling_over_all_its_callers() {
 
 #[tokio::test]
 async fn a_session_over_its_rate_gets_429_on_both_bearer_operations_and_others_do_not() {
-    let app = TestApp::with_demo_and(|settings| settings.limits.per_session = rate(1, 2)).await;
+    let app = TestApp::builder().settings(|settings| settings.limits.per_session = rate(1, 2)).start().await;
     let session = app.session().await;
     for _ in 0..2 {
         assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
@@ -136,7 +138,7 @@ async fn a_session_over_its_rate_gets_429_on_both_bearer_operations_and_others_d
 
 #[tokio::test]
 async fn a_caller_address_has_a_bearer_rate_over_all_its_sessions() {
-    let app = TestApp::with_demo_and(|settings| settings.limits.per_caller = rate(1, 2)).await;
+    let app = TestApp::builder().settings(|settings| settings.limits.per_caller = rate(1, 2)).start().await;
     let (one, two) = (app.session().await, app.session().await);
     assert_eq!(app.wait_times(&one, &["00001"]).await.status(), 200);
     assert_eq!(app.wait_times(&two, &["00001"]).await.status(), 200);
@@ -152,7 +154,7 @@ async fn a_caller_address_has_a_bearer_rate_over_all_its_sessions() {
 #[tokio::test]
 async fn with_the_default_limits_a_user_keeps_95_percent_while_another_caller_floods() {
     let defaults = server::settings::default_limits();
-    let app = Arc::new(TestApp::with_demo_and(|settings| settings.limits = defaults).await);
+    let app = Arc::new(TestApp::builder().settings(|settings| settings.limits = defaults).start().await);
     let user_session = app.session().await;
 
     let flood_for = Duration::from_secs(6);
@@ -229,8 +231,8 @@ async fn with_redis_a_sessions_burst_holds_across_instances() {
         settings.limits.per_session = rate(1, 6);
         settings.redis_url = Some(redis.clone().into());
     };
-    let first = TestApp::with_demo_and(shared).await;
-    let second = TestApp::on_store_and(&first.database_url, shared).await;
+    let first = TestApp::builder().settings(shared).start().await;
+    let second = TestApp::builder().on_store(&first.database_url).settings(shared).start().await;
     let session = first.session().await;
     let mut admitted = 0;
     for n in 0..20 {
@@ -249,11 +251,13 @@ async fn with_redis_a_sessions_burst_holds_across_instances() {
 #[tokio::test]
 async fn without_its_redis_an_instance_limits_on_its_own() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let app = TestApp::with_demo_and(|settings| {
-        settings.limits.per_session = rate(1, 3);
-        settings.redis_url = Some(format!("redis://127.0.0.1:{port}").into());
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.limits.per_session = rate(1, 3);
+            settings.redis_url = Some(format!("redis://127.0.0.1:{port}").into());
+        })
+        .start()
+        .await;
     let session = app.session().await;
     let mut statuses = Vec::new();
     for _ in 0..6 {

@@ -19,7 +19,10 @@ async fn metrics_are_served_on_their_own_listener_with_route_templates_and_the_s
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::with_demo_and(|settings| settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap())).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap()))
+        .start()
+        .await;
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
     let forged = crate::helpers::Session { token: format!("{}x", session.token), sid: session.sid.clone() };

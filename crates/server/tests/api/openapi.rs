@@ -20,7 +20,7 @@ fn assert_valid(document: &Value, name: &str, body: &Value) {
 
 #[tokio::test]
 async fn the_document_is_served_and_equals_the_checked_in_copy() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let response = app.http.get(format!("{}/api/openapi.json", app.address)).send().await.unwrap();
     assert_eq!(response.status(), 200);
     crate::helpers::assert_security_headers(&response);
@@ -31,7 +31,7 @@ async fn the_document_is_served_and_equals_the_checked_in_copy() {
 
 #[tokio::test]
 async fn real_responses_of_every_operation_match_the_documented_schemas() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let document: Value =
         app.http.get(format!("{}/api/openapi.json", app.address)).send().await.unwrap().json().await.unwrap();
     // The validator does reject what a schema forbids.
@@ -102,7 +102,7 @@ fn document_accepts_query(document: &Value, path: &str, sent: &[(&str, &str)]) -
 /// and the server agree.
 #[tokio::test]
 async fn the_document_and_the_server_agree_on_which_parameters_go_together() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let document: Value =
         app.http.get(format!("{}/api/openapi.json", app.address)).send().await.unwrap().json().await.unwrap();
     let session = app.session().await;

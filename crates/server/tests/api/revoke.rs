@@ -50,7 +50,7 @@ async fn assert_revoked_at_once(app: &TestApp, session: &Session) {
 /// until it expired. Now it revokes it by the access token or by the opaque token.
 #[tokio::test]
 async fn an_app_revokes_its_own_token_by_the_access_token_or_the_opaque_token() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let (session, _) = app.session_with_opaque_token().await;
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
     let revoked =
@@ -75,7 +75,7 @@ async fn an_app_revokes_its_own_token_by_the_access_token_or_the_opaque_token() 
 
 #[tokio::test]
 async fn an_unknown_expired_or_tampered_token_is_answered_200_and_nothing_changes() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let expired =
         app.forge(&app.issuer(), &crate::helpers::demo_claims(&session.sid, crate::helpers::now() - 3600, 60)).await;
@@ -93,7 +93,7 @@ async fn an_unknown_expired_or_tampered_token_is_answered_200_and_nothing_change
 /// without asking the store.
 #[tokio::test]
 async fn a_token_no_store_could_hold_is_answered_200_like_any_unknown_token() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let too_long = "A".repeat(4_000);
     for token in ["\0Q/\u{14} \u{f3}", "nul\0inside", "caf\u{e9}", "with space", too_long.as_str()] {
@@ -106,7 +106,7 @@ async fn a_token_no_store_could_hold_is_answered_200_like_any_unknown_token() {
 /// RFC 7009 §2.1: the server checks that the token was issued to the client asking.
 #[tokio::test]
 async fn another_clients_token_is_not_revoked() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let (session, opaque) = app.session_with_opaque_token().await;
     for token in [session.token.as_str(), opaque.as_str()] {
         let response = app.revoke(&[("token", token), ("client_id", "demo-web-app")]).await;
@@ -118,7 +118,7 @@ async fn another_clients_token_is_not_revoked() {
 
 #[tokio::test]
 async fn a_request_without_a_token_or_a_known_client_is_refused_with_the_rfcs_error_body() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let said = assert_oauth_error(app.revoke(&[("client_id", CLIENT)]).await, 400, "invalid_request").await;
     assert_eq!(said, "The required value token is missing.");
@@ -147,12 +147,14 @@ async fn a_request_without_a_token_or_a_known_client_is_refused_with_the_rfcs_er
 /// Limited per caller like the token requests, with whose limits it counts.
 #[tokio::test]
 async fn revocations_count_against_the_token_requests_limit() {
-    let app = TestApp::with_demo_and(|settings| {
-        let one = std::num::NonZeroU32::MIN;
-        settings.limits.issue_per_caller =
-            api::rate_limit::Rate { per_second: one, burst: std::num::NonZeroU32::new(3).unwrap() };
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            let one = std::num::NonZeroU32::MIN;
+            settings.limits.issue_per_caller =
+                api::rate_limit::Rate { per_second: one, burst: std::num::NonZeroU32::new(3).unwrap() };
+        })
+        .start()
+        .await;
     let session = app.session().await;
     let mut statuses = Vec::new();
     for _ in 0..3 {
@@ -169,7 +171,7 @@ async fn revocations_count_against_the_token_requests_limit() {
 /// assumes it is still valid.
 #[tokio::test]
 async fn a_revocation_that_cannot_be_written_is_a_503_and_the_token_stays_valid_until_it_can() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let (session, opaque) = app.session_with_opaque_token().await;
     app.outage.take_down();
     for token in [session.token.as_str(), opaque.as_str()] {

@@ -7,7 +7,7 @@ use crate::helpers::{TestApp, assert_error, assert_security_headers};
 
 #[tokio::test]
 async fn an_unknown_path_is_a_json_404() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     for path in ["/api", "/api/v2/atms", "/api/v1/authorize/extra", "/index.html"] {
         let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
         assert_error(response, 404, "resourceNotFound", None).await;
@@ -18,7 +18,7 @@ async fn an_unknown_path_is_a_json_404() {
 /// nothing to read in a terminal. Both lead to the docs page, and say so in a line.
 #[tokio::test]
 async fn the_root_and_the_docs_address_lead_to_the_docs_page() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     for (path, status) in [("/", 307), ("/api/docs", 308)] {
         let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
         assert_eq!(response.status(), status, "{path}");
@@ -34,7 +34,7 @@ async fn the_root_and_the_docs_address_lead_to_the_docs_page() {
 
 #[tokio::test]
 async fn a_wrong_method_is_a_json_405_with_allow() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     let cases = [
         (reqwest::Method::POST, "/api/v1/authorize", "GET"),
         (reqwest::Method::DELETE, "/api/health/live", "GET, HEAD"),
@@ -50,7 +50,7 @@ async fn a_wrong_method_is_a_json_405_with_allow() {
 
 #[tokio::test]
 async fn head_cannot_mint_a_token() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let query = crate::helpers::demo_authorize_query();
     let response = app
         .http
@@ -69,7 +69,7 @@ async fn head_cannot_mint_a_token() {
 
 #[tokio::test]
 async fn health_checks_answer_with_security_headers() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     for (path, status) in [("/api/health/live", "up"), ("/api/health/ready", "ready"), ("/api/health/reads", "ready")] {
         let response = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
         assert_eq!(response.status(), 200);
@@ -81,7 +81,7 @@ async fn health_checks_answer_with_security_headers() {
 
 #[tokio::test]
 async fn the_jwks_publishes_one_ed25519_key_and_no_private_part() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     let response = app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap();
     assert_eq!(response.status(), 200);
     assert_security_headers(&response);
@@ -95,7 +95,7 @@ async fn the_jwks_publishes_one_ed25519_key_and_no_private_part() {
 
 #[tokio::test]
 async fn an_invalid_uuid_is_not_echoed() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     let response =
         app.http.get(format!("{}/api/health/live", app.address)).header("uuid", "<script>").send().await.unwrap();
     assert!(response.headers().get("uuid").is_none());
@@ -118,7 +118,7 @@ async fn raw_exchange(app: &TestApp, request: &[u8]) -> String {
 /// later actix-http gave them a body, this test says so.
 #[tokio::test]
 async fn the_parsers_own_400_and_431_have_no_body_and_close_the_connection() {
-    let app = TestApp::empty().await;
+    let app = TestApp::builder().without_demo_data().start().await;
     let malformed = raw_exchange(&app, b"GET /api/health/live HTTP/1.1\r\nHo st: x\r\n\r\n").await;
     let oversized_head =
         format!("GET /api/health/live HTTP/1.1\r\nHost: x\r\nX-Big: {}\r\n\r\n", "a".repeat(200 * 1024));

@@ -7,10 +7,12 @@ async fn the_service_speaks_https_when_given_a_certificate_and_key() {
     let (certified, folder) = self_signed(&["localhost", "127.0.0.1"]);
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
 
-    let app = TestApp::with_demo_and(|settings| {
-        settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
+        })
+        .start()
+        .await;
     let port = app.address.rsplit(':').next().unwrap();
     let client = reqwest::Client::builder()
         .tls_certs_only([reqwest::Certificate::from_pem(certified.cert.pem().as_bytes()).unwrap()])
@@ -42,10 +44,12 @@ async fn silent_connections_on_the_tls_port_do_not_delay_a_real_handshake_and_ar
 
     let (certified, folder) = self_signed(&["localhost"]);
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
-    let app = TestApp::with_demo_and(|settings| {
-        settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
-    })
-    .await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
+        })
+        .start()
+        .await;
     let port: u16 = app.address.rsplit(':').next().unwrap().parse().unwrap();
     let address = std::net::SocketAddr::from(([127, 0, 0, 1], port));
 

@@ -13,7 +13,7 @@ use domain::token::AccessClaims;
 
 #[tokio::test]
 async fn a_token_verifies_with_the_published_jwks_through_a_standard_jwt_library() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let jwks: jsonwebtoken::jwk::JwkSet =
         app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send().await.unwrap().json().await.unwrap();
@@ -56,7 +56,7 @@ async fn assert_refused(app: &crate::helpers::TestApp, token: &str, sid: &str) {
 
 #[tokio::test]
 async fn a_token_with_a_changed_signature_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let (signed, signature) = session.token.rsplit_once('.').unwrap();
     let mut bytes = URL_SAFE_NO_PAD.decode(signature).unwrap();
@@ -66,7 +66,7 @@ async fn a_token_with_a_changed_signature_is_refused() {
 
 #[tokio::test]
 async fn a_token_with_changed_claims_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let parts: Vec<&str> = session.token.split('.').collect();
     let mut claims: Value = serde_json::from_slice(&URL_SAFE_NO_PAD.decode(parts[1]).unwrap()).unwrap();
@@ -77,7 +77,7 @@ async fn a_token_with_changed_claims_is_refused() {
 
 #[tokio::test]
 async fn an_unsigned_alg_none_token_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let claims = session.token.split('.').nth(1).unwrap();
     let header = URL_SAFE_NO_PAD.encode(r#"{"alg":"none","typ":"JWT"}"#);
@@ -86,7 +86,7 @@ async fn an_unsigned_alg_none_token_is_refused() {
 
 #[tokio::test]
 async fn an_hs256_token_keyed_with_the_public_key_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let kid = jsonwebtoken::decode_header(&session.token).unwrap().kid.unwrap();
     let jwks: Value =
@@ -102,7 +102,7 @@ async fn an_hs256_token_keyed_with_the_public_key_is_refused() {
 
 #[tokio::test]
 async fn an_expired_token_signed_with_the_real_key_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let expired = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() - 3600, 60)).await;
     assert_refused_with(&app, &expired, "AAAAAAAAAAAAAAAAAAAAAA", EXPIRED).await;
 }
@@ -113,7 +113,7 @@ async fn an_expired_token_signed_with_the_real_key_is_refused() {
 /// language.
 #[tokio::test]
 async fn a_bearer_refusal_says_whether_the_token_expired_or_is_not_valid() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let sid = "AAAAAAAAAAAAAAAAAAAAAA";
     let expired = app.forge(&app.issuer(), &demo_claims(sid, now() - 3600, 60)).await;
     let session = Session { token: expired, sid: sid.to_owned() };
@@ -155,7 +155,7 @@ async fn sleep_until(unix_seconds: i64, millis: u64) {
 
 #[tokio::test]
 async fn a_token_is_refused_one_second_after_its_exp_whether_remembered_or_not() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let expires_at = now() + 1;
     // Issued now: a token dated before its key signed (the app started seconds ago) is refused.
     let claims = |sid: &str| demo_claims(sid, expires_at - 1, 1);
@@ -178,7 +178,7 @@ async fn a_token_is_refused_one_second_after_its_exp_whether_remembered_or_not()
 
 #[tokio::test]
 async fn a_token_not_yet_valid_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let future = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now() + 120, 600)).await;
     assert_refused(&app, &future, "AAAAAAAAAAAAAAAAAAAAAA").await;
 }
@@ -188,7 +188,7 @@ async fn a_token_not_yet_valid_is_refused() {
 /// operations, for a year.
 #[tokio::test]
 async fn a_token_dated_a_year_ahead_is_refused_on_both_operations() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let sid = "AAAAAAAAAAAAAAAAAAAAAA";
     let year_ahead = AccessClaims { not_before: now(), ..demo_claims(sid, now() + 365 * 86_400, 1800) };
     let forged = app.forge(&app.issuer(), &year_ahead).await;
@@ -199,7 +199,7 @@ async fn a_token_dated_a_year_ahead_is_refused_on_both_operations() {
 
 #[tokio::test]
 async fn a_token_from_another_issuer_is_refused_even_with_the_real_key() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let foreign = app.forge("https://elsewhere.example/api", &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now(), 600)).await;
     assert_refused(&app, &foreign, "AAAAAAAAAAAAAAAAAAAAAA").await;
 }
@@ -208,7 +208,7 @@ async fn a_token_from_another_issuer_is_refused_even_with_the_real_key() {
 /// lifetime was accepted. No token this service issues lives longer than the lifetime.
 #[tokio::test]
 async fn a_token_living_longer_than_the_configured_lifetime_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let sid = "AAAAAAAAAAAAAAAAAAAAAA";
     let for_days = app.forge(&app.issuer(), &demo_claims(sid, now(), 3 * 86_400)).await;
     assert_refused(&app, &for_days, sid).await;
@@ -222,7 +222,7 @@ async fn a_token_living_longer_than_the_configured_lifetime_is_refused() {
 #[tokio::test]
 async fn a_token_forged_the_same_way_but_valid_is_accepted() {
     // The control for the three tests above: only the claim under test differs.
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let valid = app.forge(&app.issuer(), &demo_claims("AAAAAAAAAAAAAAAAAAAAAA", now(), 600)).await;
     let session = Session { token: valid, sid: "AAAAAAAAAAAAAAAAAAAAAA".into() };
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
@@ -230,7 +230,7 @@ async fn a_token_forged_the_same_way_but_valid_is_accepted() {
 
 #[tokio::test]
 async fn a_token_presented_with_another_client_id_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response = app
         .wait_time_request(&session, &["client_id"])
@@ -244,7 +244,7 @@ async fn a_token_presented_with_another_client_id_is_refused() {
 
 #[tokio::test]
 async fn a_sid_from_another_session_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let (session, other) = (app.session().await, app.session().await);
     let other_session =
         r#"Bearer error="invalid_token", error_description="The access token was not issued for this session""#;
@@ -253,7 +253,7 @@ async fn a_sid_from_another_session_is_refused() {
 
 #[tokio::test]
 async fn a_missing_or_non_bearer_authorization_is_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let malformed = r#"Bearer error="invalid_request", error_description="The Authorization header must be Bearer followed by one space and the token""#;
     let cases = [
@@ -278,7 +278,7 @@ async fn a_missing_or_non_bearer_authorization_is_refused() {
 #[tokio::test]
 async fn a_token_is_refused_once_the_services_clock_passes_its_expiry() {
     let clock = Arc::new(domain::testing::ManualClock::at(time::OffsetDateTime::now_utc()));
-    let app = TestApp::with_demo_on_clock(clock.clone()).await;
+    let app = TestApp::builder().clock(clock.clone()).start().await;
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
     clock.advance(std::time::Duration::from_secs(1_799));

@@ -9,7 +9,7 @@ use crate::helpers::{TestApp, UUID, assert_error, assert_security_headers};
 
 #[tokio::test]
 async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response = app.wait_times(&session, &["00042", "99999", "00001"]).await;
 
@@ -29,7 +29,7 @@ async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out
 
 #[tokio::test]
 async fn the_samples_branch_key_works_like_branches() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response =
         app.wait_time_request(&session, &[]).body(r#"{"branch":[{"branchId":"00007"}]}"#).send().await.unwrap();
@@ -40,7 +40,7 @@ async fn the_samples_branch_key_works_like_branches() {
 
 #[tokio::test]
 async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let ids: Vec<String> = (1..=101).map(|n| format!("{n:05}")).collect();
     let hundred: Vec<&str> = ids[..100].iter().map(String::as_str).collect();
@@ -55,7 +55,7 @@ async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
 
 #[tokio::test]
 async fn each_missing_required_header_is_a_400_naming_it() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     // reqwest always sends an Accept header; its absence is tested with a raw request below.
     for name in ["client_id", "uuid", "Content-Type", "countryCode", "businessCode", "ChannelId", "sid"] {
@@ -72,7 +72,7 @@ async fn each_missing_required_header_is_a_400_naming_it() {
 #[tokio::test]
 async fn a_missing_accept_header_is_a_400_naming_it() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let body = r#"{"branches":[{"branchId":"00001"}]}"#;
     let request = format!(
@@ -94,7 +94,7 @@ async fn a_missing_accept_header_is_a_400_naming_it() {
 
 #[tokio::test]
 async fn malformed_headers_are_400s_naming_them() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let cases = [
         ("uuid", "12345"),
@@ -119,7 +119,7 @@ async fn malformed_headers_are_400s_naming_them() {
 
 #[tokio::test]
 async fn a_header_sent_twice_is_refused_never_read_first_wins() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let body = r#"{"branches":[{"branchId":"00001"}]}"#;
     let mut singletons: Vec<(&str, &str)> =
@@ -142,7 +142,7 @@ async fn a_header_sent_twice_is_refused_never_read_first_wins() {
 
 #[tokio::test]
 async fn bad_bodies_are_400s_pointing_at_the_field() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let cases = [
         (r#"{"branches":[{"branchId":"00001"},{"branchId":"0001"}]}"#, "branches[1].branchId"),
@@ -181,7 +181,7 @@ async fn bad_bodies_are_400s_pointing_at_the_field() {
 
 #[tokio::test]
 async fn a_body_over_64_kib_is_refused_without_being_read() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let huge = format!(r#"{{"branches":[{{"branchId":"00001"}}],"pad":"{}"}}"#, "x".repeat(70 * 1024));
     let response = app.wait_time_request(&session, &[]).body(huge).send().await.unwrap();
@@ -190,7 +190,7 @@ async fn a_body_over_64_kib_is_refused_without_being_read() {
 
 #[tokio::test]
 async fn the_same_branch_twice_is_a_422_at_the_repeat() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response = app.wait_times(&session, &["00001", "00002", "00001"]).await;
     assert_error(response, 422, "businessValidationFailed", Some("branches[2].branchId")).await;
@@ -198,7 +198,7 @@ async fn the_same_branch_twice_is_a_422_at_the_repeat() {
 
 #[tokio::test]
 async fn no_known_branch_is_a_404() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let body = assert_error(app.wait_times(&session, &["99998", "99999"]).await, 404, "resourceNotFound", None).await;
     assert_eq!(body["type"], "error");
@@ -207,7 +207,7 @@ async fn no_known_branch_is_a_404() {
 
 #[tokio::test]
 async fn an_unsupported_channel_is_a_403() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     for (header, value) in [("countryCode", "US"), ("ChannelId", "KIOSK")] {
         let response = app
@@ -246,17 +246,21 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
 }
 
 async fn spawn_app_fast_refresh() -> crate::helpers::TestApp {
-    crate::helpers::TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+    crate::helpers::TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
         .await
 }
 
 #[tokio::test]
 async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = crate::helpers::TestApp::with_demo_and(|settings| {
-        settings.client_request_timeout = std::time::Duration::from_millis(300);
-    })
-    .await;
+    let app = crate::helpers::TestApp::builder()
+        .settings(|settings| {
+            settings.client_request_timeout = std::time::Duration::from_millis(300);
+        })
+        .start()
+        .await;
     let session = app.session().await;
     let head = format!(
         "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nclient_id: demo-mobile-app\r\n\
@@ -278,7 +282,7 @@ async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
 
 #[tokio::test]
 async fn errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
-    let app = TestApp::with_demo().await;
+    let app = TestApp::builder().start().await;
     let session = app.session().await;
     let response = app
         .wait_time_request(&session, &[])
@@ -300,14 +304,15 @@ async fn wait_times_written_with_plain_sql_by_another_system_are_served_within_a
     if !crate::store::other_processes_reach_the_store("plain SQL from another system") {
         return;
     }
-    let app =
-        TestApp::with_demo_and(|settings| settings.refresh_interval = std::time::Duration::from_millis(100)).await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
+        .start()
+        .await;
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00077"]).await.status(), 200);
-    // The same statement in both dialects: what a bank's system would run.
-    let upsert = "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) VALUES ('00077', 43, 1800000000) \
-                  ON CONFLICT (branch_id) DO UPDATE SET minutes = excluded.minutes, estimated_at = excluded.estimated_at";
-    assert_eq!(adapters::testing::execute_sql(&app.database_url, upsert).await, Ok(1));
+    // The same statement in every SQL dialect: what a bank's system would run.
+    let update = "UPDATE branch_wait_times SET minutes = 43, estimated_at = 1800000000 WHERE branch_id = '00077'";
+    assert_eq!(adapters::testing::execute_sql(&app.database_url, update).await, Ok(1));
     let served = crate::helpers::eventually(|| async {
         let body: Value = app.wait_times(&session, &["00077"]).await.json().await.unwrap();
         (body["branches"][0]["timeTaken"] == "43").then_some(())
@@ -334,10 +339,13 @@ fn gauge(text: &str, name: &str) -> Option<f64> {
 #[tokio::test]
 async fn an_estimate_older_than_the_maximum_age_is_answered_as_unknown() {
     let clock = Arc::new(domain::testing::ManualClock::at(time::OffsetDateTime::now_utc()));
-    let app = TestApp::with_demo_on_clock_and(clock.clone(), |settings| {
-        settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
-    })
-    .await;
+    let app = TestApp::builder()
+        .clock(clock.clone())
+        .settings(|settings| {
+            settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+        })
+        .start()
+        .await;
     assert_eq!(app.settings.wait_time_max_age, Duration::from_secs(3600), "the default: an hour");
     // The demo's estimates were made at start, by the service's clock.
     clock.advance(Duration::from_secs(3600));
@@ -383,12 +391,12 @@ async fn the_demo_answers_days_later_and_an_operators_estimates_are_never_redate
         return;
     }
     let clock = Arc::new(domain::testing::ManualClock::at(time::OffsetDateTime::now_utc()));
-    let first = TestApp::with_demo_on_clock(clock.clone()).await;
+    let first = TestApp::builder().clock(clock.clone()).start().await;
     clock.advance(Duration::from_secs(3 * 24 * 3600));
     let stale = first.session().await;
     assert_eq!(first.wait_times(&stale, &["00001"]).await.status(), 404, "three days on, before a restart");
 
-    let again = TestApp::restarted_on_clock(&first.database_url, clock.clone()).await;
+    let again = TestApp::builder().on_store(&first.database_url).with_demo_data().clock(clock.clone()).start().await;
     let session = again.session().await;
     let response = again.wait_times(&session, &["00001", "00300"]).await;
     assert_eq!(response.status(), 200, "the restart dated the demo's estimates now");
@@ -400,7 +408,7 @@ async fn the_demo_answers_days_later_and_an_operators_estimates_are_never_redate
     let import = crate::cli::branch_atm(&again.database_url, &["waittimes", "import", csv.to_str().unwrap()]);
     assert!(import.status.success(), "{}", crate::cli::stderr(&import));
     clock.advance(Duration::from_secs(2 * 3600));
-    let later = TestApp::restarted_on_clock(&first.database_url, clock.clone()).await;
+    let later = TestApp::builder().on_store(&first.database_url).with_demo_data().clock(clock.clone()).start().await;
     let session = later.session().await;
     assert_eq!(later.wait_times(&session, &["00001", "00300"]).await.status(), 404, "nothing re-dated");
 }

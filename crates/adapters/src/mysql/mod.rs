@@ -1,0 +1,258 @@
+//! The MariaDB store (MySQL's protocol, sqlx's MySQL driver): one database for every
+//! instance of the service, as PostgreSQL's is, for a bank whose digital channels run
+//! MariaDB. The same contract as the other stores (the contract tests run against each).
+//!
+//! What a MariaDB store is made of:
+//! - this file: the connection (a pool, strict mode, a binary collation), the check that
+//!   the server keeps what it acknowledges, what MariaDB's errors mean, and its test
+//!   server;
+//! - `records`: what MariaDB writes in its own dialect (`SqlDialect`): many rows as
+//!   multi-row `VALUES … ON DUPLICATE KEY UPDATE`, a row lock for each kind of writer to
+//!   take turns on, purges in bounded batches, `OPTIMIZE TABLE` to scrub;
+//! - `migrations/mysql`: its schema, with the triggers that move the change counters;
+//! - every other statement is shared with the other SQL stores (`shared_sql_records!`,
+//!   `src/sql/`), rendered with `?` placeholders and `ON DUPLICATE KEY UPDATE`.
+//!
+//! MariaDB has no change notices (no LISTEN/NOTIFY): instances find changes by polling
+//! the change counters, every `--refresh-interval-ms`.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use domain::ports::StoreUnavailable;
+use sqlx::mysql::{MySqlConnectOptions, MySqlDatabaseError, MySqlPoolOptions};
+use sqlx::{Executor as _, MySqlPool};
+
+use crate::registry::Backend;
+use crate::sql::{Meaning, shared_sql_records};
+use crate::store::Store;
+#[cfg(feature = "testing")]
+use crate::testing::FreshStore;
+
+mod records;
+
+/// Connections per instance, as on PostgreSQL: the request paths do not use the pool.
+/// Three instances take 24 of MariaDB's default 151.
+const POOL_SIZE: u32 = 8;
+
+/// How long a caller waits for a pooled connection (including opening one): the fault
+/// issue bounds every store wait on a request path at about 2 s.
+const CONNECT_WAIT: Duration = Duration::from_secs(2);
+
+/// What every connection sets first. Strict mode for every table, whatever the server's
+/// default: a value too long for its column is refused, never stored cut short. A
+/// transaction waits at most 60 s for a row lock (an import waiting for another's turn,
+/// as SQLite's imports do), and a connection left idle in a transaction by a process that
+/// hung is closed by the server after 30 s, releasing its locks (PostgreSQL's
+/// `idle_in_transaction_session_timeout`).
+const SESSION: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), \
+                       innodb_lock_wait_timeout = 60, idle_transaction_timeout = 30";
+
+/// A MariaDB database.
+#[derive(Debug, Clone)]
+pub struct MysqlStore {
+    pool: MySqlPool,
+}
+
+impl MysqlStore {
+    /// Connects to the database at `url` (`mysql://user:password@host:3306/database`, or
+    /// `mariadb://…`, with any of sqlx's MySQL URL parameters, such as `ssl-mode`).
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] if the URL is not a MariaDB URL, the server cannot be reached,
+    /// or the server would lose commits it acknowledged ([`durability_refusal`]).
+    pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
+        // sqlx's MySQL driver reads any scheme; `mariadb://` names the same server.
+        let options = MySqlConnectOptions::from_str(url)
+            .map_err(unavailable)?
+            .charset("utf8mb4")
+            .collation("utf8mb4_nopad_bin");
+        let pool = MySqlPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(CONNECT_WAIT)
+            .idle_timeout(Duration::from_secs(600))
+            .max_lifetime(Duration::from_secs(1800))
+            .after_connect(|connection, _| Box::pin(async move { connection.execute(SESSION).await.map(drop) }))
+            .connect_with(options)
+            .await
+            .map_err(unavailable)?;
+        let (flush, binary_log, sync_binlog): (i64, i64, i64) = sqlx::query_as(
+            "SELECT CAST(@@innodb_flush_log_at_trx_commit AS SIGNED), CAST(@@log_bin AS SIGNED), \
+             CAST(@@sync_binlog AS SIGNED)",
+        )
+        .fetch_one(&pool)
+        .await
+        .map_err(unavailable)?;
+        if let Some(refusal) = durability_refusal(flush, binary_log != 0, sync_binlog) {
+            pool.close().await;
+            return Err(StoreUnavailable::new(refusal));
+        }
+        Ok(Self { pool })
+    }
+}
+
+/// Why a server with these settings would lose commits it acknowledged, if it would: a
+/// token is answered only once its record is committed, and a commit must then survive
+/// the server's crash. InnoDB writes and flushes its log at each commit only with
+/// `innodb_flush_log_at_trx_commit = 1` (2 flushes once a second, 0 leaves it to the OS);
+/// with the binary log on, `sync_binlog = 1` keeps it in step, or a crash can lose
+/// commits from the log replicas and point-in-time recovery replay.
+pub(crate) fn durability_refusal(flush_log_at_trx_commit: i64, binary_log: bool, sync_binlog: i64) -> Option<String> {
+    if flush_log_at_trx_commit != 1 {
+        return Some(format!(
+            "the MariaDB server would lose acknowledged commits in a crash: innodb_flush_log_at_trx_commit is \
+             {flush_log_at_trx_commit}, and this service needs 1 (set it in the server's configuration)"
+        ));
+    }
+    if binary_log && sync_binlog != 1 {
+        return Some(format!(
+            "the MariaDB server would lose acknowledged commits from its binary log in a crash: sync_binlog is \
+             {sync_binlog} with log_bin on, and this service needs 1 (set it in the server's configuration)"
+        ));
+    }
+    None
+}
+
+/// A driver's error, as MariaDB's codes say ([`meaning`]).
+pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
+    crate::sql::unavailable::<MysqlStore>(error)
+}
+
+/// What an error of the MySQL driver means, by MariaDB's error number and SQLSTATE.
+fn meaning(error: &sqlx::Error) -> Meaning {
+    let sqlx::Error::Database(database) = error else { return Meaning::Failed };
+    let Some(mysql) = database.try_downcast_ref::<MySqlDatabaseError>() else { return Meaning::Failed };
+    match mysql.number() {
+        // ER_OPTION_PREVENTS_STATEMENT (--read-only), ER_READ_ONLY_MODE: a replica.
+        1290 | 1836 => Meaning::Lost(
+            "no connection to a primary: the server is read-only (a replica, as during a failover or switchover)"
+                .to_owned(),
+        ),
+        // ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED.
+        1053 | 1927 => Meaning::Lost("no connection to the database: the server is shutting down".to_owned()),
+        number if refuses_the_data(number, mysql.code().unwrap_or("")) => Meaning::RefusedData,
+        _ => Meaning::Failed,
+    }
+}
+
+/// Whether an error MariaDB answered with says it refused the data it was given: SQLSTATE
+/// class 22 (data exception: too long, out of range, a bad date) or 23 (integrity: a
+/// duplicate key, a NULL, a failed CHECK), and the refusals MariaDB files under the
+/// general `HY000`: ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (1366, bytes that are no UTF-8
+/// text) and a failed CHECK as MySQL numbers it (3819). Every other error (a lock wait, a
+/// deadlock, a full disk, a lost connection, a syntax error) is the store being
+/// unavailable.
+pub(crate) fn refuses_the_data(number: u16, sqlstate: &str) -> bool {
+    sqlstate.starts_with("22") || sqlstate.starts_with("23") || matches!(number, 1366 | 3819)
+}
+
+shared_sql_records!(MysqlStore);
+
+/// The MariaDB store, registered under `mysql:`, `mariadb:`.
+pub const BACKEND: Backend = Backend {
+    name: "mysql",
+    schemes: &["mysql", "mariadb"],
+    example: "mysql://user:password@host:3306/database",
+    shared_across_processes: true,
+    open: |url| Box::pin(async move { Ok(Store::of(MysqlStore::connect(url).await?)) }),
+    #[cfg(feature = "testing")]
+    testing: crate::testing::TestSupport { fresh: fresh_for_a_test, execute_sql: Some(execute_sql) },
+};
+
+/// The MariaDB server tests make databases of their own on: `TEST_MYSQL_URL`, a URL
+/// whose user may `CREATE DATABASE` (`mysql://root@127.0.0.1:3306/test`).
+#[cfg(feature = "testing")]
+pub static TEST_SERVER: crate::testing::TestServer = crate::testing::TestServer {
+    variable: "TEST_MYSQL_URL",
+    kind: "MariaDB",
+    example: "mysql://user:password@host:3306/db",
+    create: "CREATE DATABASE {} CHARACTER SET utf8mb4 COLLATE utf8mb4_nopad_bin",
+    drop: "DROP DATABASE IF EXISTS {}",
+    run: execute_sql,
+};
+
+/// A store in a new database of its own on [`TEST_SERVER`], dropped after the test;
+/// `None` (said) without that server.
+#[cfg(feature = "testing")]
+fn fresh_for_a_test() -> crate::registry::Opening<'static, Option<FreshStore>> {
+    Box::pin(async {
+        let database = crate::testing::TestDatabase::create(&TEST_SERVER, "tests").await?;
+        Some(FreshStore::new(database.url.clone(), database))
+    })
+}
+
+/// Runs `statement` at `url` over a connection of its own, as another system would.
+#[cfg(feature = "testing")]
+fn execute_sql(url: &str, statement: String) -> crate::registry::Opening<'_, Result<u64, String>> {
+    use sqlx::Connection as _;
+    Box::pin(async move {
+        let mut connection = sqlx::MySqlConnection::connect(url).await.map_err(|e| e.to_string())?;
+        connection.execute(sqlx::AssertSqlSafe(statement)).await.map(|done| done.rows_affected()).map_err(|e| e.to_string())
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use domain::ports::StoreFailure;
+    use sqlx::Connection as _;
+
+    use super::*;
+
+    #[test]
+    fn a_server_that_would_lose_acknowledged_commits_is_named_with_the_setting_to_change() {
+        assert_eq!(durability_refusal(1, false, 0), None);
+        assert_eq!(durability_refusal(1, true, 1), None);
+        let lazy = durability_refusal(2, false, 0).unwrap();
+        assert!(lazy.contains("innodb_flush_log_at_trx_commit is 2") && !lazy.contains('\n'), "{lazy}");
+        assert!(durability_refusal(0, false, 0).unwrap().contains("is 0"));
+        let binlog = durability_refusal(1, true, 0).unwrap();
+        assert!(binlog.contains("sync_binlog is 0 with log_bin on"), "{binlog}");
+    }
+
+    #[test]
+    fn data_exceptions_integrity_violations_and_bad_text_are_refusals_and_every_other_error_an_outage() {
+        // Too long, out of range, duplicate, NULL, CHECK (MariaDB), bad UTF-8, CHECK (MySQL).
+        for (number, state) in [(1406, "22001"), (1264, "22003"), (1062, "23000"), (1048, "23000"), (4025, "23000")]
+        {
+            assert!(refuses_the_data(number, state), "{number}");
+        }
+        assert!(refuses_the_data(1366, "HY000") && refuses_the_data(3819, "HY000"));
+        // Lock wait, deadlock, disk full, table missing, syntax, too many connections.
+        for (number, state) in [(1205, "HY000"), (1213, "40001"), (1021, "HY000"), (1146, "42S02"), (1064, "42000"), (1040, "08004")] {
+            assert!(!refuses_the_data(number, state), "{number}");
+        }
+    }
+
+    /// What MariaDB refuses to hold is told as refused data, and a killed connection as
+    /// an outage.
+    #[tokio::test]
+    async fn what_mariadb_refuses_to_hold_is_told_as_refused_data_and_a_killed_connection_as_an_outage() {
+        let Some(database) = crate::testing::TestDatabase::create(&TEST_SERVER, "the classification of MariaDB's errors").await
+        else {
+            return;
+        };
+        let store = MysqlStore::connect(&database.url).await.unwrap();
+        let mut connection = store.pool.acquire().await.unwrap();
+        connection
+            .execute("CREATE TEMPORARY TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(35) NOT NULL CHECK (name <> 'x'))")
+            .await
+            .unwrap();
+        connection.execute("INSERT INTO t VALUES (1, 'A1')").await.unwrap();
+        for statement in [
+            "INSERT INTO t VALUES (2, REPEAT('y', 36))",
+            "INSERT INTO t VALUES (1, 'b')",
+            "INSERT INTO t VALUES (3, NULL)",
+            "INSERT INTO t VALUES (4, 'x')",
+            "INSERT INTO t VALUES (5, X'C328')",
+        ] {
+            let refused = unavailable(connection.execute(statement).await.unwrap_err());
+            assert_eq!(refused.failure(), StoreFailure::RefusedData, "{statement}: {refused}");
+        }
+        let (id,): (u64,) = sqlx::query_as("SELECT CONNECTION_ID()").fetch_one(&mut *connection).await.unwrap();
+        let mut other = sqlx::MySqlConnection::connect(&database.url).await.unwrap();
+        other.execute(sqlx::AssertSqlSafe(format!("KILL {id}"))).await.unwrap();
+        let gone = unavailable(connection.execute("SELECT 1").await.unwrap_err());
+        assert_eq!(gone.failure(), StoreFailure::Unavailable, "{gone}");
+        assert!(gone.to_string().starts_with("the store is unavailable: "), "{gone}");
+    }
+}

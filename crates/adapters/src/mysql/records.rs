@@ -1,0 +1,230 @@
+//! What the MariaDB store writes in its own dialect: sets of rows as multi-row `VALUES`
+//! statements (`ON DUPLICATE KEY UPDATE` where a key may be stored already), a row lock
+//! for each kind of writer to take turns on, a consistent snapshot for reading the ATM
+//! set, purges in bounded batches, and `OPTIMIZE TABLE` to scrub.
+
+use async_trait::async_trait;
+use domain::atm_catalog::StoredAtm;
+use domain::branch::WaitTimeEstimate;
+use domain::ports::{AtmKey, StoreUnavailable};
+use domain::token::{CodeChallenge, IssuedToken};
+use sqlx::{Executor as _, MySql, MySqlPool, QueryBuilder};
+
+use super::{MysqlStore, unavailable};
+use crate::rows::{self, AtmRow};
+use crate::sql::{self, Meaning, Placeholders, SqlDialect, Syntax};
+use crate::store::AtmSet;
+
+/// Rows per multi-row statement: 7 parameters a row stays far below MariaDB's 65,535
+/// placeholders, and 500 ATM records of at most 16 KiB each below the server's default
+/// `max_allowed_packet` (16 MiB).
+const ROWS_PER_STATEMENT: usize = 500;
+
+/// Token records deleted per statement by a purge: each batch is its own short
+/// transaction, so a purge of millions of records never holds many row locks or one long
+/// transaction, and the token writer's inserts go on between batches (`bench/purge`).
+const PURGE_ROWS_PER_STATEMENT: u64 = 5_000;
+
+/// The row lock every write of the ATM set takes first, as on PostgreSQL: two writers
+/// take turns, and the second reads the set after the first committed (a locking read
+/// opens no snapshot; the edit's first plain read, after it, does).
+const LOCK_ATM_SET: &str = "SELECT id FROM atm_set WHERE id = 1 FOR UPDATE";
+
+/// The row lock every write of wait times takes first: the topic's change counter, which
+/// each of their writes (the trigger) locks anyway, so plain-SQL writers take the same
+/// turns. Readers are never blocked (InnoDB's reads take no locks).
+const LOCK_WAIT_TIMES: &str = "SELECT revision FROM change_log WHERE topic = 'wait_times' FOR UPDATE";
+
+/// The row lock key rotations take turns on, the same way.
+const LOCK_SIGNING_KEYS: &str = "SELECT revision FROM change_log WHERE topic = 'signing_keys' FOR UPDATE";
+
+impl MysqlStore {
+    /// Begins a transaction and takes the row lock `lock` in it.
+    async fn begin_holding(&self, lock: &'static str) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        transaction.execute(lock).await.map_err(unavailable)?;
+        Ok(transaction)
+    }
+}
+
+#[async_trait]
+impl SqlDialect for MysqlStore {
+    type Database = MySql;
+
+    const SYNTAX: Syntax = Syntax {
+        placeholders: Placeholders::Positional,
+        upsert: |_keys| "ON DUPLICATE KEY UPDATE".to_owned(),
+        proposed: |column| format!("VALUES({column})"),
+        skip_duplicates: "",
+    };
+
+    fn meaning(error: &sqlx::Error) -> Meaning {
+        super::meaning(error)
+    }
+
+    fn pool(&self) -> &MySqlPool {
+        &self.pool
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn migrate(&self) -> Result<(), StoreUnavailable> {
+        sql::migrations::of(super::BACKEND.name)?.run(&self.pool).await.map_err(StoreUnavailable::new)
+    }
+
+    /// Nothing to prepare: one table of token records, purged in batches.
+    async fn prepare(&self, _now: i64) -> Result<(), StoreUnavailable> {
+        Ok(())
+    }
+
+    async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.begin_holding(LOCK_SIGNING_KEYS).await
+    }
+
+    async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.begin_holding(LOCK_WAIT_TIMES).await
+    }
+
+    #[tracing::instrument(skip_all, fields(estimates = estimates.len()))]
+    async fn write_wait_times(
+        transaction: &mut sqlx::Transaction<'static, MySql>,
+        estimates: &[WaitTimeEstimate],
+    ) -> Result<(), StoreUnavailable> {
+        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<MySql>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
+                .push_values(chunk, |mut row, estimate| {
+                    row.push_bind(estimate.estimate.branch.to_string())
+                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
+                        .push_bind(estimate.estimated_at);
+                })
+                .push(" ON DUPLICATE KEY UPDATE minutes = VALUES(minutes), estimated_at = VALUES(estimated_at)")
+                .build()
+                .execute(&mut **transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
+    }
+
+    async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.begin_holding(LOCK_ATM_SET).await
+    }
+
+    #[tracing::instrument(skip_all, fields(atms = atms.len()))]
+    async fn write_atms(
+        transaction: &mut sqlx::Transaction<'static, MySql>,
+        atms: &[StoredAtm],
+    ) -> Result<(), StoreUnavailable> {
+        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<MySql>::new(
+                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) ",
+            )
+            .push_values(chunk, |mut row, atm| {
+                let (latitude, longitude) = atm.coordinates.unzip();
+                row.push_bind(atm.brand.as_str())
+                    .push_bind(atm.identification.as_str())
+                    .push_bind(atm.record.as_str())
+                    .push_bind(i64::from(atm.services))
+                    .push_bind(i64::from(atm.accessibility))
+                    .push_bind(latitude)
+                    .push_bind(longitude);
+            })
+            .push(
+                " ON DUPLICATE KEY UPDATE record = VALUES(record), services = VALUES(services), \
+                 accessibility = VALUES(accessibility), latitude = VALUES(latitude), longitude = VALUES(longitude)",
+            )
+            .build()
+            .execute(&mut **transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(skip_all, fields(removals = keys.len()))]
+    async fn delete_atms(
+        transaction: &mut sqlx::Transaction<'static, MySql>,
+        keys: &[AtmKey],
+    ) -> Result<(), StoreUnavailable> {
+        for chunk in keys.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<MySql>::new("DELETE FROM atms WHERE (brand_name, identification) IN ")
+                .push_tuples(chunk, |mut key, (brand, identification)| {
+                    key.push_bind(brand.as_str()).push_bind(identification.as_str());
+                })
+                .build()
+                .execute(&mut **transaction)
+                .await
+                .map_err(unavailable)?;
+        }
+        Ok(())
+    }
+
+    #[tracing::instrument(skip(self))]
+    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
+        // One snapshot for both reads, so the set and its date belong together.
+        let mut transaction = self
+            .pool
+            .begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
+            .await
+            .map_err(unavailable)?;
+        let (last_updated,): (i64,) =
+            sqlx::query_as(Self::statements().atm_set_date).fetch_one(&mut *transaction).await.map_err(unavailable)?;
+        let found: Vec<AtmRow> =
+            sqlx::query_as(Self::statements().atms_in_order).fetch_all(&mut *transaction).await.map_err(unavailable)?;
+        transaction.commit().await.map_err(unavailable)?;
+        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+        Ok(AtmSet { atms, last_updated })
+    }
+
+    #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
+    async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
+            QueryBuilder::<MySql>::new(
+                "INSERT INTO issued_tokens \
+                 (jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge) ",
+            )
+            .push_values(chunk, |mut row, token| {
+                row.push_bind(token.token_id.as_str())
+                    .push_bind(token.opaque_token.as_str())
+                    .push_bind(token.client_id.as_str())
+                    .push_bind(token.session.as_str())
+                    .push_bind(token.issued_at)
+                    .push_bind(token.expires_at)
+                    .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
+            })
+            .build()
+            .execute(&mut *transaction)
+            .await
+            .map_err(unavailable)?;
+        }
+        // Durable when it returns: InnoDB flushes its log at each commit (the server's
+        // settings are checked when the store is opened).
+        transaction.commit().await.map_err(unavailable)
+    }
+
+    /// Deletes exactly the records that expired before `before`, in batches of
+    /// [`PURGE_ROWS_PER_STATEMENT`], oldest first.
+    async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        let mut purged = 0;
+        loop {
+            let deleted = sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ? ORDER BY expires_at LIMIT ?")
+                .bind(before)
+                .bind(PURGE_ROWS_PER_STATEMENT)
+                .execute(&self.pool)
+                .await
+                .map_err(unavailable)?
+                .rows_affected();
+            purged += deleted;
+            if deleted < PURGE_ROWS_PER_STATEMENT {
+                return Ok(purged);
+            }
+        }
+    }
+
+    async fn scrub(&self) -> Result<(), StoreUnavailable> {
+        // OPTIMIZE TABLE rebuilds an InnoDB table from its live rows (ALTER TABLE …
+        // FORCE), so the old versions of a resealed key leave its pages. Copies already in
+        // the redo or undo log, the binary log or a backup are beyond the service's reach.
+        self.pool.execute("OPTIMIZE TABLE signing_keys").await.map(drop).map_err(unavailable)
+    }
+}

@@ -1,0 +1,263 @@
+//! The statements every SQL store shares, written once in PostgreSQL's notation (`$1`,
+//! `$2`…, each number once and in order) and rendered for each backend by its [`Syntax`].
+
+/// How a backend numbers the placeholders of a statement.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Placeholders {
+    /// `$1`, `$2`…, as the statements are written (PostgreSQL; SQLite reads `$NNN` as
+    /// parameter NNN).
+    Numbered,
+    /// `?`, bound in the order they appear (MySQL, MariaDB).
+    Positional,
+}
+
+/// How a backend phrases what the SQL dialects write differently in the shared
+/// statements. Everything else in them (`COALESCE`, `EXISTS`, `CASE`, `ORDER BY`, `LIMIT`)
+/// is read alike by SQLite, PostgreSQL and MariaDB.
+pub(crate) struct Syntax {
+    /// How placeholders are written.
+    pub placeholders: Placeholders,
+    /// An upsert's clause for the unique key `keys` (a column list), up to its
+    /// assignments: `ON CONFLICT (keys) DO UPDATE SET`, or `ON DUPLICATE KEY UPDATE`.
+    pub upsert: fn(keys: &str) -> String,
+    /// In an upsert's assignments, the value the INSERT proposed for `column`:
+    /// `excluded.column`, or `VALUES(column)`.
+    pub proposed: fn(column: &str) -> String,
+    /// What ends an INSERT that inserts nothing where the row's key is stored already
+    /// (`ON CONFLICT DO NOTHING`); empty for a dialect with no such clause short of
+    /// hiding other errors too (MySQL's `INSERT IGNORE` stores a too-long value cut
+    /// short): the shared code then reads the duplicate's error as "nothing inserted".
+    pub skip_duplicates: &'static str,
+}
+
+impl Syntax {
+    /// PostgreSQL's and SQLite's: numbered placeholders and `ON CONFLICT`.
+    pub(crate) const ON_CONFLICT: Self = Self {
+        placeholders: Placeholders::Numbered,
+        upsert: |keys| format!("ON CONFLICT ({keys}) DO UPDATE SET"),
+        proposed: |column| format!("excluded.{column}"),
+        skip_duplicates: " ON CONFLICT DO NOTHING",
+    };
+
+    /// `template` with its placeholders written as this backend writes them.
+    ///
+    /// # Panics
+    /// If the template does not number its placeholders `$1`, `$2`… once each, in order:
+    /// positional placeholders could not bind them otherwise. Every statement is rendered
+    /// for every syntax by this module's tests.
+    #[allow(clippy::panic)]
+    pub(crate) fn render(&self, template: &str) -> String {
+        let mut rendered = String::with_capacity(template.len());
+        let mut rest = template;
+        let mut expected = 1;
+        while let Some(dollar) = rest.find('$') {
+            rendered.push_str(&rest[..dollar]);
+            let digits = rest[dollar + 1..].bytes().take_while(u8::is_ascii_digit).count();
+            let number: usize = rest[dollar + 1..dollar + 1 + digits]
+                .parse()
+                .unwrap_or_else(|_| panic!("a `$` that is no placeholder in {template:?}"));
+            assert!(number == expected, "placeholder ${number} where ${expected} belongs in {template:?}");
+            expected += 1;
+            match self.placeholders {
+                Placeholders::Numbered => rendered.push_str(&rest[dollar..=dollar + digits]),
+                Placeholders::Positional => rendered.push('?'),
+            }
+            rest = &rest[dollar + 1 + digits..];
+        }
+        rendered.push_str(rest);
+        rendered
+    }
+}
+
+/// Every statement [`shared_sql_records!`](super::shared_sql_records) runs, rendered for
+/// one backend. Made once per backend type (a `static` in the macro's expansion) and kept
+/// for the process's life.
+pub(crate) struct Statements {
+    /// Whether the store answers (readiness).
+    pub ping: &'static str,
+    /// Every change counter: `(topic, revision)`.
+    pub revisions: &'static str,
+    /// Counts one import run `($1 kind, $2 outcome, $3 at)`; the last time never moves back
+    /// (a host whose clock is behind).
+    pub record_import: &'static str,
+    /// Every import counter ([`crate::rows::ImportRunRow`]).
+    pub import_tally: &'static str,
+    /// Whether each table holds anything.
+    pub contents: &'static str,
+    /// Registers a client, or nothing when its id is taken.
+    pub insert_client: &'static str,
+    /// Every client ([`crate::rows::ClientRow`]).
+    pub clients: &'static str,
+    /// Sets a client's status `($1 status, $2 client)`.
+    pub set_client_status: &'static str,
+    /// Sets a client's addresses, each left as it is where `NULL`.
+    pub set_client_addresses: &'static str,
+    /// Supports a channel, or nothing when it is already.
+    pub allow_channel: &'static str,
+    /// Every supported channel.
+    pub channels: &'static str,
+    /// Every branch's estimate ([`crate::rows::WaitTimeRow`]).
+    pub wait_times: &'static str,
+    /// The date of the ATM set (one row).
+    pub atm_set_date: &'static str,
+    /// The ATM set's rows ([`crate::rows::AtmRow`]), in brand then identification order.
+    pub atms_in_order: &'static str,
+    /// Dates the ATM set `$1`, in the transaction that changed it: the one write that moves
+    /// the `atms` change counter (its trigger is on this row, not on each ATM's).
+    pub date_atm_set: &'static str,
+    /// Empties the ATM set, before a whole new one is written.
+    pub delete_every_atm: &'static str,
+    /// The keys published `($1 retired after)`, newest first.
+    pub published_keys: &'static str,
+    /// Every key, newest first.
+    pub all_keys: &'static str,
+    /// Revokes a key still standing `($1 now, $2 kid)`.
+    pub revoke_key: &'static str,
+    /// Drops the keys still waiting to sign `($1 now)`; revoked ones stay, to be listed.
+    pub drop_waiting_keys: &'static str,
+    /// Retires the key signing at `$2` (now) at `$1` (the next key's activation).
+    pub retire_current_key: &'static str,
+    /// Stores a new key.
+    pub insert_key: &'static str,
+    /// Reseals a key's private half `($1 to, $2 kid, $3 from)`, if it is still `from`.
+    pub reseal_key: &'static str,
+    /// A token's record by its opaque value ([`crate::rows::TokenRow`]).
+    pub find_token: &'static str,
+    /// Revokes a token `($1 now, $2 jti)`.
+    pub revoke_token: &'static str,
+    /// Revokes a client's live tokens `($1 now, $2 client, $3 now)`.
+    pub revoke_live_of: &'static str,
+    /// The ids of revoked tokens still live at `$1`.
+    pub revoked_live: &'static str,
+    /// Every token record still live at `$1`, by expiry.
+    pub live_tokens: &'static str,
+}
+
+/// The columns of a token record, in [`crate::rows::TokenRow`]'s order.
+const TOKEN_COLUMNS: &str =
+    "jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge, revoked_at";
+
+/// The columns of a signing key, in [`crate::rows::SigningKeyRow`]'s order.
+const KEY_COLUMNS: &str = "kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at";
+
+impl Statements {
+    /// Every statement, rendered for `syntax` and kept for the process's life (a few
+    /// kilobytes, once per backend).
+    pub(crate) fn new(syntax: &Syntax) -> Self {
+        let render = |template: &str| -> &'static str { syntax.render(template).leak() };
+        let proposed = syntax.proposed;
+        Self {
+            ping: render("SELECT revision FROM change_log LIMIT 1"),
+            revisions: render("SELECT topic, revision FROM change_log"),
+            record_import: render(&format!(
+                "INSERT INTO import_runs (kind, outcome, runs, last_at) VALUES ($1, $2, 1, $3) {} \
+                 runs = import_runs.runs + 1, last_at = CASE WHEN {last_at} > import_runs.last_at \
+                 THEN {last_at} ELSE import_runs.last_at END",
+                (syntax.upsert)("kind, outcome"),
+                last_at = proposed("last_at"),
+            )),
+            import_tally: render("SELECT kind, outcome, runs, last_at FROM import_runs ORDER BY kind, outcome"),
+            contents: render(
+                "SELECT EXISTS (SELECT 1 FROM clients), EXISTS (SELECT 1 FROM supported_channels), \
+                 EXISTS (SELECT 1 FROM branch_wait_times), EXISTS (SELECT 1 FROM atms), \
+                 EXISTS (SELECT 1 FROM issued_tokens)",
+            ),
+            insert_client: render(&format!(
+                "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, \
+                 allowed_origins, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8){}",
+                syntax.skip_duplicates
+            )),
+            clients: render(
+                "SELECT client_id, country_code, business_code, channel_id, redirect_uris, allowed_origins, \
+                 status FROM clients ORDER BY client_id",
+            ),
+            set_client_status: render("UPDATE clients SET status = $1 WHERE client_id = $2"),
+            set_client_addresses: render(
+                "UPDATE clients SET redirect_uris = COALESCE($1, redirect_uris), \
+                 allowed_origins = COALESCE($2, allowed_origins) WHERE client_id = $3",
+            ),
+            allow_channel: render(&format!(
+                "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES ($1, $2, $3){}",
+                syntax.skip_duplicates
+            )),
+            channels: render("SELECT country_code, business_code, channel_id FROM supported_channels ORDER BY 1, 2, 3"),
+            wait_times: render("SELECT branch_id, minutes, estimated_at FROM branch_wait_times"),
+            atm_set_date: render("SELECT last_updated FROM atm_set WHERE id = 1"),
+            atms_in_order: render(
+                "SELECT brand_name, identification, record, services, accessibility, latitude, longitude \
+                 FROM atms ORDER BY brand_name, identification",
+            ),
+            date_atm_set: render("UPDATE atm_set SET last_updated = $1 WHERE id = 1"),
+            delete_every_atm: render("DELETE FROM atms"),
+            published_keys: render(&format!(
+                "SELECT {KEY_COLUMNS} FROM signing_keys WHERE (retired_at IS NULL OR retired_at > $1) \
+                 AND revoked_at IS NULL ORDER BY activates_at DESC, kid"
+            )),
+            all_keys: render(&format!("SELECT {KEY_COLUMNS} FROM signing_keys ORDER BY activates_at DESC, kid")),
+            revoke_key: render("UPDATE signing_keys SET revoked_at = $1 WHERE kid = $2 AND revoked_at IS NULL"),
+            drop_waiting_keys: render("DELETE FROM signing_keys WHERE activates_at > $1 AND revoked_at IS NULL"),
+            retire_current_key: render(
+                "UPDATE signing_keys SET retired_at = $1 WHERE retired_at IS NULL OR retired_at > $2",
+            ),
+            insert_key: render(
+                "INSERT INTO signing_keys (kid, algorithm, private_key, public_key, created_at, activates_at) \
+                 VALUES ($1, 'EdDSA', $2, $3, $4, $5)",
+            ),
+            reseal_key: render("UPDATE signing_keys SET private_key = $1 WHERE kid = $2 AND private_key = $3"),
+            find_token: render(&format!("SELECT {TOKEN_COLUMNS} FROM issued_tokens WHERE opaque_token = $1")),
+            revoke_token: render("UPDATE issued_tokens SET revoked_at = $1 WHERE jti = $2 AND revoked_at IS NULL"),
+            revoke_live_of: render(
+                "UPDATE issued_tokens SET revoked_at = $1 \
+                 WHERE client_id = $2 AND revoked_at IS NULL AND expires_at >= $3",
+            ),
+            revoked_live: render("SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= $1"),
+            live_tokens: render(&format!(
+                "SELECT {TOKEN_COLUMNS} FROM issued_tokens WHERE expires_at >= $1 ORDER BY expires_at, jti"
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A syntax with positional placeholders and MySQL's upsert, as MariaDB's is.
+    const POSITIONAL: Syntax = Syntax {
+        placeholders: Placeholders::Positional,
+        upsert: |_| "ON DUPLICATE KEY UPDATE".to_owned(),
+        proposed: |column| format!("VALUES({column})"),
+        skip_duplicates: "",
+    };
+
+    #[test]
+    fn placeholders_are_numbered_as_written_or_made_positional_in_order() {
+        let template = "UPDATE t SET a = $1 WHERE b = $2 AND c >= $3";
+        assert_eq!(Syntax::ON_CONFLICT.render(template), template);
+        assert_eq!(POSITIONAL.render(template), "UPDATE t SET a = ? WHERE b = ? AND c >= ?");
+        assert_eq!(POSITIONAL.render("SELECT 1"), "SELECT 1");
+    }
+
+    #[test]
+    #[should_panic(expected = "placeholder $1 where $2 belongs")]
+    fn a_number_bound_twice_cannot_be_made_positional_and_is_refused_when_rendered() {
+        Syntax::ON_CONFLICT.render("UPDATE t SET a = $1 WHERE b = $1");
+    }
+
+    /// Every shared statement renders for both syntaxes (a template that breaks the
+    /// `$1, $2…` rule fails here, not on a store), and the positional rendering keeps
+    /// the same number of parameters.
+    #[test]
+    fn every_shared_statement_renders_for_every_syntax_with_the_same_parameters() {
+        let numbered = Statements::new(&Syntax::ON_CONFLICT);
+        let positional = Statements::new(&POSITIONAL);
+        assert!(numbered.record_import.contains("ON CONFLICT (kind, outcome) DO UPDATE SET"));
+        assert!(numbered.record_import.contains("CASE WHEN excluded.last_at > import_runs.last_at"));
+        assert!(positional.record_import.contains("ON DUPLICATE KEY UPDATE runs = import_runs.runs + 1"));
+        assert!(positional.record_import.contains("VALUES(last_at)"));
+        assert!(numbered.insert_client.ends_with("ON CONFLICT DO NOTHING"));
+        assert!(positional.insert_client.ends_with("?, ?)"), "{}", positional.insert_client);
+        assert_eq!(numbered.revoke_live_of.matches('$').count(), positional.revoke_live_of.matches('?').count());
+        assert!(!positional.revoke_live_of.contains('$') && !positional.insert_key.contains('$'));
+    }
+}
