@@ -16,6 +16,7 @@ use crate::servers::{self, PrivateServer};
 /// Where Debian puts the server's programs.
 const MARIADBD: &str = "/usr/sbin/mariadbd";
 const INSTALL_DB: &str = "/usr/bin/mariadb-install-db";
+const CLIENT: &str = "/usr/bin/mariadb";
 
 /// A MariaDB server in a folder of its own, on a free loopback port, killed when dropped.
 struct PrivateMariadb {
@@ -27,7 +28,7 @@ struct PrivateMariadb {
 impl PrivateMariadb {
     /// `mariadb-install-db` and start, or why not.
     fn make() -> Result<Self, String> {
-        for program in [MARIADBD, INSTALL_DB] {
+        for program in [MARIADBD, INSTALL_DB, CLIENT] {
             if !Path::new(program).exists() {
                 return Err(format!("{program} is not installed (apt-get install mariadb-server)"));
             }
@@ -47,6 +48,7 @@ impl PrivateMariadb {
         }
         let server = Self { folder, port, server: Mutex::new(None) };
         server.start()?;
+        server.execute("CREATE DATABASE branch_atm")?;
         Ok(server)
     }
 
@@ -90,9 +92,19 @@ impl PrivateMariadb {
         }
     }
 
-    /// Runs one statement on the server, as its administrator.
-    async fn execute(&self, statement: &'static str) {
-        adapters::testing::execute_sql(&self.url(), statement).await.unwrap();
+    /// Runs one statement on the server, as its administrator, with MariaDB's client.
+    fn execute(&self, statement: &str) -> Result<(), String> {
+        let ran = Command::new(CLIENT)
+            .args(["--no-defaults", "--protocol=tcp", "-h", "127.0.0.1", "-u", "root"])
+            .arg(format!("--port={}", self.port))
+            .args(["-e", statement])
+            .stdin(Stdio::null())
+            .output()
+            .map_err(|e| format!("{CLIENT}: {e}"))?;
+        if !ran.status.success() {
+            return Err(format!("{statement}: {}", String::from_utf8_lossy(&ran.stderr)));
+        }
+        Ok(())
     }
 }
 
@@ -102,7 +114,7 @@ impl PrivateServer for PrivateMariadb {
     }
 
     fn url(&self) -> String {
-        format!("mysql://root@127.0.0.1:{}/mysql", self.port)
+        format!("mysql://root@127.0.0.1:{}/branch_atm", self.port)
     }
 
     /// SIGTERM: MariaDB closes its connections and shuts down cleanly.
@@ -176,7 +188,7 @@ fn every_token_answered_while_mariadb_crashes_and_restarts_is_in_the_store() {
 fn a_mariadb_server_that_would_lose_acknowledged_commits_is_refused_in_one_line_at_start() {
     let Some(mariadb) = private_mariadb() else { return };
     run(async move {
-        mariadb.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 2").await;
+        mariadb.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 2").unwrap();
         let mut serve = crate::binary::branch_atm_command()
             .args(["--database-url", &mariadb.url(), "serve", "--listen", "127.0.0.1:0"])
             .stdin(Stdio::null())
@@ -195,7 +207,7 @@ fn a_mariadb_server_that_would_lose_acknowledged_commits_is_refused_in_one_line_
         assert_eq!(said.trim_end().lines().count(), 1, "{said}");
         assert!(said.contains("innodb_flush_log_at_trx_commit is 2") && said.contains("needs 1"), "{said}");
 
-        mariadb.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 1").await;
+        mariadb.execute("SET GLOBAL innodb_flush_log_at_trx_commit = 1").unwrap();
         let service = crate::harness::Service::start(&mariadb.url(), &[]).await;
         assert_eq!(service.ready_status().await, Some(200));
     });
