@@ -904,12 +904,12 @@ async fn a_copy_serves_what_its_source_served(
 
     let copied = TestApp::builder().on_store(target).start().await;
     assert_eq!(
-        stdout(&branch_atm(&target, &["keys", "list"])),
+        stdout(&branch_atm(target, &["keys", "list"])),
         stdout(&branch_atm(&source.database_url, &["keys", "list"])),
         "the same keys in the same states"
     );
     assert_eq!(
-        stdout(&branch_atm(&target, &["clients", "list"])),
+        stdout(&branch_atm(target, &["clients", "list"])),
         stdout(&branch_atm(&source.database_url, &["clients", "list"]))
     );
     // A token issued before the move works after it; a revoked one stays refused.

@@ -68,13 +68,16 @@ enum StoreChoice {
     Existing(String),
 }
 
+/// A change a test makes to the settings.
+type Configure<'a> = Box<dyn FnOnce(&mut Settings) + 'a>;
+
 /// How a test starts the app: [`TestApp::builder`], then what differs from the default
 /// (demo data on a new store of the backend under test, default settings, the system
 /// clock), then [`start`](Self::start).
 pub struct TestAppBuilder<'a> {
     store: StoreChoice,
     demo_data: bool,
-    configure: Vec<Box<dyn FnOnce(&mut Settings) + 'a>>,
+    configure: Vec<Configure<'a>>,
     clock: Option<Arc<dyn Clock>>,
 }
 

@@ -1,4 +1,4 @@
-//! Several instances on one PostgreSQL store, as a bank runs them behind a load
+//! Several instances on one PostgreSQL (or MariaDB) store, as a bank runs them behind a load
 //! balancer: a change made anywhere is in force everywhere at once, and every instance
 //! answers alike. These tests make a PostgreSQL database of their own whatever store the
 //! suite runs on (they need `TEST_POSTGRES_URL`; without it they are ignored, and counted so in
@@ -111,4 +111,44 @@ async fn instances_started_at_different_times_answer_alike() {
     let jwks = |app: &TestApp| app.http.get(format!("{}/api/.well-known/jwks.json", app.address)).send();
     let (a, b) = (jwks(&first).await.unwrap(), jwks(&second).await.unwrap());
     assert_eq!(a.text().await.unwrap(), b.text().await.unwrap());
+}
+
+/// MariaDB sends no change notices: another instance finds a change at its next poll of
+/// the change counters. A CLI revocation and a plain-SQL wait time are in force on every
+/// instance within one refresh interval (the default, 1 s) and the time a reload takes.
+#[tokio::test]
+async fn on_mariadb_a_change_made_anywhere_is_in_force_on_another_instance_within_a_poll() {
+    let Some(first) = TestApp::builder().on_backend("mysql").try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).start().await;
+    let interval = second.settings.refresh_interval;
+    let session = first.session().await;
+    let issued = first.authorize(&demo_authorize_query()).await;
+    let sid = issued.headers()["sid"].to_str().unwrap().to_owned();
+    let body: Value = issued.json().await.unwrap();
+    let revoked_session = crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid };
+    assert_eq!(second.wait_times(&revoked_session, &["00001"]).await.status(), 200);
+
+    let revoke = crate::binary::branch_atm_command()
+        .args(["--database-url", &first.database_url, "tokens", "revoke", body["opaque_token"].as_str().unwrap()])
+        .output()
+        .unwrap();
+    assert!(revoke.status.success(), "{}", String::from_utf8_lossy(&revoke.stderr));
+    let revoked = Instant::now();
+    let refused =
+        held_after(revoked, || async { second.wait_times(&revoked_session, &["00001"]).await.status() == 401 }).await;
+    eprintln!(
+        "figure: MariaDB: a CLI revocation refused on another instance after {refused:?} (poll every {interval:?})"
+    );
+    assert!(refused.is_some_and(|after| after < interval + Duration::from_millis(500)), "within a poll: {refused:?}");
+
+    let update = "UPDATE branch_wait_times SET minutes = 52, estimated_at = 1800000000 WHERE branch_id = '00001'";
+    assert_eq!(adapters::testing::execute_sql(&first.database_url, update).await, Ok(1));
+    let written = Instant::now();
+    let served = held_after(written, || async {
+        let body: Value = second.wait_times(&session, &["00001"]).await.json().await.unwrap();
+        body["branches"][0]["timeTaken"] == "52"
+    })
+    .await;
+    eprintln!("figure: MariaDB: a plain-SQL wait time served by another instance after {served:?}");
+    assert!(served.is_some_and(|after| after < interval + Duration::from_millis(500)), "within a poll: {served:?}");
 }
