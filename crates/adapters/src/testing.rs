@@ -407,6 +407,16 @@ impl TestDatabase {
     }
 }
 
+/// A store in a new database of its own on `server`, dropped after the test; `None`
+/// (said) without that server: what a server-backed backend gives as
+/// `TestSupport::fresh`.
+pub fn fresh_database_on(server: &'static TestServer) -> registry::Opening<'static, Option<FreshStore>> {
+    Box::pin(async move {
+        let database = TestDatabase::create(server, "tests").await?;
+        Some(FreshStore::new(database.url.clone(), database))
+    })
+}
+
 /// `server`'s URL with its database replaced by `name`.
 fn database_url(server: &str, name: &str) -> String {
     let (address, query) = server.split_once('?').map_or((server, None), |(a, q)| (a, Some(q)));

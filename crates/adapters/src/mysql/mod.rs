@@ -26,8 +26,6 @@ use sqlx::{Executor as _, MySqlPool};
 use crate::registry::Backend;
 use crate::sql::{Meaning, shared_sql_records};
 use crate::store::Store;
-#[cfg(feature = "testing")]
-use crate::testing::FreshStore;
 
 mod records;
 
@@ -146,7 +144,7 @@ pub(crate) fn refuses_the_data(number: u16, sqlstate: &str) -> bool {
     sqlstate.starts_with("22") || sqlstate.starts_with("23") || matches!(number, 1366 | 3819)
 }
 
-shared_sql_records!(MysqlStore);
+shared_sql_records!(MysqlStore, BACKEND);
 
 /// The MariaDB store, registered under `mysql:`, `mariadb:`.
 pub const BACKEND: Backend = Backend {
@@ -156,7 +154,10 @@ pub const BACKEND: Backend = Backend {
     shared_across_processes: true,
     open: |url| Box::pin(async move { Ok(Store::of(MysqlStore::connect(url).await?)) }),
     #[cfg(feature = "testing")]
-    testing: crate::testing::TestSupport { fresh: fresh_for_a_test, execute_sql: Some(execute_sql) },
+    testing: crate::testing::TestSupport {
+        fresh: || crate::testing::fresh_database_on(&TEST_SERVER),
+        execute_sql: Some(execute_sql),
+    },
 };
 
 /// The MariaDB server tests make databases of their own on: `TEST_MYSQL_URL`, a URL
@@ -170,16 +171,6 @@ pub static TEST_SERVER: crate::testing::TestServer = crate::testing::TestServer 
     drop: "DROP DATABASE IF EXISTS {}",
     run: execute_sql,
 };
-
-/// A store in a new database of its own on [`TEST_SERVER`], dropped after the test;
-/// `None` (said) without that server.
-#[cfg(feature = "testing")]
-fn fresh_for_a_test() -> crate::registry::Opening<'static, Option<FreshStore>> {
-    Box::pin(async {
-        let database = crate::testing::TestDatabase::create(&TEST_SERVER, "tests").await?;
-        Some(FreshStore::new(database.url.clone(), database))
-    })
-}
 
 /// Runs `statement` at `url` over a connection of its own, as another system would.
 #[cfg(feature = "testing")]

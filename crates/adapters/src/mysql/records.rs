@@ -1,5 +1,5 @@
 //! What the MariaDB store writes in its own dialect: sets of rows as multi-row `VALUES`
-//! statements (`ON DUPLICATE KEY UPDATE` where a key may be stored already), a row lock
+//! statements (`sql::many_rows`, with `ON DUPLICATE KEY UPDATE`), a row lock
 //! for each kind of writer to take turns on, a consistent snapshot for reading the ATM
 //! set, purges in bounded batches, and `OPTIMIZE TABLE` to scrub.
 
@@ -7,18 +7,14 @@ use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::ports::{AtmKey, StoreUnavailable};
-use domain::token::{CodeChallenge, IssuedToken};
+use domain::token::IssuedToken;
 use sqlx::{Executor as _, MySql, MySqlPool, QueryBuilder};
 
 use super::{MysqlStore, unavailable};
 use crate::rows::{self, AtmRow};
-use crate::sql::{self, Meaning, Placeholders, SqlDialect, Syntax};
+use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
+use crate::sql::{Meaning, Placeholders, SqlDialect, Syntax};
 use crate::store::AtmSet;
-
-/// Rows per multi-row statement: 7 parameters a row stays far below MariaDB's 65,535
-/// placeholders, and 500 ATM records of at most 16 KiB each below the server's default
-/// `max_allowed_packet` (16 MiB).
-const ROWS_PER_STATEMENT: usize = 500;
 
 /// Token records deleted per statement by a purge: each batch is its own short
 /// transaction, so a purge of millions of records never holds many row locks or one long
@@ -66,16 +62,6 @@ impl SqlDialect for MysqlStore {
         &self.pool
     }
 
-    #[tracing::instrument(skip(self))]
-    async fn migrate(&self) -> Result<(), StoreUnavailable> {
-        sql::migrations::of(super::BACKEND.name)?.run(&self.pool).await.map_err(StoreUnavailable::new)
-    }
-
-    /// Nothing to prepare: one table of token records, purged in batches.
-    async fn prepare(&self, _now: i64) -> Result<(), StoreUnavailable> {
-        Ok(())
-    }
-
     async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
         self.begin_holding(LOCK_SIGNING_KEYS).await
     }
@@ -90,13 +76,7 @@ impl SqlDialect for MysqlStore {
         estimates: &[WaitTimeEstimate],
     ) -> Result<(), StoreUnavailable> {
         for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<MySql>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
-                .push_values(chunk, |mut row, estimate| {
-                    row.push_bind(estimate.estimate.branch.to_string())
-                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
-                        .push_bind(estimate.estimated_at);
-                })
-                .push(" ON DUPLICATE KEY UPDATE minutes = VALUES(minutes), estimated_at = VALUES(estimated_at)")
+            many_rows::upsert_wait_times::<MySql>(&Self::SYNTAX, chunk)
                 .build()
                 .execute(&mut **transaction)
                 .await
@@ -115,27 +95,11 @@ impl SqlDialect for MysqlStore {
         atms: &[StoredAtm],
     ) -> Result<(), StoreUnavailable> {
         for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<MySql>::new(
-                "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) ",
-            )
-            .push_values(chunk, |mut row, atm| {
-                let (latitude, longitude) = atm.coordinates.unzip();
-                row.push_bind(atm.brand.as_str())
-                    .push_bind(atm.identification.as_str())
-                    .push_bind(atm.record.as_str())
-                    .push_bind(i64::from(atm.services))
-                    .push_bind(i64::from(atm.accessibility))
-                    .push_bind(latitude)
-                    .push_bind(longitude);
-            })
-            .push(
-                " ON DUPLICATE KEY UPDATE record = VALUES(record), services = VALUES(services), \
-                 accessibility = VALUES(accessibility), latitude = VALUES(latitude), longitude = VALUES(longitude)",
-            )
-            .build()
-            .execute(&mut **transaction)
-            .await
-            .map_err(unavailable)?;
+            many_rows::upsert_atms::<MySql>(&Self::SYNTAX, chunk)
+                .build()
+                .execute(&mut **transaction)
+                .await
+                .map_err(unavailable)?;
         }
         Ok(())
     }
@@ -179,23 +143,7 @@ impl SqlDialect for MysqlStore {
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<MySql>::new(
-                "INSERT INTO issued_tokens \
-                 (jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge) ",
-            )
-            .push_values(chunk, |mut row, token| {
-                row.push_bind(token.token_id.as_str())
-                    .push_bind(token.opaque_token.as_str())
-                    .push_bind(token.client_id.as_str())
-                    .push_bind(token.session.as_str())
-                    .push_bind(token.issued_at)
-                    .push_bind(token.expires_at)
-                    .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
-            })
-            .build()
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable)?;
+            many_rows::insert_tokens::<MySql>(chunk).build().execute(&mut *transaction).await.map_err(unavailable)?;
         }
         // Durable when it returns: InnoDB flushes its log at each commit (the server's
         // settings are checked when the store is opened).

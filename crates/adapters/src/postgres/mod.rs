@@ -28,8 +28,6 @@ use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 use crate::registry::Backend;
 use crate::sql::{Meaning, shared_sql_records};
 use crate::store::Store;
-#[cfg(feature = "testing")]
-use crate::testing::FreshStore;
 
 mod listener;
 mod partitions;
@@ -82,7 +80,7 @@ impl PostgresStore {
     }
 }
 
-shared_sql_records!(PostgresStore);
+shared_sql_records!(PostgresStore, BACKEND);
 
 /// The PostgreSQL store, registered under `postgres:`, `postgresql:`.
 pub const BACKEND: Backend = Backend {
@@ -92,7 +90,10 @@ pub const BACKEND: Backend = Backend {
     shared_across_processes: true,
     open: |url| Box::pin(async move { Ok(Store::of(PostgresStore::connect(url).await?)) }),
     #[cfg(feature = "testing")]
-    testing: crate::testing::TestSupport { fresh: fresh_for_a_test, execute_sql: Some(execute_sql) },
+    testing: crate::testing::TestSupport {
+        fresh: || crate::testing::fresh_database_on(&TEST_SERVER),
+        execute_sql: Some(execute_sql),
+    },
 };
 
 /// A driver's error, as PostgreSQL's codes say ([`meaning`]).
@@ -149,16 +150,6 @@ pub static TEST_SERVER: crate::testing::TestServer = crate::testing::TestServer 
     drop: "DROP DATABASE IF EXISTS {} WITH (FORCE)",
     run: execute_sql,
 };
-
-/// A store in a new database of its own on [`TEST_SERVER`], dropped after the test;
-/// `None` (said) without that server.
-#[cfg(feature = "testing")]
-fn fresh_for_a_test() -> crate::registry::Opening<'static, Option<FreshStore>> {
-    Box::pin(async {
-        let database = crate::testing::TestDatabase::create(&TEST_SERVER, "tests").await?;
-        Some(FreshStore::new(database.url.clone(), database))
-    })
-}
 
 /// Runs `statement` at `url` over a connection of its own, as another system would.
 #[cfg(feature = "testing")]

@@ -12,7 +12,7 @@ use sqlx::{Executor as _, PgPool, Postgres};
 
 use super::{PostgresStore, unavailable};
 use crate::rows::{self, AtmRow};
-use crate::sql::{self, Meaning, SqlDialect, Syntax};
+use crate::sql::{Meaning, SqlDialect, Syntax};
 use crate::store::{AtmSet, ChangeFeed};
 
 /// Taken first by every write of the ATM set: two writers (two `atms import`s, or
@@ -72,11 +72,6 @@ impl SqlDialect for PostgresStore {
 
     fn pool(&self) -> &PgPool {
         &self.pool
-    }
-
-    #[tracing::instrument(skip(self))]
-    async fn migrate(&self) -> Result<(), StoreUnavailable> {
-        sql::migrations::of(super::BACKEND.name)?.run(&self.pool).await.map_err(StoreUnavailable::new)
     }
 
     async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable> {

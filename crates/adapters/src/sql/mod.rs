@@ -24,6 +24,7 @@ use domain::token::IssuedToken;
 
 use crate::store::{AtmSet, ChangeFeed};
 
+pub(crate) mod many_rows;
 pub(crate) mod migrations;
 mod shared;
 mod statements;
@@ -79,11 +80,11 @@ pub(crate) trait SqlDialect: Send + Sync {
     /// The pool the shared statements run on.
     fn pool(&self) -> &sqlx::Pool<Self::Database>;
 
-    /// `StoreLifecycle::migrate`: applies this backend's migrations (`migrations/<name>`).
-    async fn migrate(&self) -> Result<(), StoreUnavailable>;
-
-    /// `StoreLifecycle::prepare`.
-    async fn prepare(&self, now: i64) -> Result<(), StoreUnavailable>;
+    /// `StoreLifecycle::prepare`: upkeep ahead of the coming day's writes (PostgreSQL makes
+    /// its token partitions); nothing by default.
+    async fn prepare(&self, _now: i64) -> Result<(), StoreUnavailable> {
+        Ok(())
+    }
 
     /// Begins the transaction a key rotation (`SigningKeyRecords::schedule`) runs in: two
     /// rotations at once (two hosts' CLIs) must take turns, the second seeing the first's key.

@@ -1,11 +1,12 @@
 //! [`shared_sql_records!`]: every role of a SQL store, in the statements every dialect runs.
 
 /// Implements every role a [`Store`](crate::store::Store) needs for `$store`, a type that
-/// implements [`SqlDialect`](crate::sql::SqlDialect): the shared statements
+/// implements [`SqlDialect`](crate::sql::SqlDialect), registered as `$backend` (its
+/// migrations are `migrations/<$backend.name>`): the shared statements
 /// ([`Statements`](crate::sql::Statements), rendered once for the backend's syntax) are
 /// bound and read here; the rest is a call to the dialect's own method of the same purpose.
 macro_rules! shared_sql_records {
-    ($store:ty) => {
+    ($store:ty, $backend:expr) => {
         // An unnamed constant's scope of its own, so that these imports meet none of the
         // backend module's.
         const _: () = {
@@ -57,8 +58,9 @@ macro_rules! shared_sql_records {
 
             #[async_trait]
             impl StoreLifecycle for $store {
+                #[tracing::instrument(skip(self))]
                 async fn migrate(&self) -> Result<(), StoreUnavailable> {
-                    SqlDialect::migrate(self).await
+                    $crate::sql::migrations::of($backend.name)?.run(self.pool()).await.map_err(StoreUnavailable::new)
                 }
 
                 async fn ping(&self) -> Result<(), StoreUnavailable> {

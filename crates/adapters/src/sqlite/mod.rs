@@ -151,7 +151,7 @@ fn owner_only(_file: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-shared_sql_records!(SqliteStore);
+shared_sql_records!(SqliteStore, BACKEND);
 
 /// The SQLite store, registered under `sqlite:`.
 pub const BACKEND: Backend = Backend {

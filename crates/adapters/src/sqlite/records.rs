@@ -6,17 +6,14 @@ use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::ports::{AtmKey, StoreUnavailable};
-use domain::token::{CodeChallenge, IssuedToken};
-use sqlx::{QueryBuilder, Sqlite, SqlitePool};
+use domain::token::IssuedToken;
+use sqlx::{Sqlite, SqlitePool};
 
 use super::{SqliteStore, unavailable};
 use crate::rows::{self, AtmRow};
-use crate::sql::{self, Meaning, SqlDialect, Syntax};
+use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
+use crate::sql::{Meaning, SqlDialect, Syntax};
 use crate::store::AtmSet;
-
-/// Rows per multi-row INSERT: at most 7 parameters a row stays far below SQLite's limit of
-/// 32,766 bound parameters.
-const ROWS_PER_STATEMENT: usize = 500;
 
 impl SqliteStore {
     /// Begins a write transaction: `BEGIN IMMEDIATE` takes the write lock at once (so a
@@ -47,24 +44,6 @@ impl SqliteStore {
 /// and writing its set takes.
 const EDIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
-/// The head of a multi-row INSERT of ATMs, which [`push_atms`] completes.
-const INSERT_ATMS: &str =
-    "INSERT INTO atms (brand_name, identification, record, services, accessibility, latitude, longitude) ";
-
-/// `atms` as the rows of a multi-row INSERT begun with [`INSERT_ATMS`].
-fn push_atms(statement: &mut QueryBuilder<Sqlite>, atms: &[StoredAtm]) {
-    statement.push_values(atms, |mut row, atm| {
-        let (latitude, longitude) = atm.coordinates.unzip();
-        row.push_bind(atm.brand.as_str())
-            .push_bind(atm.identification.as_str())
-            .push_bind(atm.record.as_str())
-            .push_bind(i64::from(atm.services))
-            .push_bind(i64::from(atm.accessibility))
-            .push_bind(latitude)
-            .push_bind(longitude);
-    });
-}
-
 #[async_trait]
 impl SqlDialect for SqliteStore {
     type Database = Sqlite;
@@ -77,16 +56,6 @@ impl SqlDialect for SqliteStore {
 
     fn pool(&self) -> &SqlitePool {
         &self.pool
-    }
-
-    #[tracing::instrument(skip(self))]
-    async fn migrate(&self) -> Result<(), StoreUnavailable> {
-        sql::migrations::of(super::BACKEND.name)?.run(&self.pool).await.map_err(StoreUnavailable::new)
-    }
-
-    /// Nothing to prepare: one file, one table of token records.
-    async fn prepare(&self, _now: i64) -> Result<(), StoreUnavailable> {
-        Ok(())
     }
 
     async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
@@ -103,16 +72,7 @@ impl SqlDialect for SqliteStore {
         estimates: &[WaitTimeEstimate],
     ) -> Result<(), StoreUnavailable> {
         for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<Sqlite>::new("INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) ")
-                .push_values(chunk, |mut row, estimate| {
-                    row.push_bind(estimate.estimate.branch.to_string())
-                        .push_bind(i64::from(estimate.estimate.wait.minutes()))
-                        .push_bind(estimate.estimated_at);
-                })
-                .push(
-                    " ON CONFLICT (branch_id) DO UPDATE SET \
-                     minutes = excluded.minutes, estimated_at = excluded.estimated_at",
-                )
+            many_rows::upsert_wait_times::<Sqlite>(&Self::SYNTAX, chunk)
                 .build()
                 .execute(&mut **transaction)
                 .await
@@ -131,14 +91,7 @@ impl SqlDialect for SqliteStore {
         atms: &[StoredAtm],
     ) -> Result<(), StoreUnavailable> {
         for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            let mut statement = QueryBuilder::<Sqlite>::new(INSERT_ATMS);
-            push_atms(&mut statement, chunk);
-            statement
-                .push(
-                    " ON CONFLICT (brand_name, identification) DO UPDATE SET record = excluded.record, \
-                     services = excluded.services, accessibility = excluded.accessibility, \
-                     latitude = excluded.latitude, longitude = excluded.longitude",
-                )
+            many_rows::upsert_atms::<Sqlite>(&Self::SYNTAX, chunk)
                 .build()
                 .execute(&mut **transaction)
                 .await
@@ -177,23 +130,7 @@ impl SqlDialect for SqliteStore {
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
         let mut transaction = self.write().await?;
         for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
-            QueryBuilder::<Sqlite>::new(
-                "INSERT INTO issued_tokens \
-                 (jti, opaque_token, client_id, session_id, issued_at, expires_at, code_challenge) ",
-            )
-            .push_values(chunk, |mut row, token| {
-                row.push_bind(token.token_id.as_str())
-                    .push_bind(token.opaque_token.as_str())
-                    .push_bind(token.client_id.as_str())
-                    .push_bind(token.session.as_str())
-                    .push_bind(token.issued_at)
-                    .push_bind(token.expires_at)
-                    .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
-            })
-            .build()
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable)?;
+            many_rows::insert_tokens::<Sqlite>(chunk).build().execute(&mut *transaction).await.map_err(unavailable)?;
         }
         transaction.commit().await.map_err(unavailable)
     }

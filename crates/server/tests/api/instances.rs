@@ -32,22 +32,42 @@ where
     None
 }
 
-#[tokio::test]
-async fn a_revocation_made_through_the_cli_is_in_force_on_another_instance_at_once() {
-    let Some(first) = TestApp::builder().on_backend("postgres").settings(slow_poll).try_start().await else { return };
-    let second = TestApp::builder().on_store(&first.database_url).settings(slow_poll).start().await;
+/// A token issued by `first` and working on `second`, then revoked with the CLI: its
+/// session, and when the revocation was committed.
+async fn revoked_through_the_cli(first: &TestApp, second: &TestApp) -> (crate::helpers::Session, Instant) {
     let issued = first.authorize(&demo_authorize_query()).await;
     let sid = issued.headers()["sid"].to_str().unwrap().to_owned();
     let body: Value = issued.json().await.unwrap();
     let session = crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid };
     assert_eq!(second.wait_times(&session, &["00001"]).await.status(), 200, "a token from one works on another");
-
     let revoke = crate::binary::branch_atm_command()
         .args(["--database-url", &first.database_url, "tokens", "revoke", body["opaque_token"].as_str().unwrap()])
         .output()
         .unwrap();
     assert!(revoke.status.success(), "{}", String::from_utf8_lossy(&revoke.stderr));
-    let revoked = Instant::now();
+    (session, Instant::now())
+}
+
+/// How long after `since` `app` first served `minutes` for `branch`.
+async fn minutes_served_after(
+    app: &TestApp,
+    session: &crate::helpers::Session,
+    branch: &str,
+    minutes: &str,
+    since: Instant,
+) -> Option<Duration> {
+    held_after(since, || async {
+        let body: Value = app.wait_times(session, &[branch]).await.json().await.unwrap();
+        body["branches"][0]["timeTaken"] == minutes
+    })
+    .await
+}
+
+#[tokio::test]
+async fn a_revocation_made_through_the_cli_is_in_force_on_another_instance_at_once() {
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(slow_poll).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(slow_poll).start().await;
+    let (session, revoked) = revoked_through_the_cli(&first, &second).await;
     let refused = held_after(revoked, || async { second.wait_times(&session, &["00001"]).await.status() == 401 }).await;
     eprintln!("figure: a CLI revocation refused on another instance after {refused:?} (poll every {SLOW_POLL:?})");
     assert!(refused.is_some_and(|after| after < Duration::from_secs(1)), "in force at once: {refused:?}");
@@ -80,12 +100,7 @@ async fn a_wait_time_written_on_one_instances_store_is_served_by_another_at_once
     let upsert = "INSERT INTO branch_wait_times (branch_id, minutes, estimated_at) VALUES ('00009', 51, 1800000000) \
                   ON CONFLICT (branch_id) DO UPDATE SET minutes = excluded.minutes, estimated_at = excluded.estimated_at";
     assert_eq!(adapters::testing::execute_sql(&first.database_url, upsert).await, Ok(1));
-    let written = Instant::now();
-    let served = held_after(written, || async {
-        let body: Value = second.wait_times(&session, &["00009"]).await.json().await.unwrap();
-        body["branches"][0]["timeTaken"] == "51"
-    })
-    .await;
+    let served = minutes_served_after(&second, &session, "00009", "51", Instant::now()).await;
     eprintln!("figure: a plain-SQL wait time served by another instance after {served:?}");
     assert!(served.is_some_and(|after| after < Duration::from_secs(1)), "served at once: {served:?}");
 }
@@ -122,18 +137,7 @@ async fn on_mariadb_a_change_made_anywhere_is_in_force_on_another_instance_withi
     let second = TestApp::builder().on_store(&first.database_url).start().await;
     let interval = second.settings.refresh_interval;
     let session = first.session().await;
-    let issued = first.authorize(&demo_authorize_query()).await;
-    let sid = issued.headers()["sid"].to_str().unwrap().to_owned();
-    let body: Value = issued.json().await.unwrap();
-    let revoked_session = crate::helpers::Session { token: body["access_token"].as_str().unwrap().to_owned(), sid };
-    assert_eq!(second.wait_times(&revoked_session, &["00001"]).await.status(), 200);
-
-    let revoke = crate::binary::branch_atm_command()
-        .args(["--database-url", &first.database_url, "tokens", "revoke", body["opaque_token"].as_str().unwrap()])
-        .output()
-        .unwrap();
-    assert!(revoke.status.success(), "{}", String::from_utf8_lossy(&revoke.stderr));
-    let revoked = Instant::now();
+    let (revoked_session, revoked) = revoked_through_the_cli(&first, &second).await;
     let refused =
         held_after(revoked, || async { second.wait_times(&revoked_session, &["00001"]).await.status() == 401 }).await;
     eprintln!(
@@ -143,12 +147,7 @@ async fn on_mariadb_a_change_made_anywhere_is_in_force_on_another_instance_withi
 
     let update = "UPDATE branch_wait_times SET minutes = 52, estimated_at = 1800000000 WHERE branch_id = '00001'";
     assert_eq!(adapters::testing::execute_sql(&first.database_url, update).await, Ok(1));
-    let written = Instant::now();
-    let served = held_after(written, || async {
-        let body: Value = second.wait_times(&session, &["00001"]).await.json().await.unwrap();
-        body["branches"][0]["timeTaken"] == "52"
-    })
-    .await;
+    let served = minutes_served_after(&second, &session, "00001", "52", Instant::now()).await;
     eprintln!("figure: MariaDB: a plain-SQL wait time served by another instance after {served:?}");
     assert!(served.is_some_and(|after| after < interval + Duration::from_millis(500)), "within a poll: {served:?}");
 }
