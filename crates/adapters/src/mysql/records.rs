@@ -11,10 +11,8 @@ use domain::token::IssuedToken;
 use sqlx::{Executor as _, MySql, MySqlPool, QueryBuilder};
 
 use super::{MysqlStore, unavailable};
-use crate::rows::{self, AtmRow};
 use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
 use crate::sql::{Meaning, Placeholders, SqlDialect, Syntax};
-use crate::store::AtmSet;
 
 /// Token records deleted per statement by a purge: each batch is its own short
 /// transaction, so a purge of millions of records never holds many row locks or one long
@@ -130,21 +128,8 @@ impl SqlDialect for MysqlStore {
         Ok(())
     }
 
-    #[tracing::instrument(skip(self))]
-    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
-        // One snapshot for both reads, so the set and its date belong together.
-        let mut transaction = self
-            .pool
-            .begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY")
-            .await
-            .map_err(unavailable)?;
-        let (last_updated,): (i64,) =
-            sqlx::query_as(Self::statements().atm_set_date).fetch_one(&mut *transaction).await.map_err(unavailable)?;
-        let found: Vec<AtmRow> =
-            sqlx::query_as(Self::statements().atms_in_order).fetch_all(&mut *transaction).await.map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)?;
-        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
-        Ok(AtmSet { atms, last_updated })
+    async fn begin_atm_read(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.pool.begin_with("START TRANSACTION WITH CONSISTENT SNAPSHOT, READ ONLY").await.map_err(unavailable)
     }
 
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]

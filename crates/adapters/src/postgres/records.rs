@@ -11,9 +11,8 @@ use domain::token::{CodeChallenge, IssuedToken};
 use sqlx::{Executor as _, PgPool, Postgres};
 
 use super::{PostgresStore, unavailable};
-use crate::rows::{self, AtmRow};
 use crate::sql::{Meaning, SqlDialect, Syntax};
-use crate::store::{AtmSet, ChangeFeed};
+use crate::store::ChangeFeed;
 
 /// Taken first by every write of the ATM set: two writers (two `atms import`s, or
 /// instances loading the demo set together) take turns instead of both emptying the
@@ -144,18 +143,10 @@ impl SqlDialect for PostgresStore {
         .map_err(unavailable)
     }
 
-    #[tracing::instrument(skip(self))]
-    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
-        // One snapshot for both reads, so the set and its date belong together.
+    async fn begin_atm_read(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY").await.map_err(unavailable)?;
-        let (last_updated,): (i64,) =
-            sqlx::query_as(Self::statements().atm_set_date).fetch_one(&mut *transaction).await.map_err(unavailable)?;
-        let found: Vec<AtmRow> =
-            sqlx::query_as(Self::statements().atms_in_order).fetch_all(&mut *transaction).await.map_err(unavailable)?;
-        transaction.commit().await.map_err(unavailable)?;
-        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
-        Ok(AtmSet { atms, last_updated })
+        Ok(transaction)
     }
 
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]

@@ -22,7 +22,7 @@ use domain::branch::WaitTimeEstimate;
 use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::IssuedToken;
 
-use crate::store::{AtmSet, ChangeFeed};
+use crate::store::ChangeFeed;
 
 pub(crate) mod many_rows;
 pub(crate) mod migrations;
@@ -120,9 +120,9 @@ pub(crate) trait SqlDialect: Send + Sync {
         keys: &[AtmKey],
     ) -> Result<(), StoreUnavailable>;
 
-    /// `ViewSource::atms` (and `AtmRecords::current`): the set and its date, which belong
-    /// together.
-    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable>;
+    /// Begins the read-only transaction `ViewSource::atms` (and `AtmRecords::current`) reads
+    /// the ATM set and its date in: one snapshot, so the two belong together.
+    async fn begin_atm_read(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
     /// `TokenArchive::record`: many rows, all or none, durable when it returns.
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable>;

@@ -25,8 +25,7 @@ macro_rules! shared_sql_records {
             use $crate::store::{AtmSet, ChangeFeed, KeyVault, Revisions, StoreLifecycle, ViewSource};
 
             impl $store {
-                /// The shared statements in this backend's syntax, rendered at first use;
-                /// its own code reads some of them too (the ATM set).
+                /// The shared statements in this backend's syntax, rendered at first use.
                 pub(crate) fn statements() -> &'static Statements {
                     static STATEMENTS: std::sync::LazyLock<Statements> =
                         std::sync::LazyLock::new(|| Statements::new(&<$store as SqlDialect>::SYNTAX));
@@ -54,6 +53,19 @@ macro_rules! shared_sql_records {
                     Err(sqlx::Error::Database(error)) if error.is_unique_violation() => Ok(false),
                     Err(error) => Err(unavailable(error)),
                 }
+            }
+
+            /// The ATM set and its date, read in `transaction` (a writer's, holding the set's
+            /// lock, or a reader's snapshot).
+            async fn read_atm_set(
+                transaction: &mut sqlx::Transaction<'static, <$store as SqlDialect>::Database>,
+            ) -> Result<AtmSet, StoreUnavailable> {
+                let (last_updated,): (i64,) =
+                    sqlx::query_as(sql().atm_set_date).fetch_one(&mut **transaction).await.map_err(unavailable)?;
+                let found: Vec<rows::AtmRow> =
+                    sqlx::query_as(sql().atms_in_order).fetch_all(&mut **transaction).await.map_err(unavailable)?;
+                let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+                Ok(AtmSet { atms, last_updated })
             }
 
             #[async_trait]
@@ -85,7 +97,11 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
-                    SqlDialect::atm_set(self).await
+                    // One snapshot for both reads, so the set and its date belong together.
+                    let mut transaction = SqlDialect::begin_atm_read(self).await?;
+                    let set = read_atm_set(&mut transaction).await?;
+                    transaction.commit().await.map_err(unavailable)?;
+                    Ok(set)
                 }
 
                 async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
@@ -248,7 +264,7 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
-                    SqlDialect::atm_set(self).await
+                    ViewSource::atms(self).await
                 }
 
                 #[tracing::instrument(skip_all)]
@@ -260,12 +276,8 @@ macro_rules! shared_sql_records {
                     let mut transaction = SqlDialect::begin_atm_edit(self).await?;
                     // Read in the transaction that holds the set's lock: what the last
                     // writer committed, and nothing can change it until this one ends.
-                    let (last_updated,): (i64,) =
-                        sqlx::query_as(sql().atm_set_date).fetch_one(&mut *transaction).await.map_err(unavailable)?;
-                    let found: Vec<rows::AtmRow> =
-                        sqlx::query_as(sql().atms_in_order).fetch_all(&mut *transaction).await.map_err(unavailable)?;
-                    let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
-                    let AtmSetEdit::Apply { upserts, removals } = plan(&AtmSet { atms, last_updated }) else {
+                    let stored = read_atm_set(&mut transaction).await?;
+                    let AtmSetEdit::Apply { upserts, removals } = plan(&stored) else {
                         return transaction.rollback().await.map_err(unavailable);
                     };
                     <$store as SqlDialect>::delete_atms(&mut transaction, &removals).await?;

@@ -10,10 +10,8 @@ use domain::token::IssuedToken;
 use sqlx::{Sqlite, SqlitePool};
 
 use super::{SqliteStore, unavailable};
-use crate::rows::{self, AtmRow};
 use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
 use crate::sql::{Meaning, SqlDialect, Syntax};
-use crate::store::AtmSet;
 
 impl SqliteStore {
     /// Begins a write transaction: `BEGIN IMMEDIATE` takes the write lock at once (so a
@@ -116,14 +114,10 @@ impl SqlDialect for SqliteStore {
         Ok(())
     }
 
-    #[tracing::instrument(skip(self))]
-    async fn atm_set(&self) -> Result<AtmSet, StoreUnavailable> {
-        let (last_updated,): (i64,) =
-            sqlx::query_as(Self::statements().atm_set_date).fetch_one(&self.pool).await.map_err(unavailable)?;
-        let found: Vec<AtmRow> =
-            sqlx::query_as(Self::statements().atms_in_order).fetch_all(&self.pool).await.map_err(unavailable)?;
-        let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
-        Ok(AtmSet { atms, last_updated })
+    /// A deferred transaction: its first read takes a snapshot of the WAL, which the
+    /// second read shares.
+    async fn begin_atm_read(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.pool.begin().await.map_err(unavailable)
     }
 
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
