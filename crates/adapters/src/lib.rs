@@ -1,7 +1,7 @@
 //! The world behind the domain's ports.
 //!
 //! This crate owns everything that talks to something outside the process or needs a
-//! library the domain must not know: the stores (SQLite and PostgreSQL through sqlx, and
+//! library the domain must not know: the stores (SQLite, PostgreSQL and MariaDB through sqlx, and
 //! one in memory), JWT signing and verification (jsonwebtoken, Ed25519 through aws-lc-rs),
 //! the system clock and the CSPRNG, and the file formats operators feed in. It depends on
 //! `domain` and never on the web layer.
@@ -17,9 +17,9 @@
 //! - one folder per store backend (`sqlite/`, `postgres/`, `memory/`, …), each registered
 //!   by one line of `store_backends!` at the end of this file; [`registry`] finds them by
 //!   URL scheme or name ([`BACKENDS`]). `docs/architecture.md`, "Adding a store", says how to add one.
-//! - `sql` — the SQL both SQL backends share, written once.
+//! - `sql` — the SQL the SQL backends share, written once and rendered in each dialect.
 //! - [`rows`] — rows to and from the domain's values, for every SQL backend.
-//! - [`store_copy`] — a whole store copied into an empty one (SQLite to PostgreSQL).
+//! - [`store_copy`] — a whole store copied into an empty one (of any backend into any other).
 //! - [`store_watch`] — whether the store answers, probed in the background for readiness.
 //! - [`redis_limits`] — request limits shared by every instance, counted in Redis.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.

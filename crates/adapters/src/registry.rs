@@ -72,7 +72,8 @@ pub(crate) use store_backends;
 impl Store {
     /// Opens the database named by `url`, on the backend registered for its scheme
     /// ([`crate::BACKENDS`]): `sqlite://path/to/file.db`, `postgres://user@host:port/database`
-    /// (also `postgresql://`), or `memory:NAME`.
+    /// (also `postgresql://`), `mysql://user:password@host:3306/database` (also
+    /// `mariadb://`), or `memory:NAME`.
     ///
     /// # Errors
     /// [`StoreUnavailable`] for an unsupported URL or a database that cannot be opened.

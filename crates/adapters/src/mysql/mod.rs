@@ -21,7 +21,7 @@ use std::time::Duration;
 
 use domain::ports::StoreUnavailable;
 use sqlx::mysql::{MySqlConnectOptions, MySqlDatabaseError, MySqlPoolOptions};
-use sqlx::{Executor as _, MySqlPool};
+use sqlx::{Connection as _, Executor as _, MySqlConnection, MySqlPool};
 
 use crate::registry::Backend;
 use crate::sql::{Meaning, shared_sql_records};
@@ -58,13 +58,27 @@ impl MysqlStore {
     ///
     /// # Errors
     /// [`StoreUnavailable`] if the URL is not a MariaDB URL, the server cannot be reached,
-    /// or the server would lose commits it acknowledged ([`durability_refusal`]).
+    /// or the server is not MariaDB or would lose commits it acknowledged ([`server_refusal`]).
     pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
         // sqlx's MySQL driver reads any scheme; `mariadb://` names the same server.
         let options = MySqlConnectOptions::from_str(url)
             .map_err(unavailable)?
             .charset("utf8mb4")
             .collation("utf8mb4_nopad_bin");
+        // The server's kind and settings first, on a connection of its own: the pool's
+        // connections set MariaDB's session variables, which another server refuses.
+        let mut first = MySqlConnection::connect_with(&options).await.map_err(unavailable)?;
+        let (version, flush, binary_log, sync_binlog): (String, i64, i64, i64) = sqlx::query_as(
+            "SELECT VERSION(), CAST(@@innodb_flush_log_at_trx_commit AS SIGNED), CAST(@@log_bin AS SIGNED), \
+             CAST(@@sync_binlog AS SIGNED)",
+        )
+        .fetch_one(&mut first)
+        .await
+        .map_err(unavailable)?;
+        let _ = first.close().await;
+        if let Some(refusal) = server_refusal(&version, flush, binary_log != 0, sync_binlog) {
+            return Err(StoreUnavailable::new(refusal));
+        }
         let pool = MySqlPoolOptions::new()
             .max_connections(POOL_SIZE)
             .acquire_timeout(CONNECT_WAIT)
@@ -74,29 +88,26 @@ impl MysqlStore {
             .connect_with(options)
             .await
             .map_err(unavailable)?;
-        let (flush, binary_log, sync_binlog): (i64, i64, i64) = sqlx::query_as(
-            "SELECT CAST(@@innodb_flush_log_at_trx_commit AS SIGNED), CAST(@@log_bin AS SIGNED), \
-             CAST(@@sync_binlog AS SIGNED)",
-        )
-        .fetch_one(&pool)
-        .await
-        .map_err(unavailable)?;
-        if let Some(refusal) = durability_refusal(flush, binary_log != 0, sync_binlog) {
-            pool.close().await;
-            return Err(StoreUnavailable::new(refusal));
-        }
         Ok(Self { pool })
     }
 }
 
-/// Why a server with these settings would lose commits it acknowledged, if it would: a
-/// token is answered only once its record is committed, and a commit must then survive
-/// the server's crash. InnoDB writes and flushes its log at each commit only with
-/// `innodb_flush_log_at_trx_commit = 1` (2 flushes once a second, 0 leaves it to the OS);
-/// with the binary log on, `sync_binlog = 1` keeps it in step, or a crash can lose
-/// commits from the log replicas and point-in-time recovery replay.
-pub(crate) fn durability_refusal(flush_log_at_trx_commit: i64, binary_log: bool, sync_binlog: i64) -> Option<String> {
-    if flush_log_at_trx_commit != 1 {
+/// Why this service will not run on a server of `version` with these settings, if it
+/// will not. A token is answered only once its record is committed, and a commit must
+/// then survive the server's crash: InnoDB writes and flushes its log at each commit only
+/// with `innodb_flush_log_at_trx_commit` 1 (or 3, which flushes at prepare too; 2 flushes
+/// once a second, 0 leaves it to the OS), and with the binary log on, `sync_binlog = 1`
+/// keeps the log in step, or a crash can lose commits from replicas and point-in-time
+/// recovery. The schema is MariaDB's (its collation, its generated columns): MySQL
+/// itself is refused by name rather than failing on a setting it lacks.
+pub(crate) fn server_refusal(version: &str, flush_log_at_trx_commit: i64, binary_log: bool, sync_binlog: i64) -> Option<String> {
+    if !version.contains("MariaDB") {
+        return Some(format!(
+            "the server at the database URL is not MariaDB (version {version}): this store's schema is MariaDB's; \
+             MySQL is not supported"
+        ));
+    }
+    if !matches!(flush_log_at_trx_commit, 1 | 3) {
         return Some(format!(
             "the MariaDB server would lose acknowledged commits in a crash: innodb_flush_log_at_trx_commit is \
              {flush_log_at_trx_commit}, and this service needs 1 (set it in the server's configuration)"
@@ -190,14 +201,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_server_that_would_lose_acknowledged_commits_is_named_with_the_setting_to_change() {
-        assert_eq!(durability_refusal(1, false, 0), None);
-        assert_eq!(durability_refusal(1, true, 1), None);
-        let lazy = durability_refusal(2, false, 0).unwrap();
+    fn a_server_that_would_lose_acknowledged_commits_or_is_not_mariadb_is_named_with_what_to_change() {
+        let mariadb = "10.11.19-MariaDB-0+deb12u1";
+        assert_eq!(server_refusal(mariadb, 1, false, 0), None);
+        assert_eq!(server_refusal(mariadb, 3, true, 1), None, "3 flushes at each commit too");
+        let lazy = server_refusal(mariadb, 2, false, 0).unwrap();
         assert!(lazy.contains("innodb_flush_log_at_trx_commit is 2") && !lazy.contains('\n'), "{lazy}");
-        assert!(durability_refusal(0, false, 0).unwrap().contains("is 0"));
-        let binlog = durability_refusal(1, true, 0).unwrap();
+        assert!(server_refusal(mariadb, 0, false, 0).unwrap().contains("is 0"));
+        let binlog = server_refusal(mariadb, 1, true, 0).unwrap();
         assert!(binlog.contains("sync_binlog is 0 with log_bin on"), "{binlog}");
+        let mysql = server_refusal("8.0.36", 1, true, 1).unwrap();
+        assert!(mysql.contains("not MariaDB (version 8.0.36)") && mysql.contains("MySQL is not supported"), "{mysql}");
     }
 
     #[test]
@@ -212,6 +226,21 @@ mod tests {
         for (number, state) in [(1205, "HY000"), (1213, "40001"), (1021, "HY000"), (1146, "42S02"), (1064, "42000"), (1040, "08004")] {
             assert!(!refuses_the_data(number, state), "{number}");
         }
+    }
+
+    /// `OPTIMIZE TABLE` answers a failed rebuild with rows, not an error: a scrub that did
+    /// not happen is an error, one that did is `Ok`.
+    #[tokio::test]
+    async fn a_scrub_that_did_not_rebuild_the_keys_table_is_an_error() {
+        use crate::store::{KeyVault, StoreLifecycle};
+        let Some(database) = crate::testing::TestDatabase::create(&TEST_SERVER, "MariaDB's scrub").await else {
+            return;
+        };
+        let store = MysqlStore::connect(&database.url).await.unwrap();
+        let missing = store.scrub().await.unwrap_err().to_string();
+        assert!(missing.contains("did not rebuild it") && missing.contains("Operation failed"), "{missing}");
+        store.migrate().await.unwrap();
+        store.scrub().await.unwrap();
     }
 
     /// What MariaDB refuses to hold is told as refused data, and a killed connection as

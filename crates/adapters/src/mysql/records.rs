@@ -37,6 +37,11 @@ const LOCK_ATM_SET: &str = "SELECT id FROM atm_set WHERE id = 1 FOR UPDATE";
 /// turns. Readers are never blocked (InnoDB's reads take no locks).
 const LOCK_WAIT_TIMES: &str = "SELECT revision FROM change_log WHERE topic = 'wait_times' FOR UPDATE";
 
+/// The row lock revocations take first: the counter their trigger moves for each token
+/// row, taken before any token row so that two revocations at once (a client's tokens
+/// and one of them) take turns instead of deadlocking.
+const LOCK_REVOCATIONS: &str = "SELECT revision FROM change_log WHERE topic = 'revocations' FOR UPDATE";
+
 /// The row lock key rotations take turns on, the same way.
 const LOCK_SIGNING_KEYS: &str = "SELECT revision FROM change_log WHERE topic = 'signing_keys' FOR UPDATE";
 
@@ -70,6 +75,10 @@ impl SqlDialect for MysqlStore {
 
     async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
         self.begin_holding(LOCK_SIGNING_KEYS).await
+    }
+
+    async fn begin_revocation(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.begin_holding(LOCK_REVOCATIONS).await
     }
 
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
@@ -168,6 +177,16 @@ impl SqlDialect for MysqlStore {
         // OPTIMIZE TABLE rebuilds an InnoDB table from its live rows (ALTER TABLE …
         // FORCE), so the old versions of a resealed key leave its pages. Copies already in
         // the redo or undo log, the binary log or a backup are beyond the service's reach.
-        self.pool.execute("OPTIMIZE TABLE signing_keys").await.map(drop).map_err(unavailable)
+        // It answers with rows, not an error, when the rebuild fails (a lock wait, a full
+        // disk): a scrub that did not happen must not be reported as done.
+        let said: Vec<(String, String, String, String)> =
+            sqlx::query_as("OPTIMIZE TABLE signing_keys").fetch_all(&self.pool).await.map_err(unavailable)?;
+        match said.last() {
+            Some((_, _, kind, text)) if kind == "status" && text == "OK" => Ok(()),
+            _ => {
+                let said: Vec<String> = said.into_iter().map(|(_, _, kind, text)| format!("{kind}: {text}")).collect();
+                Err(StoreUnavailable::new(format!("OPTIMIZE TABLE signing_keys did not rebuild it: {}", said.join("; "))))
+            }
+        }
     }
 }

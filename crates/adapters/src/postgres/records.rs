@@ -84,6 +84,11 @@ impl SqlDialect for PostgresStore {
         Ok(transaction)
     }
 
+    /// A plain transaction: the counter's trigger runs once, at the end of the statement.
+    async fn begin_revocation(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
+        self.pool.begin().await.map_err(unavailable)
+    }
+
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute(LOCK_WAIT_TIMES).await.map_err(unavailable)?;

@@ -90,6 +90,13 @@ pub(crate) trait SqlDialect: Send + Sync {
     /// rotations at once (two hosts' CLIs) must take turns, the second seeing the first's key.
     async fn begin_key_rotation(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
+    /// Begins the transaction a revocation of token records (`TokenArchive::revoke`,
+    /// `revoke_live_of`) runs in. Where the change counter's trigger runs for each row,
+    /// mid-statement (MariaDB), it takes the counter's row first: otherwise one revocation
+    /// holding the counter waits for a token row another holds while that one waits for
+    /// the counter, and the server ends one of them as a deadlock.
+    async fn begin_revocation(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
+
     /// Begins the transaction every write of wait times runs in (`WaitTimeRecords::upsert`
     /// and `edit`), holding the lock that makes writers of wait times take turns: an
     /// edit reads the rows inside it, so the second of two edits at once reads what the

@@ -403,25 +403,30 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
+                    let mut transaction = SqlDialect::begin_revocation(self).await?;
                     let changed = sqlx::query(sql().revoke_token)
                         .bind(now)
                         .bind(token_id.as_str())
-                        .execute(self.pool())
+                        .execute(&mut *transaction)
                         .await
                         .map_err(unavailable)?
                         .rows_affected();
+                    transaction.commit().await.map_err(unavailable)?;
                     Ok(changed == 1)
                 }
 
                 async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
-                    sqlx::query(sql().revoke_live_of)
+                    let mut transaction = SqlDialect::begin_revocation(self).await?;
+                    let revoked = sqlx::query(sql().revoke_live_of)
                         .bind(now)
                         .bind(client_id.as_str())
                         .bind(now)
-                        .execute(self.pool())
+                        .execute(&mut *transaction)
                         .await
-                        .map(|done| done.rows_affected())
-                        .map_err(unavailable)
+                        .map_err(unavailable)?
+                        .rows_affected();
+                    transaction.commit().await.map_err(unavailable)?;
+                    Ok(revoked)
                 }
 
                 async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {

@@ -60,6 +60,11 @@ impl SqlDialect for SqliteStore {
         self.write().await
     }
 
+    /// The write lock, as every write takes it (the one writer at a time).
+    async fn begin_revocation(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.write().await
+    }
+
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
         self.write_in_turn().await
     }
