@@ -90,14 +90,9 @@ impl SqlDialect for MysqlStore {
         transaction: &mut sqlx::Transaction<'static, MySql>,
         estimates: &[WaitTimeEstimate],
     ) -> Result<(), StoreUnavailable> {
-        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
-            many_rows::upsert_wait_times::<MySql>(&Self::SYNTAX, chunk)
-                .build()
-                .execute(&mut **transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(())
+        many_rows::write_in_chunks::<MySql, _>(&mut **transaction, estimates, |chunk| many_rows::upsert_wait_times(&Self::SYNTAX, chunk))
+            .await
+            .map_err(unavailable)
     }
 
     async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
@@ -109,14 +104,9 @@ impl SqlDialect for MysqlStore {
         transaction: &mut sqlx::Transaction<'static, MySql>,
         atms: &[StoredAtm],
     ) -> Result<(), StoreUnavailable> {
-        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            many_rows::upsert_atms::<MySql>(&Self::SYNTAX, chunk)
-                .build()
-                .execute(&mut **transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(())
+        many_rows::write_in_chunks::<MySql, _>(&mut **transaction, atms, |chunk| many_rows::upsert_atms(&Self::SYNTAX, chunk))
+            .await
+            .map_err(unavailable)
     }
 
     #[tracing::instrument(skip_all, fields(removals = keys.len()))]
@@ -144,9 +134,7 @@ impl SqlDialect for MysqlStore {
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
-        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
-            many_rows::insert_tokens::<MySql>(chunk).build().execute(&mut *transaction).await.map_err(unavailable)?;
-        }
+        many_rows::write_in_chunks::<MySql, _>(&mut *transaction, tokens, many_rows::insert_tokens).await.map_err(unavailable)?;
         // Durable when it returns: InnoDB flushes its log at each commit (the server's
         // settings are checked when the store is opened).
         transaction.commit().await.map_err(unavailable)

@@ -6,7 +6,7 @@
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::token::{CodeChallenge, IssuedToken};
-use sqlx::{Database, Encode, QueryBuilder, Type};
+use sqlx::{Database, Encode, Executor, IntoArguments, QueryBuilder, Type};
 
 use super::Syntax;
 
@@ -14,6 +14,24 @@ use super::Syntax;
 /// MariaDB's 65,535 bound parameters, and 500 ATM records of at most 16 KiB each below
 /// MariaDB's default `max_allowed_packet` (16 MiB).
 pub(crate) const ROWS_PER_STATEMENT: usize = 500;
+
+/// Runs the statement `statement` makes of each chunk of [`ROWS_PER_STATEMENT`] `rows`,
+/// in order, on `connection` (a backend's transaction).
+pub(crate) async fn write_in_chunks<DB, T>(
+    connection: &mut DB::Connection,
+    rows: &[T],
+    statement: impl Fn(&[T]) -> QueryBuilder<DB>,
+) -> Result<(), sqlx::Error>
+where
+    DB: Database,
+    DB::Arguments: IntoArguments<DB>,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+{
+    for chunk in rows.chunks(ROWS_PER_STATEMENT) {
+        statement(chunk).build().execute(&mut *connection).await?;
+    }
+    Ok(())
+}
 
 /// `column = <the value the INSERT proposed>, …` for an upsert's assignments.
 fn take_proposed(syntax: &Syntax, columns: &[&str]) -> String {

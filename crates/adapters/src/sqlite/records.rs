@@ -10,7 +10,7 @@ use domain::token::IssuedToken;
 use sqlx::{Sqlite, SqlitePool};
 
 use super::{SqliteStore, unavailable};
-use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
+use crate::sql::many_rows;
 use crate::sql::{Meaning, SqlDialect, Syntax};
 
 impl SqliteStore {
@@ -74,14 +74,9 @@ impl SqlDialect for SqliteStore {
         transaction: &mut sqlx::Transaction<'static, Sqlite>,
         estimates: &[WaitTimeEstimate],
     ) -> Result<(), StoreUnavailable> {
-        for chunk in estimates.chunks(ROWS_PER_STATEMENT) {
-            many_rows::upsert_wait_times::<Sqlite>(&Self::SYNTAX, chunk)
-                .build()
-                .execute(&mut **transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(())
+        many_rows::write_in_chunks::<Sqlite, _>(&mut **transaction, estimates, |chunk| many_rows::upsert_wait_times(&Self::SYNTAX, chunk))
+            .await
+            .map_err(unavailable)
     }
 
     async fn begin_atm_edit(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
@@ -93,14 +88,9 @@ impl SqlDialect for SqliteStore {
         transaction: &mut sqlx::Transaction<'static, Sqlite>,
         atms: &[StoredAtm],
     ) -> Result<(), StoreUnavailable> {
-        for chunk in atms.chunks(ROWS_PER_STATEMENT) {
-            many_rows::upsert_atms::<Sqlite>(&Self::SYNTAX, chunk)
-                .build()
-                .execute(&mut **transaction)
-                .await
-                .map_err(unavailable)?;
-        }
-        Ok(())
+        many_rows::write_in_chunks::<Sqlite, _>(&mut **transaction, atms, |chunk| many_rows::upsert_atms(&Self::SYNTAX, chunk))
+            .await
+            .map_err(unavailable)
     }
 
     #[tracing::instrument(skip_all, fields(removals = keys.len()))]
@@ -128,9 +118,7 @@ impl SqlDialect for SqliteStore {
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
         let mut transaction = self.write().await?;
-        for chunk in tokens.chunks(ROWS_PER_STATEMENT) {
-            many_rows::insert_tokens::<Sqlite>(chunk).build().execute(&mut *transaction).await.map_err(unavailable)?;
-        }
+        many_rows::write_in_chunks::<Sqlite, _>(&mut *transaction, tokens, many_rows::insert_tokens).await.map_err(unavailable)?;
         transaction.commit().await.map_err(unavailable)
     }
 
