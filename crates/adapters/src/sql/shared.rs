@@ -24,17 +24,11 @@ macro_rules! shared_sql_records {
             use $crate::sql::{SqlDialect, Statements};
             use $crate::store::{AtmSet, ChangeFeed, KeyVault, Revisions, StoreLifecycle, ViewSource};
 
-            impl $store {
-                /// The shared statements in this backend's syntax, rendered at first use.
-                pub(crate) fn statements() -> &'static Statements {
-                    static STATEMENTS: std::sync::LazyLock<Statements> =
-                        std::sync::LazyLock::new(|| Statements::new(&<$store as SqlDialect>::SYNTAX));
-                    &STATEMENTS
-                }
-            }
-
+            /// The shared statements in this backend's syntax, rendered at first use.
             fn sql() -> &'static Statements {
-                <$store>::statements()
+                static STATEMENTS: std::sync::LazyLock<Statements> =
+                    std::sync::LazyLock::new(|| Statements::new(&<$store as SqlDialect>::SYNTAX));
+                &STATEMENTS
             }
 
             /// A driver's error, as this backend reads it.
