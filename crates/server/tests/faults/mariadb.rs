@@ -36,9 +36,14 @@ impl PrivateMariadb {
         let folder = tempfile::tempdir().map_err(|e| e.to_string())?;
         let port =
             std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).map_err(|e| e.to_string())?.port();
+        // Temporary files in the server's own folder: the system's /tmp is shared with
+        // every other test (a bootstrap once failed there, its temporary table gone).
+        let tmp = folder.path().join("tmp");
+        std::fs::create_dir(&tmp).map_err(|e| e.to_string())?;
         let made = Command::new(INSTALL_DB)
             .arg("--no-defaults")
             .arg(format!("--datadir={}", folder.path().join("data").display()))
+            .arg(format!("--tmpdir={}", tmp.display()))
             .args(["--user=root", "--skip-test-db", "--auth-root-authentication-method=normal"])
             .stdin(Stdio::null())
             .output()
@@ -66,6 +71,7 @@ impl PrivateMariadb {
             .arg(format!("--pid-file={}", self.folder.path().join("pid").display()))
             .arg(format!("--log-error={}", self.folder.path().join("server.log").display()))
             .arg(format!("--port={}", self.port))
+            .arg(format!("--tmpdir={}", self.folder.path().join("tmp").display()))
             .args(["--bind-address=127.0.0.1", "--user=root", "--skip-grant-tables", "--innodb-buffer-pool-size=32M"])
             .stdin(Stdio::null())
             .stdout(Stdio::null())
