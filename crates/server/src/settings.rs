@@ -62,10 +62,6 @@ pub const DEFAULT_MAX_STALENESS_MS: u64 = 10_000;
 /// Default drain period after SIGTERM: long enough for a load balancer that probes
 /// readiness every second or two to see it fail and stop sending (the fault issue).
 pub const DEFAULT_SHUTDOWN_DRAIN_MS: u64 = 5000;
-/// Default limit on the streams an HTTP/2 client may have open at once on one
-/// connection: RFC 9113 §6.5.2 recommends no less than 100, which nginx (128) and Apache
-/// (100) also use; an app's page makes a few requests at a time.
-pub const DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS: u32 = 100;
 /// Default age past which a branch's wait-time estimate is not served (answered as
 /// unknown): three missed runs of a feed every 15 minutes, and an hour's wait is already
 /// a guess. docs/decisions.md says why, and how the demo keeps answering.
@@ -197,10 +193,6 @@ pub struct ServeOptions {
     /// [default: all].
     #[arg(long, value_enum)]
     pub access_log: Option<AccessLog>,
-    /// Most streams an HTTP/2 client may have open at once on one connection (advertised
-    /// as SETTINGS_MAX_CONCURRENT_STREAMS; more are refused), 1 to 10000 [default: 100].
-    #[arg(long, value_name = "N")]
-    pub http2_max_concurrent_streams: Option<u32>,
 }
 
 /// The prefix of the environment variables that are settings.
@@ -347,8 +339,6 @@ pub struct Settings {
     pub metrics_listen: Option<SocketAddr>,
     /// Which requests the access log writes.
     pub access_log: AccessLog,
-    /// Most concurrent HTTP/2 streams per connection.
-    pub http2_max_concurrent_streams: u32,
 }
 
 impl Settings {
@@ -562,11 +552,6 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
     if shutdown_drain_ms > 600_000 {
         return Err(SettingsError("shutdown-drain-ms must be from 0 to 600000".into()));
     }
-    let http2_max_concurrent_streams =
-        options.http2_max_concurrent_streams.unwrap_or(DEFAULT_HTTP2_MAX_CONCURRENT_STREAMS);
-    if !(1..=10_000).contains(&http2_max_concurrent_streams) {
-        return Err(SettingsError("http2-max-concurrent-streams must be from 1 to 10000".into()));
-    }
     Ok(Settings {
         database_url: SecretString::from(database_url),
         listen,
@@ -589,7 +574,6 @@ fn serve_settings(database_url: &str, options: ServeOptions) -> Result<Settings,
         redis_url: options.redis_url.map(SecretString::from),
         metrics_listen: options.metrics_listen,
         access_log: options.access_log.unwrap_or_default(),
-        http2_max_concurrent_streams,
     })
 }
 

@@ -546,7 +546,6 @@ impl Application {
         .disable_signals()
         .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
         .client_request_timeout(settings.client_request_timeout)
-        .h2_max_concurrent_streams(settings.http2_max_concurrent_streams)
         .tls_handshake_timeout(TLS_HANDSHAKE_TIMEOUT)
         .max_connection_rate(MAX_PENDING_TLS_HANDSHAKES)
         .backlog(LISTEN_BACKLOG);
