@@ -21,7 +21,9 @@
 //! - [`rows`] — rows to and from the domain's values, for every SQL backend.
 //! - [`store_copy`] — a whole store copied into an empty one (of any backend into any other).
 //! - [`store_watch`] — whether the store answers, probed in the background for readiness.
-//! - [`redis_limits`] — request limits shared by every instance, counted in Redis.
+//! - [`local_limits`] — request limits counted by this instance (GCRA in memory);
+//!   [`redis_limits`] — shared by every instance, counted in Redis, this instance's own
+//!   count standing in while Redis cannot answer. Both are `domain::ports::RequestLimiter`s.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
@@ -35,6 +37,7 @@
 pub mod formats;
 pub mod jwt;
 pub mod key_seal;
+pub mod local_limits;
 pub mod redis_limits;
 pub mod registry;
 pub mod rows;

@@ -6,10 +6,14 @@
 // Test code: a failed unwrap is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::num::NonZeroU32;
 use std::time::Duration;
 
 use adapters::redis_limits::RedisLimits;
-use domain::ports::{LimitCheck, SharedLimits};
+use domain::client::ClientId;
+use domain::limits::{Limit, LimitCheck, LimitError, LimitExceeded, Rate, RateLimits};
+use domain::ports::RequestLimiter as _;
+use domain::token::SessionId;
 
 fn redis_url() -> Option<String> {
     match std::env::var("TEST_REDIS_URL") {
@@ -24,38 +28,51 @@ fn redis_url() -> Option<String> {
     }
 }
 
-fn check(limit: &'static str, key: &str, per_second: u32, burst: u32) -> LimitCheck {
-    LimitCheck { limit, key: key.to_owned(), per_second, burst }
+fn rate(per_second: u32, burst: u32) -> Rate {
+    Rate { per_second: NonZeroU32::new(per_second).unwrap(), burst: NonZeroU32::new(burst).unwrap() }
 }
 
 fn fresh_key() -> String {
     uuid::Uuid::new_v4().simple().to_string()
 }
 
+fn session() -> SessionId {
+    SessionId::parse(&fresh_key()).unwrap()
+}
+
+fn client() -> ClientId {
+    ClientId::parse(&fresh_key()).unwrap()
+}
+
 #[tokio::test]
 async fn a_key_gets_its_burst_then_waits_for_the_rate() {
     let Some(url) = redis_url() else { return };
-    let limits = RedisLimits::new(&url).unwrap();
-    let key = fresh_key();
+    let limits = RedisLimits::new(&url, &RateLimits { per_session: rate(2, 5), ..RateLimits::unlimited() }).unwrap();
+    let session = session();
+    let checks = [LimitCheck::PerSession(&session)];
     for n in 0..5 {
-        assert_eq!(limits.admit(&[check("session", &key, 2, 5)]).await.unwrap(), None, "request {n} of the burst");
+        assert_eq!(limits.admit(&checks).await, Ok(()), "request {n} of the burst");
     }
-    let (limit, wait) = limits.admit(&[check("session", &key, 2, 5)]).await.unwrap().expect("refused past the burst");
-    assert_eq!(limit, "session");
+    let Err(LimitError::Exceeded(LimitExceeded { limit, wait })) = limits.admit(&checks).await else {
+        panic!("refused past the burst")
+    };
+    assert_eq!(limit, Limit::PerSession);
     assert!(wait > Duration::from_millis(300) && wait <= Duration::from_millis(500), "half a second at 2/s: {wait:?}");
     tokio::time::sleep(wait + Duration::from_millis(20)).await;
-    assert_eq!(limits.admit(&[check("session", &key, 2, 5)]).await.unwrap(), None, "admitted once the wait is over");
+    assert_eq!(limits.admit(&checks).await, Ok(()), "admitted once the wait is over");
 }
 
 #[tokio::test]
 async fn every_instance_counts_in_the_same_place() {
     let Some(url) = redis_url() else { return };
-    let (one, two) = (RedisLimits::new(&url).unwrap(), RedisLimits::new(&url).unwrap());
-    let key = fresh_key();
+    let rates = RateLimits { per_client: rate(1, 6), ..RateLimits::unlimited() };
+    let (one, two) = (RedisLimits::new(&url, &rates).unwrap(), RedisLimits::new(&url, &rates).unwrap());
+    let client = client();
+    let checks = [LimitCheck::PerClient(&client)];
     let mut admitted = 0;
     for n in 0..20 {
         let instance = if n % 2 == 0 { &one } else { &two };
-        if instance.admit(&[check("client", &key, 1, 6)]).await.unwrap().is_none() {
+        if instance.admit(&checks).await.is_ok() {
             admitted += 1;
         }
     }
@@ -65,21 +82,23 @@ async fn every_instance_counts_in_the_same_place() {
 #[tokio::test]
 async fn a_request_refused_by_a_narrow_limit_takes_nothing_from_the_wider_ones() {
     let Some(url) = redis_url() else { return };
-    let limits = RedisLimits::new(&url).unwrap();
-    let (flooder, user, client) = (fresh_key(), fresh_key(), fresh_key());
+    let rates = RateLimits { per_session: rate(1, 1), per_client: rate(1, 3), ..RateLimits::unlimited() };
+    let limits = RedisLimits::new(&url, &rates).unwrap();
+    let (flooder, user, client) = (session(), session(), client());
     for _ in 0..10 {
-        limits.admit(&[check("session", &flooder, 1, 1), check("client", &client, 1, 3)]).await.unwrap();
+        let _ = limits.admit(&[LimitCheck::PerSession(&flooder), LimitCheck::PerClient(&client)]).await;
     }
-    let answer = limits.admit(&[check("session", &user, 1, 1), check("client", &client, 1, 3)]).await.unwrap();
-    assert_eq!(answer, None, "the flooder's refused requests left the client's count with room");
+    let answer = limits.admit(&[LimitCheck::PerSession(&user), LimitCheck::PerClient(&client)]).await;
+    assert_eq!(answer, Ok(()), "the flooder's refused requests left the client's count with room");
 }
 
 #[tokio::test]
 async fn an_unreachable_redis_is_reported_within_a_bound_not_waited_for() {
     // A port nothing listens on (bound, then let go).
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
-    let limits = RedisLimits::new(&format!("redis://127.0.0.1:{port}")).unwrap();
+    let limits = RedisLimits::new(&format!("redis://127.0.0.1:{port}"), &RateLimits::unlimited()).unwrap();
     let asked = std::time::Instant::now();
-    assert!(limits.admit(&[check("session", "s", 1, 1)]).await.is_err());
+    let session = session();
+    assert!(matches!(limits.admit(&[LimitCheck::PerSession(&session)]).await, Err(LimitError::Unavailable(_))));
     assert!(asked.elapsed() < Duration::from_millis(500), "{:?}", asked.elapsed());
 }

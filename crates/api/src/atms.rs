@@ -12,11 +12,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::conditional::{not_modified, strong_tag};
 use crate::errors::bodies::ObieErrorBody as AtmError;
 use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, mime_json};
 use crate::request::{Query, authenticate, optional_uuid};
+use crate::{AppState, rate_limit};
 
 /// The query parameters read; others are ignored.
 const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
@@ -358,13 +358,13 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
 pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure<Atms>| ApiError::of(failure, &request);
-    let state = AppState::of(&request).map_err(|cause| fail(Failure::unwired(cause)))?;
+    let state = AppState::serving::<Atms>(&request)?;
 
     // 1. Extract: optional uuid, credentials, the client's rate, the query.
     let headers = request.headers();
     optional_uuid(headers).map_err(|bad| fail(bad.into()))?;
     let claims = authenticate(state.bearer.as_ref(), headers).await.map_err(|refusal| fail(refusal.into()))?;
-    state.limits.bearer(state.proxies.caller(&request), &claims).await.map_err(|over| fail(over.into()))?;
+    rate_limit::bearer_request(state, &request, &claims).await.map_err(|over| fail(over.into()))?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(|bad| fail(bad.into()))?;
     // 3. Call the use case: the set as served now. A page's bytes are a function of the

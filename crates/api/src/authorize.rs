@@ -8,10 +8,10 @@ use domain::token::{CodeChallenge, Scope};
 use serde::Serialize;
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::errors::bodies::TokenErrorBody as TokenError;
 use crate::errors::{ApiError, Authorize, BadRequest, Failure, Message, mime_json};
 use crate::request::{Query, require_uuid};
+use crate::{AppState, rate_limit};
 
 /// The only `response_type` served: a visitor token in the JSON body (docs/contract.md).
 const RESPONSE_TYPE: &str = "token";
@@ -183,15 +183,11 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
 pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure<Authorize>| ApiError::of(failure, &request);
-    let state = AppState::of(&request).map_err(|cause| fail(Failure::unwired(cause)))?;
+    let state = AppState::serving::<Authorize>(&request)?;
 
     // 1. Extract and 2. parse into domain values.
     let call = token_call(&request).map_err(|bad| fail(bad.into()))?;
-    state
-        .limits
-        .issue(state.proxies.caller(&request), &call.request.client_id)
-        .await
-        .map_err(|over| fail(over.into()))?;
+    rate_limit::token_request(state, &request, &call.request.client_id).await.map_err(|over| fail(over.into()))?;
     // 3. Call the use case.
     let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
     crate::observe::token_issued();

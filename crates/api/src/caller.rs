@@ -23,7 +23,7 @@ use serde::{Deserialize, Serialize};
 
 /// Which header the trusted proxies write the caller's address in. Only that one is
 /// read: a proxy passes the other through as the client sent it.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub enum ForwardedHeader {
     /// `X-Forwarded-For` (nginx, HAProxy, AWS and most load balancers).
@@ -31,6 +31,29 @@ pub enum ForwardedHeader {
     XForwardedFor,
     /// `Forwarded` (RFC 7239).
     Forwarded,
+}
+
+impl ForwardedHeader {
+    /// Each header by the name a setting gives it (the serde names above).
+    pub const NAMES: [(&'static str, Self); 2] =
+        [("x-forwarded-for", Self::XForwardedFor), ("forwarded", Self::Forwarded)];
+}
+
+/// A setting naming no forwarding header this service reads.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0:?} is not a forwarding header: x-forwarded-for or forwarded")]
+pub struct UnknownForwardedHeader(pub String);
+
+impl std::str::FromStr for ForwardedHeader {
+    type Err = UnknownForwardedHeader;
+
+    fn from_str(name: &str) -> Result<Self, Self::Err> {
+        Self::NAMES
+            .iter()
+            .find(|(known, _)| *known == name)
+            .map(|(_, header)| *header)
+            .ok_or_else(|| UnknownForwardedHeader(name.to_owned()))
+    }
 }
 
 /// The operator's proxies, whose forwarding header is believed.
@@ -180,6 +203,15 @@ mod tests {
         assert_eq!(trusted.caller_behind(ip("10.0.0.1"), &sent), ip("10.0.0.2"));
         let none = headers(&[]);
         assert_eq!(trusted.caller_behind(ip("10.0.0.1"), &none), ip("10.0.0.1"));
+    }
+
+    #[test]
+    fn a_setting_names_a_header_as_serde_does() {
+        for (name, header) in ForwardedHeader::NAMES {
+            assert_eq!(name.parse::<ForwardedHeader>(), Ok(header));
+            assert_eq!(serde_json::to_value(header).unwrap(), name);
+        }
+        assert!("X-Forwarded-For".parse::<ForwardedHeader>().is_err());
     }
 
     #[test]

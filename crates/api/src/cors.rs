@@ -10,7 +10,7 @@
 
 use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};
-use actix_web::{HttpRequest, HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 
 use crate::AppState;
 
@@ -39,7 +39,7 @@ pub async fn preflight(request: &HttpRequest, method: &Method) -> Option<HttpRes
     let headers = request.headers();
     let origin = headers.get(header::ORIGIN)?.to_str().ok()?;
     let asks_for = headers.get(header::ACCESS_CONTROL_REQUEST_METHOD)?;
-    let state = request.app_data::<web::Data<AppState>>()?;
+    let state = AppState::of(request).ok()?;
     if asks_for.as_bytes() != method.as_str().as_bytes() || !state.origins.any_client_allows(origin).await.ok()? {
         return None;
     }
@@ -62,7 +62,7 @@ pub async fn allowed_origin(request: &HttpRequest) -> Option<Option<HeaderValue>
     if request.method() == Method::OPTIONS || !OPERATIONS.contains(&request.path()) {
         return None;
     }
-    let state = request.app_data::<web::Data<AppState>>()?;
+    let state = AppState::of(request).ok()?;
     let allowed = match (crate::request::named_client(request), origin.to_str()) {
         (Some(client_id), Ok(origin)) => state.origins.client_allows(&client_id, origin).await.unwrap_or(false),
         _ => false,

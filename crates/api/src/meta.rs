@@ -4,11 +4,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use actix_web::http::header::{self, HeaderValue};
-use actix_web::{HttpResponse, web};
+use actix_web::{HttpRequest, HttpResponse};
 use domain::ports::ServingHealth;
 
 use crate::AppState;
-use crate::errors::mime_json;
+use crate::errors::{ApiError, Meta, mime_json};
 
 /// GET /api/.well-known/jwks.json: the public keys that verify access tokens (RFC 7517).
 #[utoipa::path(
@@ -19,11 +19,12 @@ use crate::errors::mime_json;
     summary = "Public keys that verify access tokens",
     responses((status = 200, description = "A JWK Set of Ed25519 keys (RFC 7517, RFC 8037).", content_type = "application/jwk-set+json", body = Object)),
 )]
-pub async fn jwks(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
+pub async fn jwks(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let state = AppState::serving::<Meta>(&request)?;
+    Ok(HttpResponse::Ok()
         .content_type(HeaderValue::from_static("application/jwk-set+json"))
         .insert_header((header::CACHE_CONTROL, state.jwks_cache_control.clone()))
-        .body(state.keys.key_set())
+        .body(state.keys.key_set()))
 }
 
 /// The authorization server's metadata (RFC 8414 §2) for the issuer `{public_base_url}/api`:
@@ -72,11 +73,12 @@ pub fn well_known_metadata_path(public_base_url: &str) -> String {
         headers(("Cache-Control" = String, description = "`public, max-age=<JWKS max-age>`.")),
         example = json!({"issuer": "https://api.example.mx/api", "authorization_endpoint": "https://api.example.mx/api/v1/authorize", "jwks_uri": "https://api.example.mx/api/.well-known/jwks.json", "revocation_endpoint": "https://api.example.mx/api/v1/revoke", "response_types_supported": ["token"], "scopes_supported": ["visitor"], "code_challenge_methods_supported": ["S256"]}))),
 )]
-pub async fn authorization_server(state: web::Data<AppState>) -> HttpResponse {
-    HttpResponse::Ok()
+pub async fn authorization_server(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let state = AppState::serving::<Meta>(&request)?;
+    Ok(HttpResponse::Ok()
         .content_type(mime_json())
         .insert_header((header::CACHE_CONTROL, state.jwks_cache_control.clone()))
-        .body(state.server_metadata.clone())
+        .body(state.server_metadata.clone()))
 }
 
 /// GET /api/health/live: the process answers.
@@ -157,15 +159,9 @@ impl Readiness {
         (status = 503, description = "The store does not answer (`unavailable`), or the service is stopping (`draining`).", body = Object, example = json!({"status": "unavailable"})),
     ),
 )]
-pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
-    let (mut response, body) = match state.readiness.status().await {
-        Ok(body) => (HttpResponse::Ok(), body),
-        Err(body) => (HttpResponse::ServiceUnavailable(), body),
-    };
-    response
-        .content_type(mime_json())
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .body(body)
+pub async fn ready(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let state = AppState::serving::<Meta>(&request)?;
+    Ok(health_answer(state.readiness.status().await))
 }
 
 /// GET /api/health/reads: the data held is current enough to answer reads and the
@@ -183,8 +179,14 @@ pub async fn ready(state: web::Data<AppState>) -> HttpResponse {
         (status = 503, description = "The data held is past --max-staleness-ms (`stale`), or the service is stopping (`draining`).", body = Object, example = json!({"status": "stale"})),
     ),
 )]
-pub async fn reads(state: web::Data<AppState>) -> HttpResponse {
-    let (mut response, body) = match state.readiness.reads_status() {
+pub async fn reads(request: HttpRequest) -> Result<HttpResponse, ApiError> {
+    let state = AppState::serving::<Meta>(&request)?;
+    Ok(health_answer(state.readiness.reads_status()))
+}
+
+/// A readiness answer: 200 with its status, or 503 with why not; never cached.
+fn health_answer(status: Result<&'static str, &'static str>) -> HttpResponse {
+    let (mut response, body) = match status {
         Ok(body) => (HttpResponse::Ok(), body),
         Err(body) => (HttpResponse::ServiceUnavailable(), body),
     };

@@ -12,7 +12,7 @@ use tracing::Instrument as _;
 
 use domain::client::ClientId;
 
-use crate::access_log::{AccessLine, AccessLog};
+use crate::access_log::{AccessLine, AccessWriter};
 use crate::correlation::{UUID_HEADER, valid_uuid_header};
 use crate::errors::ApiError;
 use crate::meta::Readiness;
@@ -42,6 +42,15 @@ pub fn docs_headers() -> DefaultHeaders {
         .add(("Cache-Control", "public, max-age=300"))
 }
 
+/// What [`observe`] needs beside the request: the readiness (to know the service is
+/// draining) and the access log, when one is written.
+pub struct Observer {
+    /// The service's readiness.
+    pub readiness: Arc<Readiness>,
+    /// Where access lines go; `None` writes none.
+    pub access: Option<Arc<dyn AccessWriter>>,
+}
+
 /// Runs each request in a span carrying its `uuid` (the correlation id), echoes a valid
 /// `uuid` as a response header, marks answers to browser pages for CORS
 /// ([`crate::cors`]), records its metrics, and writes its access line
@@ -49,14 +58,14 @@ pub fn docs_headers() -> DefaultHeaders {
 /// says `Connection: close`, so a keep-alive client sends its next request elsewhere
 /// instead of into a connection about to close.
 pub async fn observe(
-    readiness: Arc<Readiness>,
-    access: AccessLog,
+    observer: Arc<Observer>,
     request: ServiceRequest,
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
     let metrics = crate::observe::on();
-    let method = (metrics || access != AccessLog::Off).then(|| request.method().clone());
+    let access = observer.access.as_deref();
+    let method = (metrics || access.is_some()).then(|| request.method().clone());
     let uuid = valid_uuid_header(request.headers()).cloned();
     // The span carries the correlation id into whatever the request logs; a request
     // without one (health checks, most probes) has nothing to correlate and gets none.
@@ -67,8 +76,8 @@ pub async fn observe(
     let mut response = next.call(request).instrument(span).await?;
     // After the handler: the revocation form names its client in the body it read.
     let page = crate::cors::allowed_origin(response.request()).await;
-    let who = (access != AccessLog::Off)
-        .then(|| (crate::request::named_client(response.request()), caller_of(response.request())));
+    let who =
+        access.is_some().then(|| (crate::request::named_client(response.request()), caller_of(response.request())));
     if let Some(failure) = response.response().error().and_then(|error| error.as_error::<ApiError>()) {
         crate::observe::failure(failure, uuid.as_ref().and_then(|v| v.to_str().ok()));
     }
@@ -79,9 +88,9 @@ pub async fn observe(
         if metrics {
             crate::observe::request_done(&method, route.clone(), status, elapsed.as_secs_f64());
         }
-        if access.writes(status) {
+        if let Some(access) = access.filter(|access| access.records(status)) {
             let (client_id, caller) = who.unwrap_or_default();
-            AccessLine {
+            access.write(&AccessLine {
                 method: &method,
                 route: route.as_deref(),
                 status,
@@ -89,8 +98,7 @@ pub async fn observe(
                 uuid: uuid.as_ref().and_then(|v| v.to_str().ok()),
                 client_id: client_id.as_ref().map(ClientId::as_str),
                 caller,
-            }
-            .write();
+            });
         }
     }
     if let Some(uuid) = uuid {
@@ -99,7 +107,7 @@ pub async fn observe(
     if let Some(allowed) = page {
         crate::cors::expose(response.headers_mut(), allowed);
     }
-    if readiness.is_draining() {
+    if observer.readiness.is_draining() {
         response.response_mut().head_mut().set_connection_type(ConnectionType::Close);
     }
     Ok(response)
@@ -107,6 +115,6 @@ pub async fn observe(
 
 /// The caller's address: the peer, or what a trusted proxy reports.
 fn caller_of(request: &actix_web::HttpRequest) -> Option<std::net::IpAddr> {
-    let state = request.app_data::<actix_web::web::Data<crate::AppState>>()?;
+    let state = crate::AppState::of(request).ok()?;
     Some(state.proxies.caller(request))
 }

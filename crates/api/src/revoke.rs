@@ -8,11 +8,11 @@ use domain::services::revocation::RevocationOutcome;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::correlation::single_header;
 use crate::errors::bodies::OAuthErrorBody as OAuthError;
 use crate::errors::{ApiError, BadRequest, Failure, Message, Revoke};
 use crate::request::{ClientInBody, Query, optional_uuid, read_body};
+use crate::{AppState, rate_limit};
 
 /// The parameters this endpoint reads (RFC 7009 §2.1); others are ignored.
 const PARAMETERS: [&str; 3] = ["token", "client_id", "token_type_hint"];
@@ -90,17 +90,14 @@ async fn revocation_call(
 /// `invalid_request`, `invalid_client` or `unauthorized_client`; 429 and 503
 /// `temporarily_unavailable` with `Retry-After`. Requests count against the token
 /// requests' limits.
-pub async fn revoke(
-    request: HttpRequest,
-    payload: web::Payload,
-    state: web::Data<AppState>,
-) -> Result<HttpResponse, ApiError> {
+pub async fn revoke(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     let fail = |failure: Failure<Revoke>| ApiError::of(failure, &request);
+    let state = AppState::serving::<Revoke>(&request)?;
 
     // 1. Extract and 2. parse into domain values.
-    let (token, client_id) = revocation_call(&request, payload, &state).await.map_err(|bad| fail(bad.into()))?;
+    let (token, client_id) = revocation_call(&request, payload, state).await.map_err(|bad| fail(bad.into()))?;
     request.extensions_mut().insert(ClientInBody(client_id.clone()));
-    state.limits.issue(state.proxies.caller(&request), &client_id).await.map_err(|over| fail(over.into()))?;
+    rate_limit::token_request(state, &request, &client_id).await.map_err(|over| fail(over.into()))?;
     // 3. Call the use case.
     let outcome = state.revocation.revoke(&token, &client_id).await.map_err(|error| fail(error.into()))?;
     crate::observe::revocation(match outcome {

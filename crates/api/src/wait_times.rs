@@ -11,13 +11,13 @@ use domain::token::SessionId;
 use serde::Deserialize;
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
 use crate::errors::{ApiError, BadRequest, Failure, Message, WaitTimes, mime_json};
 use crate::request::{
     BUSINESS_CODE, CHANNEL_ID, CONTENT_TYPE, COUNTRY_CODE, SESSION_ID, accepts_json_header, authenticate,
     is_json_content_type, parsed_header, read_body, require_uuid, required_header,
 };
+use crate::{AppState, rate_limit};
 
 // Required fields are `Option`s so that a missing one is located here, at its own path,
 // rather than by serde at the object that lacks it (`branches[0]`); the schema still says
@@ -355,13 +355,13 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
 pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
     // The error context (language, uuid) is built only when an error is answered.
     let fail = |failure: Failure<WaitTimes>| ApiError::of(failure, &request);
-    let state = AppState::of(&request).map_err(|cause| fail(Failure::unwired(cause)))?;
+    let state = AppState::serving::<WaitTimes>(&request)?;
 
     // 1. Extract: correlation id and credentials first, then the other headers and body.
     let headers = request.headers();
     require_uuid(headers).map_err(|bad| fail(bad.into()))?;
     let claims = authenticate(state.bearer.as_ref(), headers).await.map_err(|refusal| fail(refusal.into()))?;
-    state.limits.bearer(state.proxies.caller(&request), &claims).await.map_err(|over| fail(over.into()))?;
+    rate_limit::bearer_request(state, &request, &claims).await.map_err(|over| fail(over.into()))?;
     let (scope, session) = headers_of(&request).map_err(|bad| fail(bad.into()))?;
     // 2. Domain values.
     let body = read_body(headers, payload, state.body_timeout).await.map_err(|bad| fail(bad.into()))?;

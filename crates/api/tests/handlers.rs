@@ -8,6 +8,7 @@
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use actix_web::body::MessageBody;
@@ -17,10 +18,11 @@ use actix_web::{App, test, web};
 use api::AppState;
 use api::caller::TrustedProxies;
 use api::meta::Readiness;
-use api::rate_limit::{Limits, Rate, RateLimits};
+use api::middleware::Observer;
 use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
-use domain::ports::{MockServingHealth, SigningFailed, StoreUnavailable};
+use domain::limits::{Admission, Limit, LimitCheck, LimitExceeded};
+use domain::ports::{MockServingHealth, RequestLimiter, SigningFailed, StoreUnavailable};
 use domain::services::atms::{AtmSnapshot, ListAtmsError, MockAtmInformation};
 use domain::services::authorize::{AuthorizeError, ClientRefusal, MockTokenIssuance};
 use domain::services::bearer::{BearerError, MockBearerAuthentication};
@@ -49,7 +51,9 @@ struct Mocks {
     wait_times: MockWaitTimeEnquiry,
     atms: MockAtmInformation,
     keys: MockKeyPublication,
-    limits: Option<RateLimits>,
+    /// Token requests past the first refused for their caller (else every request
+    /// admitted).
+    one_token_request: bool,
     /// Whether the store answers and whether the data held is current (both by default).
     health: Option<(bool, bool)>,
 }
@@ -88,7 +92,7 @@ impl Mocks {
             origins: Arc::new(origins),
             jwks_cache_control: HeaderValue::from_static("public, max-age=300"),
             readiness: Arc::new(Readiness::new(Arc::new(health))),
-            limits: Limits::new(&self.limits.unwrap_or_else(RateLimits::unlimited), None),
+            limits: Arc::new(Limiter { one_token_request: self.one_token_request, seen: AtomicBool::new(false) }),
             proxies: TrustedProxies::default(),
             public_base_url: "https://api.example.mx".to_owned(),
             body_timeout: Duration::from_secs(5),
@@ -98,11 +102,11 @@ impl Mocks {
     /// Sends `request` to the HTTP layer wired to these mocks, with its middleware.
     async fn call(self, request: test::TestRequest) -> Answer {
         let state = self.state();
-        let readiness = Arc::clone(&state.readiness);
+        let observer = Arc::new(Observer { readiness: Arc::clone(&state.readiness), access: None });
         let app = test::init_service(
             App::new()
                 .wrap(actix_web::middleware::from_fn(move |request, next| {
-                    api::middleware::observe(Arc::clone(&readiness), api::access_log::AccessLog::Off, request, next)
+                    api::middleware::observe(Arc::clone(&observer), request, next)
                 }))
                 .wrap(api::middleware::security_headers())
                 .app_data(state)
@@ -112,6 +116,24 @@ impl Mocks {
         )
         .await;
         answer(app.call(request.to_request()).await.unwrap()).await
+    }
+}
+
+/// The request limits: every request admitted, or token requests past the first
+/// refused for their caller.
+struct Limiter {
+    one_token_request: bool,
+    seen: AtomicBool,
+}
+
+impl RequestLimiter for Limiter {
+    fn admit<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Admission<'a> {
+        let token_request = checks.iter().any(|check| check.limit() == Limit::IssuePerCaller);
+        if self.one_token_request && token_request && self.seen.swap(true, Ordering::Relaxed) {
+            let wait = Duration::from_millis(300);
+            return Admission::decided(Err(LimitExceeded { limit: Limit::IssuePerCaller, wait }.into()));
+        }
+        Admission::decided(Ok(()))
     }
 }
 
@@ -216,10 +238,9 @@ async fn a_bad_request_or_a_limit_is_answered_before_any_use_case_is_called() {
     let (status, body, _) = Mocks::default().call(no_uuid).await;
     assert_eq!((status, body["code"].as_str(), body["location"].as_str()), (400, Some("invalidRequest"), Some("uuid")));
 
-    let one = Rate { per_second: std::num::NonZeroU32::MIN, burst: std::num::NonZeroU32::MIN };
     let mut mocks = Mocks::default();
     mocks.tokens.expect_authorize().times(1).returning(|_| Ok(grant()));
-    mocks.limits = Some(RateLimits { issue_per_caller: one, ..RateLimits::unlimited() });
+    mocks.one_token_request = true;
     let state = mocks.state();
     let app = test::init_service(App::new().app_data(state).configure(api::routes)).await;
     let first = app.call(test::TestRequest::get().uri(AUTHORIZE).insert_header(("uuid", UUID)).to_request()).await;
@@ -227,7 +248,7 @@ async fn a_bad_request_or_a_limit_is_answered_before_any_use_case_is_called() {
     let second = app.call(test::TestRequest::get().uri(AUTHORIZE).insert_header(("uuid", UUID)).to_request()).await;
     let (status, body, headers) = answer(second.unwrap()).await;
     assert_eq!((status, body["code"].as_str()), (429, Some("tooManyRequests")));
-    assert!(headers.contains_key("retry-after"));
+    assert_eq!(headers["retry-after"], "1", "whole seconds, rounded up");
 }
 
 fn revocation_post(form: &str) -> test::TestRequest {

@@ -18,6 +18,7 @@
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
 //! - [`demo`] — the demo data set.
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
+//! - [`limits`] — request limits: rates, the counts a request takes, a limiter's answer.
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
@@ -30,6 +31,7 @@ pub mod branch;
 pub mod client;
 pub mod demo;
 pub mod input;
+pub mod limits;
 pub mod ports;
 pub mod services;
 pub mod store_contents;

@@ -10,12 +10,13 @@
 //! - [`startup`] — `Application::builder(settings)` → `.build()` → `.port()` →
 //!   `.run_until_stopped()`; the operators' services; the only place things are wired.
 //! - [`commands`] — the operators' commands, one module per command group.
-//! - [`telemetry`] — logging; [`metrics`] — Prometheus metrics on a listener of their own.
+//! - [`telemetry`] — logging, and [`access_log`] its access lines; [`metrics`] — Prometheus metrics on a listener of their own.
 //! - [`probe`] — `health-check`: whether a running instance is ready.
 //! - [`memory`] — giving freed memory back to the system after a burst.
 //! - [`demo`] — the curl walk-through a first start prints.
 //! - [`errors`] — an error and its causes in one line.
 
+pub mod access_log;
 pub mod cli;
 pub mod commands;
 pub mod demo;

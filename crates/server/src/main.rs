@@ -35,7 +35,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
                 telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
             let served = serve(settings).await;
             // The workers have stopped: their last access lines go to the log writer.
-            api::access_log::flush();
+            server::access_log::flush();
             return served;
         }
         Some(command) => command,

@@ -20,12 +20,13 @@ use ipnet::IpNet;
 use secrecy::SecretString;
 use serde::{Deserialize, Serialize};
 
-use api::access_log::{AccessLog, LogFormat};
 use api::caller::ForwardedHeader;
-use api::rate_limit::{Rate, RateLimits};
 use domain::atm_catalog::{MAX_PAGE_BYTES, MAX_PAGE_SIZE, MAX_RECORD_BYTES};
+use domain::limits::{Rate, RateLimits};
 
+use crate::access_log::AccessLog;
 use crate::errors::one_line;
+use crate::telemetry::LogFormat;
 
 /// Default database: a SQLite file under `./data`, created on first start.
 pub const DEFAULT_DATABASE_URL: &str = "sqlite://data/branch-atm.db";
@@ -163,7 +164,7 @@ pub struct ServeOptions {
     pub trusted_proxies: Option<String>,
     /// The header the trusted proxies write the caller's address in; the other is
     /// ignored [default: x-forwarded-for].
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = forwarded_header())]
     pub forwarded_header: Option<ForwardedHeader>,
     /// Time a client has to send its request head before a 408, in ms [default: 5000].
     #[arg(long, value_name = "MS")]
@@ -193,6 +194,13 @@ pub struct ServeOptions {
     /// [default: all].
     #[arg(long, value_enum)]
     pub access_log: Option<AccessLog>,
+}
+
+/// `--forwarded-header`: one of the names [`ForwardedHeader`] reads, listed in the help.
+fn forwarded_header() -> impl clap::builder::TypedValueParser<Value = ForwardedHeader> {
+    use clap::builder::TypedValueParser as _;
+    clap::builder::PossibleValuesParser::new(ForwardedHeader::NAMES.map(|(name, _)| name))
+        .try_map(|name| name.parse::<ForwardedHeader>())
 }
 
 /// The prefix of the environment variables that are settings.

@@ -12,13 +12,14 @@ use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
-use adapters::redis_limits::RedisLimits;
+use adapters::local_limits::LocalLimits;
+use adapters::redis_limits::{RedisLimits, SharedOrLocal};
 use adapters::store::{Store, StoreLifecycle};
 use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
-use domain::ports::{Clock, IdGenerator, SharedLimits, StoreUnavailable, TokenLedger};
+use domain::ports::{Clock, IdGenerator, RequestLimiter, StoreUnavailable, TokenLedger};
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -38,15 +39,19 @@ use secrecy::ExposeSecret as _;
 use api::AppState;
 use api::caller::TrustedProxies;
 use api::meta::Readiness;
-use api::rate_limit::Limits;
+use api::middleware::Observer;
 
 use crate::settings::{Settings, TlsFiles};
 
-/// The Redis the request limits are counted in, when `--redis-url` names one.
-fn shared_limits(settings: &Settings) -> Result<Option<Arc<dyn SharedLimits>>, StartupError> {
-    let Some(url) = &settings.redis_url else { return Ok(None) };
-    let limits = RedisLimits::new(url.expose_secret()).map_err(|e| StartupError::Limits(e.to_string()))?;
-    Ok(Some(Arc::new(limits)))
+/// The request limits: counted by this instance, or in the Redis `--redis-url` names
+/// (by this instance while Redis cannot answer). The local count is returned too, for
+/// its sweeper ([`spawn_rate_limit_sweeper`]).
+fn request_limiter(settings: &Settings) -> Result<(Arc<dyn RequestLimiter>, Arc<LocalLimits>), StartupError> {
+    let local = Arc::new(LocalLimits::new(&settings.limits));
+    let Some(url) = &settings.redis_url else { return Ok((local.clone(), local)) };
+    let redis =
+        RedisLimits::new(url.expose_secret(), &settings.limits).map_err(|e| StartupError::Limits(e.to_string()))?;
+    Ok((Arc::new(SharedOrLocal::new(redis, local.clone())), local))
 }
 
 /// How long requests in flight may take to finish once the drain period is over (the
@@ -277,12 +282,12 @@ fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords,
 /// How often idle sessions, callers and clients are dropped from the limits' tables.
 const RATE_LIMIT_SWEEP: Duration = Duration::from_secs(60);
 
-fn spawn_rate_limit_sweeper(state: web::Data<AppState>) {
+fn spawn_rate_limit_sweeper(limits: Arc<LocalLimits>) {
     tokio::spawn(async move {
         let mut ticks = tokio::time::interval(RATE_LIMIT_SWEEP);
         loop {
             ticks.tick().await;
-            state.limits.forget_idle();
+            limits.forget_idle();
         }
     });
 }
@@ -468,6 +473,7 @@ impl Application {
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let metrics_clock = Arc::clone(&clock);
         let wait_time_max_age = i64::try_from(settings.wait_time_max_age.as_secs()).unwrap_or(i64::MAX);
+        let (limits, local_limits) = request_limiter(&settings)?;
         let state = web::Data::new(AppState {
             tokens: Arc::new(TokenService::new(
                 view.clone(),
@@ -494,12 +500,12 @@ impl Application {
             jwks_cache_control: HeaderValue::from_str(&format!("public, max-age={}", settings.jwks_max_age.as_secs()))
                 .unwrap_or(HeaderValue::from_static("no-cache")),
             readiness: Arc::clone(&readiness),
-            limits: Limits::new(&settings.limits, shared_limits(&settings)?),
+            limits,
             proxies: TrustedProxies::new(settings.trusted_proxies.clone(), settings.forwarded_header),
             public_base_url: settings.public_base_url.clone(),
             body_timeout: settings.client_request_timeout,
         });
-        spawn_rate_limit_sweeper(state.clone());
+        spawn_rate_limit_sweeper(local_limits);
         crate::memory::spawn_trimmer();
 
         let metrics = match settings.metrics_listen {
@@ -525,18 +531,15 @@ impl Application {
             None => None,
         };
 
-        let draining = Arc::clone(&readiness);
-        let access_log = settings.access_log;
-        if access_log != api::access_log::AccessLog::Off {
-            api::access_log::start_flushing();
-        }
+        let observer = Arc::new(Observer {
+            readiness: Arc::clone(&readiness),
+            access: crate::access_log::writer(settings.access_log),
+        });
         let well_known = api::well_known_routes(&settings.public_base_url);
         let mut server = HttpServer::new(move || {
-            let readiness = Arc::clone(&draining);
+            let observer = Arc::clone(&observer);
             App::new()
-                .wrap(from_fn(move |request, next| {
-                    api::middleware::observe(Arc::clone(&readiness), access_log, request, next)
-                }))
+                .wrap(from_fn(move |request, next| api::middleware::observe(Arc::clone(&observer), request, next)))
                 .wrap(api::middleware::security_headers())
                 .app_data(state.clone())
                 .configure(api::routes)

@@ -13,7 +13,18 @@ use tracing_subscriber::EnvFilter;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
 use tracing_subscriber::util::SubscriberInitExt as _;
 
-use api::access_log::LogFormat;
+use serde::{Deserialize, Serialize};
+
+/// How log lines are written: the access log's ([`crate::access_log`]) and every other
+/// line of the service.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Pretty,
+    /// One JSON object per line, for log shippers.
+    Json,
+}
 
 /// Where log lines go.
 #[derive(Debug, Clone, Copy)]
@@ -26,8 +37,14 @@ pub enum Sink {
 
 /// The service's log writer: lines go to a thread that writes them to stdout in batches,
 /// so no request waits on the terminal or the pipe (the access log writes here too,
-/// given it by [`init`]).
-static LOG_WRITER: OnceLock<NonBlocking> = OnceLock::new();
+/// [`log_writer`]), and the format of its lines.
+static LOG_WRITER: OnceLock<(NonBlocking, LogFormat)> = OnceLock::new();
+
+/// The service's log writer and the format of its lines, once [`init`] made them for
+/// the service (`Sink::Stdout`).
+pub fn log_writer() -> Option<(NonBlocking, LogFormat)> {
+    LOG_WRITER.get().cloned()
+}
 
 /// Messages the log writer holds before it drops new ones rather than make a request
 /// wait: a message is one log line, or one access-log batch of up to 16 KB, so this
@@ -36,7 +53,7 @@ const BUFFERED_MESSAGES: usize = 4096;
 
 /// Log messages dropped because the reader of stdout fell behind, since the start.
 pub fn dropped_log_messages() -> usize {
-    LOG_WRITER.get().map_or(0, |writer| writer.error_counter().dropped_lines())
+    LOG_WRITER.get().map_or(0, |(writer, _)| writer.error_counter().dropped_lines())
 }
 
 /// Installs the global subscriber. `format` defaults to pretty on a terminal and JSON
@@ -59,12 +76,11 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) -> Option<Worke
             .buffered_lines_limit(BUFFERED_MESSAGES)
             .thread_name("log-writer")
             .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()));
-        if LOG_WRITER.set(writer.clone()).is_ok() {
-            api::access_log::set_writer(writer, format);
+        if LOG_WRITER.set((writer, format)).is_ok() {
             guard = Some(flusher);
         }
     }
-    let stdout = || LOG_WRITER.get().cloned();
+    let stdout = || LOG_WRITER.get().map(|(writer, _)| writer.clone());
     let _ = match (format, sink, stdout()) {
         (LogFormat::Json, Sink::Stdout, Some(writer)) => {
             registry.with(fmt.json().with_current_span(true).with_span_list(false).with_writer(writer)).try_init()

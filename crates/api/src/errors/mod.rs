@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use domain::limits::LimitExceeded;
 use domain::services::atms::ListAtmsError;
 use domain::services::authorize::AuthorizeError;
 use domain::services::bearer::BearerError;
@@ -347,15 +348,6 @@ pub enum Unauthenticated {
     BadRequest(BadRequest),
 }
 
-/// A request over one of the request limits.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct LimitExceeded {
-    /// The limit (`session`, `caller`, `client`, `issue-caller`, `issue-client`).
-    pub limit: &'static str,
-    /// Whole seconds to wait, at least 1.
-    pub retry_after: u64,
-}
-
 /// Neither a route nor a method of one: 404 for an unknown path, 405 for a method the
 /// resource does not take.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -375,11 +367,17 @@ impl<Op> From<BadRequest> for Failure<Op> {
 impl<Op> From<LimitExceeded> for Failure<Op> {
     fn from(over: LimitExceeded) -> Self {
         Self {
-            retry_after: Some(over.retry_after),
+            retry_after: Some(whole_seconds(over.wait)),
             ..Self::new(StatusCode::TOO_MANY_REQUESTS, code::TOO_MANY_REQUESTS, Message::TooManyRequests)
-                .noted(Note::RateLimited(over.limit))
+                .noted(Note::RateLimited(over.limit.name()))
         }
     }
+}
+
+/// `Retry-After` is whole seconds: round up, and never 0 (that would invite a retry
+/// that is refused again).
+fn whole_seconds(wait: std::time::Duration) -> u64 {
+    (wait.as_secs_f64().ceil() as u64).max(1)
 }
 
 impl<Op> From<NoRoute> for Failure<Op> {

@@ -8,6 +8,7 @@ use super::StoreUnavailable;
 use crate::atm_catalog::AtmCatalog;
 use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
+use crate::limits::{Admission, LimitCheck};
 use crate::token::{AccessClaims, IssuedToken, TokenId};
 
 /// The registry of client applications.
@@ -168,41 +169,18 @@ pub trait ServingHealth: Send + Sync {
     fn can_serve_reads(&self) -> bool;
 }
 
-/// One request limit to count a request against: a sustained rate with bursts, for one
-/// key (a session, a caller address, a client id) of one kind of limit.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct LimitCheck {
-    /// Which limit (`session`, `caller`, `client`, `issue-caller`, `issue-client`): keys
-    /// of different limits never share a count.
-    pub limit: &'static str,
-    /// Whose count: the key within that limit.
-    pub key: String,
-    /// Requests a second, sustained.
-    pub per_second: u32,
-    /// Requests allowed at once above that.
-    pub burst: u32,
-}
-
-/// The shared request limits could not be consulted (unreachable, too slow).
-#[derive(Debug, thiserror::Error)]
-#[error("the shared request limits are unavailable: {0}")]
-pub struct SharedLimitsUnavailable(pub String);
-
-/// Request limits counted where every instance of the service counts them (Redis), so
-/// they hold across instances.
-#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
-#[async_trait]
-pub trait SharedLimits: Send + Sync {
+/// Counts requests against the request limits ([`crate::limits`]), in this instance or where every
+/// instance counts them (Redis), so they hold across instances.
+pub trait RequestLimiter: Send + Sync {
     /// Counts one request against each of `checks` in order (narrowest first), stopping
     /// at the first that refuses it, so a refused request takes nothing from the later,
-    /// wider limits. `None` when every limit admits it; else the limit that refused it
-    /// (its [`LimitCheck::limit`]) and how long to wait.
+    /// wider limits. A limiter counting in this process answers at once
+    /// (`Admission::decided`, nothing allocated); one asking elsewhere answers a future.
     ///
     /// # Errors
-    /// [`SharedLimitsUnavailable`] when the counts cannot be reached within a few
-    /// milliseconds; the caller then limits on its own.
-    async fn admit(
-        &self,
-        checks: &[LimitCheck],
-    ) -> Result<Option<(&'static str, std::time::Duration)>, SharedLimitsUnavailable>;
+    /// (Once awaited.) [`LimitError::Exceeded`](crate::limits::LimitError::Exceeded) with the limit that refused the request
+    /// and how long to wait; [`LimitError::Unavailable`](crate::limits::LimitError::Unavailable) when the counts cannot be
+    /// reached within a few milliseconds: the caller then counts elsewhere or admits,
+    /// never refuses everything.
+    fn admit<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Admission<'a>;
 }

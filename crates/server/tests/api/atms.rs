@@ -385,7 +385,7 @@ async fn errors_are_told_in_spanish_when_asked() {
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
     let app = TestApp::builder()
         .settings(|settings| {
-            let rate = api::rate_limit::Rate {
+            let rate = domain::limits::Rate {
                 per_second: std::num::NonZeroU32::new(1).unwrap(),
                 burst: std::num::NonZeroU32::new(2).unwrap(),
             };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use api::rate_limit::{Rate, RateLimits};
+use domain::limits::{Rate, RateLimits};
 use serde_json::Value;
 
 use crate::helpers::{CLIENT, Session, TestApp, UUID, assert_error, assert_token_error, demo_authorize_query};

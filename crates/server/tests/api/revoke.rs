@@ -151,7 +151,7 @@ async fn revocations_count_against_the_token_requests_limit() {
         .settings(|settings| {
             let one = std::num::NonZeroU32::MIN;
             settings.limits.issue_per_caller =
-                api::rate_limit::Rate { per_second: one, burst: std::num::NonZeroU32::new(3).unwrap() };
+                domain::limits::Rate { per_second: one, burst: std::num::NonZeroU32::new(3).unwrap() };
         })
         .start()
         .await;
