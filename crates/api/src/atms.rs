@@ -6,7 +6,7 @@ use std::time::{Duration, SystemTime};
 use actix_web::http::header::{self, HeaderValue, HttpDate};
 use actix_web::{HttpRequest, HttpResponse};
 use domain::atm::{Accessibility, AtmService};
-use domain::atm_catalog::{AtmQuery, GeoPoint, MAX_RADIUS_KM};
+use domain::atm_catalog::{AtmQuery, GeoPoint, MAX_RADIUS_KM, PageRequest};
 use domain::services::atms::AtmListing;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
@@ -106,9 +106,6 @@ struct Listing {
     query: AtmQuery,
     /// `latitude=…&longitude=…&…` in a fixed order, empty without filters.
     filters: String,
-    /// The `page` sent was not a page number (it is told with the last page's number,
-    /// which only the set knows; `query.page` is 1 meanwhile).
-    bad_page: bool,
 }
 
 /// The most a radius may be: half the Earth's circumference, every ATM in reach.
@@ -137,13 +134,7 @@ fn coordinate(
 
 fn listing_of(raw: &str) -> Result<Listing, BadRequest> {
     let query = Query::parse(raw, &PARAMETERS)?;
-    let page = match query.optional("page") {
-        None => Some(1),
-        Some(raw) => (!raw.is_empty() && raw.len() <= 9 && raw.bytes().all(|b| b.is_ascii_digit()))
-            .then(|| raw.parse::<u32>().ok())
-            .flatten()
-            .filter(|page| *page >= 1),
-    };
+    let page = query.optional("page").map_or(PageRequest::FIRST, PageRequest::parse);
     let mut filters = Vec::new();
     let near = match (query.optional("latitude"), query.optional("longitude")) {
         (None, None) => None,
@@ -188,11 +179,7 @@ fn listing_of(raw: &str) -> Result<Listing, BadRequest> {
             Ok::<_, BadRequest>(feature)
         })
         .transpose()?;
-    Ok(Listing {
-        query: AtmQuery { page: page.unwrap_or(1), near, radius_km, service, accessibility },
-        filters: filters.join("&"),
-        bad_page: page.is_none(),
-    })
+    Ok(Listing { query: AtmQuery { page, near, radius_km, service, accessibility }, filters: filters.join("&") })
 }
 
 /// A digest of what shapes a page's bytes beyond the set and the page: the service's
@@ -372,16 +359,13 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // representation (filters as written, base URL, version), so its strong tag is known
     // before the page is cut, and a caller's current copy costs no page (RFC 9110 §13.2.2).
     let snapshot = state.atms.snapshot().await.map_err(|error| fail(error.into()))?;
-    if listing.bad_page {
-        let last = snapshot.last_page(&listing.query);
-        return Err(fail(BadRequest::new("page", Message::PageRange(last)).into()));
-    }
+    snapshot.check_page(&listing.query).map_err(|error| fail(error.into()))?;
     let base = state.public_base_url.as_str();
     let tag = strong_tag((
         snapshot.fingerprint(),
         representation(base, &listing.filters),
         snapshot.page_size(),
-        listing.query.page,
+        listing.query.page.or_first(),
     ));
     let last_updated = snapshot.last_updated();
     let page = if not_modified(&request, &tag, last_updated) {
@@ -423,12 +407,11 @@ mod tests {
 
     #[test]
     fn pages_are_positive_decimal_numbers() {
-        assert_eq!(listing_of("page=3").unwrap().query.page, 3);
-        assert_eq!(listing_of("").unwrap().query.page, 1);
+        assert_eq!(listing_of("page=3").unwrap().query.page, PageRequest::number(3));
+        assert_eq!(listing_of("").unwrap().query.page, PageRequest::FIRST);
         for bad in ["page=0", "page=-1", "page=x", "page=1.0", "page=+2", "page=%201", "page=9999999999"] {
             let listing = listing_of(bad).unwrap();
-            assert!(listing.bad_page, "{bad}: told once the last page is known");
-            assert_eq!(listing.query.page, 1, "{bad}");
+            assert!(!listing.query.page.is_number(), "{bad}: told once the last page is known");
         }
     }
 

@@ -8,6 +8,7 @@
 //! sorting the set.
 
 use std::hash::{Hash as _, Hasher as _};
+use std::num::NonZeroU32;
 
 use rstar::primitives::GeomWithData;
 use rstar::{PointDistance as _, RTree};
@@ -51,11 +52,62 @@ fn squared_chord(km: f64) -> f64 {
     (2.0 * (angle / 2.0).sin()).powi(2)
 }
 
-/// What a listing asks for; every part already checked by the caller.
+/// The page a listing asks for, as the caller wrote it: a page number from 1, or a value
+/// that is none (`0`, `-1`, `x`). Either is refused past the set's last page, whose
+/// number only the set knows ([`PageRequest::within`], the one range check).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct PageRequest(Option<NonZeroU32>);
+
+impl PageRequest {
+    /// The first page.
+    pub const FIRST: Self = Self(Some(NonZeroU32::MIN));
+
+    /// Page `number`; 0 is no page.
+    pub fn number(number: u32) -> Self {
+        Self(NonZeroU32::new(number))
+    }
+
+    /// A page as a query writes it: decimal digits only, at most nine, from 1.
+    pub fn parse(raw: &str) -> Self {
+        let digits = !raw.is_empty() && raw.len() <= 9 && raw.bytes().all(|b| b.is_ascii_digit());
+        Self(digits.then(|| raw.parse().ok()).flatten().and_then(NonZeroU32::new))
+    }
+
+    /// Whether it is a page number (it may still be past the last page).
+    pub fn is_number(self) -> bool {
+        self.0.is_some()
+    }
+
+    /// The page number, or 1 for a value that is none (for cutting and tagging what
+    /// [`Self::within`] then refuses).
+    pub fn or_first(self) -> u32 {
+        self.0.map_or(1, NonZeroU32::get)
+    }
+
+    /// The page number, when it is one of `last_page` pages.
+    ///
+    /// # Errors
+    /// [`PageOutOfRange`] past the last page, or when it is no page number.
+    pub fn within(self, last_page: u32) -> Result<u32, PageOutOfRange> {
+        match self.0 {
+            Some(page) if page.get() <= last_page => Ok(page.get()),
+            page => Err(PageOutOfRange { page: page.map_or(0, NonZeroU32::get), last_page }),
+        }
+    }
+}
+
+impl Default for PageRequest {
+    fn default() -> Self {
+        Self::FIRST
+    }
+}
+
+/// What a listing asks for; every part but the page's range already checked by the
+/// caller.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct AtmQuery {
-    /// 1-based page number.
-    pub page: u32,
+    /// The page.
+    pub page: PageRequest,
     /// Sort by distance from here, nearest first (ATMs without coordinates are left out).
     pub near: Option<GeoPoint>,
     /// Only ATMs within this many km of `near`.
@@ -122,11 +174,11 @@ pub struct AtmPage {
     pub last_page: u32,
 }
 
-/// The requested page is past the last one.
+/// The requested page is past the last one, or no page number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
-#[error("page {page} is past the last page, {last_page}")]
+#[error("page {page} is not one of pages 1 to {last_page}")]
 pub struct PageOutOfRange {
-    /// The page asked for.
+    /// The page asked for (0 when it was no page number).
     pub page: u32,
     /// The last page there is.
     pub last_page: u32,
@@ -303,7 +355,7 @@ impl AtmCatalog {
     /// [`PageOutOfRange`] past the last page (page 1 always exists).
     pub fn page(&self, query: &AtmQuery, page_size: usize) -> Result<AtmPage, PageOutOfRange> {
         let page_size = page_size.max(1);
-        let offset = (query.page.max(1) as usize - 1).saturating_mul(page_size);
+        let offset = (query.page.or_first() as usize - 1).saturating_mul(page_size);
         let (total, hits) = match query.near {
             None => {
                 let total = if query.filters() {
@@ -379,10 +431,8 @@ impl AtmCatalog {
         };
         let last_page = total.div_ceil(page_size).max(1);
         let last_page = u32::try_from(last_page).unwrap_or(u32::MAX);
-        if query.page > last_page {
-            return Err(PageOutOfRange { page: query.page, last_page });
-        }
-        Ok(AtmPage { hits, total, page: query.page, last_page })
+        let page = query.page.within(last_page)?;
+        Ok(AtmPage { hits, total, page, last_page })
     }
 }
 
@@ -406,6 +456,17 @@ fn sized(hits: impl Iterator<Item = Hit>, expected: usize) -> Vec<Hit> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_page_is_decimal_digits_from_1_and_refused_past_the_last() {
+        assert_eq!(PageRequest::parse("3"), PageRequest::number(3));
+        for none in ["0", "-1", "x", "1.0", "+2", " 1", "9999999999", ""] {
+            assert!(!PageRequest::parse(none).is_number(), "{none:?}");
+            assert_eq!(PageRequest::parse(none).within(4), Err(PageOutOfRange { page: 0, last_page: 4 }));
+        }
+        assert_eq!(PageRequest::number(4).within(4), Ok(4));
+        assert_eq!(PageRequest::number(5).within(4), Err(PageOutOfRange { page: 5, last_page: 4 }));
+    }
 
     fn atm(id: &str, services: &[&str], at: Option<(&str, &str)>) -> serde_json::Value {
         let mut record = serde_json::json!({
@@ -474,10 +535,10 @@ mod tests {
     #[test]
     fn the_listing_is_in_brand_then_identification_order_across_pages() {
         let catalog = catalog();
-        let first = catalog.page(&AtmQuery { page: 1, ..AtmQuery::default() }, 3).unwrap();
+        let first = catalog.page(&AtmQuery { page: PageRequest::number(1), ..AtmQuery::default() }, 3).unwrap();
         assert_eq!(ids(&catalog, &first), ["A1", "A2", "A3"]);
         assert_eq!((first.total, first.last_page), (4, 2));
-        let second = catalog.page(&AtmQuery { page: 2, ..AtmQuery::default() }, 3).unwrap();
+        let second = catalog.page(&AtmQuery { page: PageRequest::number(2), ..AtmQuery::default() }, 3).unwrap();
         assert_eq!(ids(&catalog, &second), ["Z2"]);
         assert_eq!(catalog.brand_of(second.hits[0].entry), Some("Zeta"));
     }
@@ -486,10 +547,11 @@ mod tests {
     fn a_page_past_the_last_is_out_of_range_but_page_one_always_exists() {
         let catalog = catalog();
         assert_eq!(
-            catalog.page(&AtmQuery { page: 3, ..AtmQuery::default() }, 3),
+            catalog.page(&AtmQuery { page: PageRequest::number(3), ..AtmQuery::default() }, 3),
             Err(PageOutOfRange { page: 3, last_page: 2 })
         );
-        let nothing = AtmQuery { page: 1, service: Some(AtmService::ChequeDeposits), ..AtmQuery::default() };
+        let nothing =
+            AtmQuery { page: PageRequest::number(1), service: Some(AtmService::ChequeDeposits), ..AtmQuery::default() };
         let empty = catalog.page(&nothing, 3).unwrap();
         assert_eq!((empty.total, empty.last_page, empty.hits.len()), (0, 1, 0));
     }
@@ -498,7 +560,9 @@ mod tests {
     fn near_me_sorts_by_distance_and_reports_metres() {
         let catalog = catalog();
         let zocalo = GeoPoint::new(19.4326, -99.1332).unwrap();
-        let page = catalog.page(&AtmQuery { page: 1, near: Some(zocalo), ..AtmQuery::default() }, 10).unwrap();
+        let page = catalog
+            .page(&AtmQuery { page: PageRequest::number(1), near: Some(zocalo), ..AtmQuery::default() }, 10)
+            .unwrap();
         assert_eq!(ids(&catalog, &page), ["A1", "A2", "Z2"], "no coordinates, no place in a near-me listing");
         assert_eq!(page.hits[0].distance_m, Some(0));
         let to_angel = page.hits[1].distance_m.unwrap();
@@ -526,7 +590,7 @@ mod tests {
         let first = catalog.page(query, page_size).unwrap();
         let (mut ids_seen, mut metres) = (Vec::new(), Vec::new());
         for page in 1..=first.last_page {
-            let cut = catalog.page(&AtmQuery { page, ..query.clone() }, page_size).unwrap();
+            let cut = catalog.page(&AtmQuery { page: PageRequest::number(page), ..query.clone() }, page_size).unwrap();
             assert_eq!(cut.total, first.total);
             ids_seen.extend(ids(catalog, &cut));
             metres.extend(cut.hits.iter().map(|hit| hit.distance_m.unwrap()));
@@ -541,8 +605,13 @@ mod tests {
             [(300, 3.0, None), (300, 50.0, Some(AtmService::Balance)), (3000, 50.0, None), (3000, 2.0, None)]
         {
             let catalog = grid(count);
-            let query =
-                AtmQuery { page: 1, near: Some(zocalo), radius_km: Some(radius_km), service, ..AtmQuery::default() };
+            let query = AtmQuery {
+                page: PageRequest::number(1),
+                near: Some(zocalo),
+                radius_km: Some(radius_km),
+                service,
+                ..AtmQuery::default()
+            };
             let (paged, metres) = all_pages(&catalog, &query, 7);
             let unbounded = all_pages(&catalog, &AtmQuery { radius_km: None, ..query.clone() }, 7);
             let within = unbounded.1.iter().filter(|&&m| m as f64 <= radius_km * 1000.0 + 1.0).count();
@@ -560,7 +629,8 @@ mod tests {
     fn radius_and_service_filters_narrow_the_total_too() {
         let catalog = catalog();
         let zocalo = GeoPoint::new(19.4326, -99.1332).unwrap();
-        let within_10_km = AtmQuery { page: 1, near: Some(zocalo), radius_km: Some(10.0), ..AtmQuery::default() };
+        let within_10_km =
+            AtmQuery { page: PageRequest::number(1), near: Some(zocalo), radius_km: Some(10.0), ..AtmQuery::default() };
         let page = catalog.page(&within_10_km, 10).unwrap();
         assert_eq!((ids(&catalog, &page), page.total), (vec!["A1".to_owned(), "A2".to_owned()], 2));
         let balance = AtmQuery { service: Some(AtmService::Balance), ..within_10_km };

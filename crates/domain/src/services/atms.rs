@@ -6,13 +6,13 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 
-use crate::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, PageOutOfRange};
+use crate::atm_catalog::{AtmCatalog, AtmPage, AtmQuery, PageOutOfRange, PageRequest};
 use crate::ports::{AtmDirectory, StoreUnavailable};
 
 /// Why no page was returned; one variant, one status.
 #[derive(Debug, thiserror::Error)]
 pub enum ListAtmsError {
-    /// The page is past the last one (400).
+    /// The page is past the last one, or no page number (400).
     #[error(transparent)]
     PageOutOfRange(#[from] PageOutOfRange),
     /// The ATM set cannot be read or vouched for (503).
@@ -55,11 +55,25 @@ impl AtmSnapshot {
     /// caller which pages there are.
     pub fn last_page(&self, query: &AtmQuery) -> u32 {
         // Past any page: the catalog answers with the last one's number.
-        let past = AtmQuery { page: u32::MAX, ..query.clone() };
+        let past = AtmQuery { page: PageRequest::number(u32::MAX), ..query.clone() };
         match self.catalog.page(&past, self.page_size) {
             Ok(page) => page.last_page,
             Err(out_of_range) => out_of_range.last_page,
         }
+    }
+
+    /// Refuses at once a page that is no page number, with the last page's number for
+    /// `query`'s filters ([`PageRequest::within`]): before the caller's validators are
+    /// compared, so no such request is answered 304. A number past the last page is
+    /// refused when the page is cut ([`Self::page`]).
+    ///
+    /// # Errors
+    /// [`ListAtmsError::PageOutOfRange`] for a page that is no page number.
+    pub fn check_page(&self, query: &AtmQuery) -> Result<(), ListAtmsError> {
+        if !query.page.is_number() {
+            query.page.within(self.last_page(query))?;
+        }
+        Ok(())
     }
 
     /// The page `query` asks for.
@@ -167,7 +181,7 @@ mod tests {
     }
 
     fn page(n: u32) -> AtmQuery {
-        AtmQuery { page: n, ..AtmQuery::default() }
+        AtmQuery { page: PageRequest::number(n), ..AtmQuery::default() }
     }
 
     #[tokio::test]
@@ -185,6 +199,8 @@ mod tests {
         assert_eq!((first.total(), first.number(), first.last_page()), (0, 1, 1));
         assert!(matches!(snapshot.page(&page(2)), Err(ListAtmsError::PageOutOfRange(_))));
         assert_eq!(snapshot.last_page(&page(7)), 1);
+        assert!(snapshot.check_page(&page(7)).is_ok(), "a page number past the last is refused when cut");
+        assert!(matches!(snapshot.check_page(&page(0)), Err(ListAtmsError::PageOutOfRange(_))));
     }
 
     #[tokio::test]
