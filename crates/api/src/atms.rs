@@ -35,69 +35,59 @@ const CACHE_CONTROL: &str = "private, max-age=60, must-revalidate";
 
 /// The ATM list response, as documented (the body is written from ready JSON by
 /// [`render`]; the black-box tests validate real bodies against this schema).
-#[allow(dead_code)]
 #[derive(ToSchema)]
 #[schema(as = AtmListResponse)]
-pub(crate) struct AtmListSchema {
-    meta: AtmMetaSchema,
-    /// ATMs by brand, in page order; near-me pages group consecutive ATMs of one brand.
-    data: Vec<AtmBrandSchema>,
-    link: AtmLinksSchema,
+pub(crate) struct AtmListResponse<'a> {
+    meta: AtmMeta<'a>,
+    /// The page's ATMs, each in its stored record, in runs of one brand: `AtmBrand` and
+    /// `ATM` in the document are the reference file's (`openapi::document`).
+    #[schema(schema_with = brand_runs)]
+    data: &'a AtmListing,
+    link: AtmLinks,
 }
 
-#[allow(dead_code)]
+/// The schema of the answer's `data`.
+fn brand_runs() -> utoipa::openapi::schema::Array {
+    utoipa::openapi::schema::ArrayBuilder::new()
+        .items(utoipa::openapi::Ref::from_schema_name("AtmBrand"))
+        .description(Some("ATMs by brand, in page order; near-me pages group consecutive ATMs of one brand."))
+        .build()
+}
+
+// The answer's `meta`. (No doc comment on these two: it would be the schema's
+// description, which the document has never had.)
 #[derive(ToSchema)]
-#[schema(as = AtmMeta)]
-pub(crate) struct AtmMetaSchema {
+pub(crate) struct AtmMeta<'a> {
     /// When the ATM set was last replaced.
-    #[schema(rename = "LastUpdated", format = DateTime)]
-    last_updated: String,
+    #[schema(rename = "LastUpdated", value_type = String, format = DateTime)]
+    last_updated: &'a str,
     /// How many ATMs match the request, over all pages.
     #[schema(rename = "TotalResults", minimum = 0)]
     total_results: u64,
     /// `TBC` until the bank publishes its licence text.
-    #[schema(rename = "Agreement", example = "TBC")]
-    agreement: String,
+    #[schema(rename = "Agreement", value_type = String, example = "TBC")]
+    agreement: &'static str,
 }
 
-#[allow(dead_code)]
+// The answer's `link`: the pages it links to, written as absolute links that keep the
+// listing's filters (`write_link`).
 #[derive(ToSchema)]
-#[schema(as = AtmBrand)]
-pub(crate) struct AtmBrandSchema {
-    /// The brand.
-    #[schema(rename = "BrandName", min_length = 1, max_length = 140)]
-    brand_name: String,
-    /// Its ATMs on this page (UK Open Banking ATM 2.3 records).
-    #[schema(rename = "ATM", min_items = 1)]
-    atm: Vec<AtmRecordSchema>,
-}
-
-/// Stands for the OBIE ATM 2.3 record; `openapi::document` replaces it with the schema
-/// of the reference file.
-#[allow(dead_code)]
-#[derive(ToSchema)]
-#[schema(as = ATM)]
-pub(crate) struct AtmRecordSchema {}
-
-#[allow(dead_code)]
-#[derive(ToSchema)]
-#[schema(as = AtmLinks)]
-pub(crate) struct AtmLinksSchema {
+pub(crate) struct AtmLinks {
     /// This page.
-    #[schema(rename = "Self", format = "uri")]
-    this: String,
+    #[schema(rename = "Self", value_type = String, format = "uri")]
+    this: u32,
     /// The first page.
-    #[schema(rename = "First", format = "uri")]
-    first: String,
+    #[schema(rename = "First", value_type = String, format = "uri")]
+    first: u32,
     /// The previous page, if any.
-    #[schema(rename = "Prev", format = "uri")]
-    prev: Option<String>,
+    #[schema(rename = "Prev", value_type = Option<String>, format = "uri")]
+    prev: Option<u32>,
     /// The next page, if any.
-    #[schema(rename = "Next", format = "uri")]
-    next: Option<String>,
+    #[schema(rename = "Next", value_type = Option<String>, format = "uri")]
+    next: Option<u32>,
     /// The last page.
-    #[schema(rename = "Last", format = "uri")]
-    last: String,
+    #[schema(rename = "Last", value_type = String, format = "uri")]
+    last: u32,
 }
 
 /// The listing asked for, with the filter part as it goes into links and ETags.
@@ -202,77 +192,98 @@ fn write_link(body: &mut String, base: &str, filters: &str, page: u32) {
     }
 }
 
-/// The envelope: meta, data grouped in runs of one brand (keeping the page's order), and
-/// links. Records are copied in their stored JSON. Written in place into one buffer
-/// sized for the whole answer: a `format!` per distance and per link, and the buffer
-/// growing (a copy of every record written so far) were a third of a near-me page's
-/// instructions (callgrind, issue 25).
+/// The answer for `page` of the listing with `filters`, its links under `base`.
 fn render(page: &AtmListing, filters: &str, base: &str) -> Result<Vec<u8>, String> {
-    const DISTANCE: usize = r#","DistanceInMetres":20037509"#.len();
-    const BRAND: usize = r#"]},{"BrandName":"","ATM":["#.len();
-    let records: usize = page.items().map(|item| item.record.len() + item.brand.len() + BRAND + DISTANCE).sum();
-    let links = 5 * (r#","First":"/api/v1/atms?page=4294967295&""#.len() + base.len() + filters.len());
-    let mut body = String::with_capacity(records + links + 256);
     let updated = OffsetDateTime::from_unix_timestamp(page.last_updated())
         .ok()
         .and_then(|t| t.format(&Rfc3339).ok())
         .ok_or_else(|| format!("LastUpdated {} is not a date", page.last_updated()))?;
-    let mut number = itoa::Buffer::new();
-    body.push_str(r#"{"meta":{"LastUpdated":""#);
-    body.push_str(&updated);
-    body.push_str(r#"","TotalResults":"#);
-    body.push_str(number.format(page.total()));
-    body.push_str(r#","Agreement":""#);
-    body.push_str(AGREEMENT);
-    body.push_str(r#""},"data":["#);
-    let mut current_brand: Option<&str> = None;
-    for item in page.items() {
-        let brand = item.brand;
-        if current_brand == Some(brand) {
-            body.push(',');
-        } else {
-            if current_brand.is_some() {
-                body.push_str("]},");
+    let (current, last) = (page.number(), page.last_page());
+    AtmListResponse {
+        meta: AtmMeta { last_updated: &updated, total_results: page.total() as u64, agreement: AGREEMENT },
+        data: page,
+        link: AtmLinks {
+            this: current,
+            first: 1,
+            prev: (current > 1).then(|| current - 1),
+            next: (current < last).then(|| current + 1),
+            last,
+        },
+    }
+    .body(filters, base)
+}
+
+impl AtmListResponse<'_> {
+    /// The envelope: meta, data grouped in runs of one brand (keeping the page's
+    /// order), and links. Records are copied in their stored JSON. Written in place into
+    /// one buffer sized for the whole answer: a `format!` per distance and per link, and
+    /// the buffer growing (a copy of every record written so far) were a third of a
+    /// near-me page's instructions (callgrind, issue 25).
+    fn body(&self, filters: &str, base: &str) -> Result<Vec<u8>, String> {
+        const DISTANCE: usize = r#","DistanceInMetres":20037509"#.len();
+        const BRAND: usize = r#"]},{"BrandName":"","ATM":["#.len();
+        let records: usize =
+            self.data.items().map(|item| item.record.len() + item.brand.len() + BRAND + DISTANCE).sum();
+        let links = 5 * (r#","First":"/api/v1/atms?page=4294967295&""#.len() + base.len() + filters.len());
+        let mut body = String::with_capacity(records + links + 256);
+        let mut number = itoa::Buffer::new();
+        let meta = &self.meta;
+        body.push_str(r#"{"meta":{"LastUpdated":""#);
+        body.push_str(meta.last_updated);
+        body.push_str(r#"","TotalResults":"#);
+        body.push_str(number.format(meta.total_results));
+        body.push_str(r#","Agreement":""#);
+        body.push_str(meta.agreement);
+        body.push_str(r#""},"data":["#);
+        let mut current_brand: Option<&str> = None;
+        for item in self.data.items() {
+            let brand = item.brand;
+            if current_brand == Some(brand) {
+                body.push(',');
+            } else {
+                if current_brand.is_some() {
+                    body.push_str("]},");
+                }
+                body.push_str(r#"{"BrandName":"#);
+                let name = serde_json::to_string(brand).map_err(|error| error.to_string())?;
+                body.push_str(&name);
+                body.push_str(r#","ATM":["#);
+                current_brand = Some(brand);
             }
-            body.push_str(r#"{"BrandName":"#);
-            let name = serde_json::to_string(brand).map_err(|error| error.to_string())?;
-            body.push_str(&name);
-            body.push_str(r#","ATM":["#);
-            current_brand = Some(brand);
-        }
-        let record = item.record;
-        match item.distance_m {
-            None => body.push_str(record),
-            Some(metres) => {
-                body.push_str(record.strip_suffix('}').ok_or("a stored record is not a JSON object")?);
-                body.push_str(r#",""#);
-                body.push_str(DISTANCE_FIELD);
-                body.push_str(r#"":"#);
-                body.push_str(number.format(metres));
-                body.push('}');
+            let record = item.record;
+            match item.distance_m {
+                None => body.push_str(record),
+                Some(metres) => {
+                    body.push_str(record.strip_suffix('}').ok_or("a stored record is not a JSON object")?);
+                    body.push_str(r#",""#);
+                    body.push_str(DISTANCE_FIELD);
+                    body.push_str(r#"":"#);
+                    body.push_str(number.format(metres));
+                    body.push('}');
+                }
             }
         }
+        if current_brand.is_some() {
+            body.push_str("]}");
+        }
+        let links = &self.link;
+        let mut link = |name: &str, to: u32| {
+            body.push_str(name);
+            write_link(&mut body, base, filters, to);
+            body.push('"');
+        };
+        link(r#"],"link":{"Self":""#, links.this);
+        link(r#","First":""#, links.first);
+        if let Some(prev) = links.prev {
+            link(r#","Prev":""#, prev);
+        }
+        if let Some(next) = links.next {
+            link(r#","Next":""#, next);
+        }
+        link(r#","Last":""#, links.last);
+        body.push_str("}}");
+        Ok(body.into_bytes())
     }
-    if current_brand.is_some() {
-        body.push_str("]}");
-    }
-    let current = page.number();
-    let mut link = |name: &str, to: u32| {
-        body.push_str(name);
-        write_link(&mut body, base, filters, to);
-        body.push('"');
-    };
-    link(r#"],"link":{"Self":""#, current);
-    link(r#","First":""#, 1);
-    if current > 1 {
-        link(r#","Prev":""#, current - 1);
-    }
-    if current < page.last_page() {
-        link(r#","Next":""#, current + 1);
-    }
-    link(r#","Last":""#, page.last_page());
-    body.push_str("}}");
-    Ok(body.into_bytes())
 }
 
 /// The `Last-Modified` value of a set last updated at `last_updated` (Unix seconds). The
@@ -315,7 +326,7 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
         ("accessibility" = Option<String>, Query, pattern = "^(AudioCashMachine|AutomaticDoors|ExternalRamp|InductionLoop|InternalRamp|LevelAccess|LowerLevelCounter|Other|WheelchairAccess)$", description = "Only ATMs with this OBIE Accessibility code."),
     ),
     responses(
-        (status = 200, description = "A page of ATMs.", body = AtmListSchema, headers(
+        (status = 200, description = "A page of ATMs.", body = AtmListResponse, headers(
             ("ETag" = String, description = "Strong validator of this page."),
             ("Last-Modified" = String, description = "When the ATM set was last replaced."),
             ("Cache-Control" = String, description = "`private, max-age=60, must-revalidate`: for the client's own cache only, never a shared one."),

@@ -166,6 +166,24 @@ fn group_parameters(document: &mut Value, group: &ParameterGroup) -> Option<()> 
     Some(())
 }
 
+/// A run of one brand's ATMs in an ATM page's `data`: written by `atms::render` from
+/// the stored records, so described here beside the reference file's record.
+fn atm_brand_schema() -> Value {
+    serde_json::json!({
+        "properties": {
+            "ATM": {
+                "description": "Its ATMs on this page (UK Open Banking ATM 2.3 records).",
+                "items": {"$ref": "#/components/schemas/ATM"},
+                "minItems": 1,
+                "type": "array"
+            },
+            "BrandName": {"description": "The brand.", "maxLength": 140, "minLength": 1, "type": "string"}
+        },
+        "required": ["BrandName", "ATM"],
+        "type": "object"
+    })
+}
+
 /// The whole document as JSON.
 pub fn document() -> Value {
     let mut document = serde_json::to_value(ApiDoc::openapi()).unwrap_or(Value::Null);
@@ -173,6 +191,7 @@ pub fn document() -> Value {
         (document.pointer_mut("/components/schemas").and_then(Value::as_object_mut), obie_atm_schema())
     {
         schemas.insert("ATM".to_owned(), atm);
+        schemas.insert("AtmBrand".to_owned(), atm_brand_schema());
     }
     for group in &PARAMETER_GROUPS {
         group_parameters(&mut document, group);
