@@ -12,7 +12,7 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use crate::conditional::{not_modified, strong_tag};
+use crate::conditional::{StrongTag, not_modified, strong_tag};
 use crate::errors::bodies::ObieErrorBody as AtmError;
 use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, mime_json};
 use crate::request::{Query, authenticate, optional_uuid};
@@ -385,18 +385,27 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
         Some(snapshot.page(&listing.query).map_err(|error| fail(error.into()))?)
     };
     // 4. Map to the wire.
+    atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base).map_err(fail)
+}
+
+/// The answer: `page` (200), or 304 when the caller's copy is current (`None`), with
+/// the validators and the caching rule either way.
+fn atms_answer(
+    page: Option<&AtmListing>,
+    tag: &StrongTag,
+    last_updated: i64,
+    filters: &str,
+    base: &str,
+) -> Result<HttpResponse, Failure<Atms>> {
     let mut response = if page.is_some() { HttpResponse::Ok() } else { HttpResponse::NotModified() };
     response
-        .insert_header((header::ETAG, tag.header_value().map_err(|cause| fail(Failure::unwritable(cause)))?))
-        .insert_header((
-            header::LAST_MODIFIED,
-            last_modified(last_updated).map_err(|cause| fail(Failure::unwritable(cause)))?,
-        ))
+        .insert_header((header::ETAG, tag.header_value().map_err(Failure::unwritable)?))
+        .insert_header((header::LAST_MODIFIED, last_modified(last_updated).map_err(Failure::unwritable)?))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
     match page {
         None => Ok(response.finish()),
         Some(page) => {
-            let body = render(&page, &listing.filters, base).map_err(|cause| fail(Failure::unwritable(cause)))?;
+            let body = render(page, filters, base).map_err(Failure::unwritable)?;
             Ok(response.content_type(mime_json()).body(body))
         }
     }

@@ -4,7 +4,7 @@ use actix_web::http::header::{self, HeaderName, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
 use domain::services::authorize::AuthorizeRequest;
-use domain::token::{CodeChallenge, Scope};
+use domain::token::{CodeChallenge, Scope, TokenGrant};
 use serde::Serialize;
 use utoipa::ToSchema;
 
@@ -192,7 +192,12 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
     crate::observe::token_issued();
     // 4. Map to the wire.
+    token_answer(&grant, call.state).map_err(fail)
+}
 
+/// The 200 of a token `grant`: its JSON, its session in `sid`, the caller's `state`
+/// echoed, and never cached.
+fn token_answer(grant: &TokenGrant, state: Option<HeaderValue>) -> Result<HttpResponse, Failure<Authorize>> {
     let body = token_body(&TokenResponse {
         access_token: &grant.access_token,
         token_type: "Bearer",
@@ -200,15 +205,15 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
         scope: grant.scope.as_str(),
         opaque_token: grant.opaque_token.as_str(),
     })
-    .map_err(|error| fail(Failure::unwritable(error)))?;
-    let session = HeaderValue::from_str(grant.session.as_str()).map_err(|error| fail(Failure::unwritable(error)))?;
+    .map_err(Failure::unwritable)?;
+    let session = HeaderValue::from_str(grant.session.as_str()).map_err(Failure::unwritable)?;
     let mut response = HttpResponse::Ok();
     response
         .content_type(mime_json())
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
         .insert_header((header::PRAGMA, HeaderValue::from_static("no-cache")))
         .insert_header((HeaderName::from_static("sid"), session));
-    if let Some(value) = call.state {
+    if let Some(value) = state {
         response.insert_header((HeaderName::from_static("state"), value));
     }
     Ok(response.body(body))
