@@ -7,7 +7,7 @@
 //! and its client's), which it found when it first came (and finds again if it comes
 //! from another address). The `governor` crate, used until issue 25, keeps each limit
 //! in a map of its own, three look-ups and three shard locks a request; the algorithm
-//! itself is the few lines of [`Gcra::admit`], the same arithmetic as governor's and as
+//! itself is the few lines of `Gcra::admit`, the same arithmetic as governor's and as
 //! the shared limits' script (`crate::redis_limits`).
 
 use std::hash::Hash;

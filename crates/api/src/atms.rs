@@ -385,27 +385,28 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
         Some(snapshot.page(&listing.query).map_err(|error| fail(error.into()))?)
     };
     // 4. Map to the wire.
-    atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base).map_err(fail)
+    atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base)
+        .map_err(|cause| fail(Failure::unwritable(cause)))
 }
 
 /// The answer: `page` (200), or 304 when the caller's copy is current (`None`), with
-/// the validators and the caching rule either way.
+/// the validators and the caching rule either way; or why it could not be written.
 fn atms_answer(
     page: Option<&AtmListing>,
     tag: &StrongTag,
     last_updated: i64,
     filters: &str,
     base: &str,
-) -> Result<HttpResponse, Failure<Atms>> {
+) -> Result<HttpResponse, String> {
     let mut response = if page.is_some() { HttpResponse::Ok() } else { HttpResponse::NotModified() };
     response
-        .insert_header((header::ETAG, tag.header_value().map_err(Failure::unwritable)?))
-        .insert_header((header::LAST_MODIFIED, last_modified(last_updated).map_err(Failure::unwritable)?))
+        .insert_header((header::ETAG, tag.header_value()?))
+        .insert_header((header::LAST_MODIFIED, last_modified(last_updated)?))
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
     match page {
         None => Ok(response.finish()),
         Some(page) => {
-            let body = render(page, filters, base).map_err(Failure::unwritable)?;
+            let body = render(page, filters, base)?;
             Ok(response.content_type(mime_json()).body(body))
         }
     }

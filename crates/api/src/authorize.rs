@@ -192,12 +192,12 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
     crate::observe::token_issued();
     // 4. Map to the wire.
-    token_answer(&grant, call.state).map_err(fail)
+    token_answer(&grant, call.state).map_err(|cause| fail(Failure::unwritable(cause)))
 }
 
 /// The 200 of a token `grant`: its JSON, its session in `sid`, the caller's `state`
-/// echoed, and never cached.
-fn token_answer(grant: &TokenGrant, state: Option<HeaderValue>) -> Result<HttpResponse, Failure<Authorize>> {
+/// echoed, and never cached; or why it could not be written.
+fn token_answer(grant: &TokenGrant, state: Option<HeaderValue>) -> Result<HttpResponse, String> {
     let body = token_body(&TokenResponse {
         access_token: &grant.access_token,
         token_type: "Bearer",
@@ -205,8 +205,8 @@ fn token_answer(grant: &TokenGrant, state: Option<HeaderValue>) -> Result<HttpRe
         scope: grant.scope.as_str(),
         opaque_token: grant.opaque_token.as_str(),
     })
-    .map_err(Failure::unwritable)?;
-    let session = HeaderValue::from_str(grant.session.as_str()).map_err(Failure::unwritable)?;
+    .map_err(|error| error.to_string())?;
+    let session = HeaderValue::from_str(grant.session.as_str()).map_err(|error| error.to_string())?;
     let mut response = HttpResponse::Ok();
     response
         .content_type(mime_json())

@@ -11,7 +11,7 @@
 //! those are the adapters' and the server's.
 //!
 //! # Layout
-//! - [`state`] — what the handlers share ([`AppState`]); [`routes`] — which handler
+//! - [`state`] — what the handlers share ([`AppState`]); [`routes`](mod@routes) — which handler
 //!   answers which path and method.
 //! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`] — one module per
 //!   operation (meta: the JWKS, the server metadata and the health checks), each with its
