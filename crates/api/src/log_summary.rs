@@ -13,7 +13,7 @@
 //! tracing's ecosystem offers sampling and rate limits that drop lines, not this.
 
 use std::collections::HashMap;
-use std::sync::{LazyLock, Mutex, Once};
+use std::sync::{Arc, Mutex, Weak};
 use std::time::{Duration, Instant};
 
 /// How long a cause's lines are gathered into one.
@@ -92,32 +92,46 @@ impl Summaries {
     }
 }
 
-static SUMMARIES: LazyLock<Mutex<Summaries>> = LazyLock::new(|| Mutex::new(Summaries::default()));
-static FLUSHER: Once = Once::new();
+/// The summaries of one service, written by `write` (the first of each second at once,
+/// the count at the end of the second). A thread writes the summaries a second ends
+/// without a request of the cause to close it; it stops once the summaries are dropped.
+pub struct LogSummaries {
+    summaries: Arc<Mutex<Summaries>>,
+    write: fn(&Summary),
+}
 
-/// Counts one request of `cause`: `true` when it is to be logged whole. A summary it
-/// closes, and later ones no request closes, are written by `write`.
-pub fn record(cause: Cause, detail: &str, write: fn(&Summary)) -> bool {
-    FLUSHER.call_once(|| {
+impl LogSummaries {
+    /// Summaries written by `write`, with their thread.
+    pub fn start(write: fn(&Summary)) -> Self {
+        let summaries = Arc::new(Mutex::new(Summaries::default()));
+        let held: Weak<Mutex<Summaries>> = Arc::downgrade(&summaries);
         let spawned = std::thread::Builder::new().name("log-summary".into()).spawn(move || {
             loop {
                 std::thread::sleep(WINDOW / 4);
-                let due = SUMMARIES.lock().map(|mut summaries| summaries.due(Instant::now())).unwrap_or_default();
+                let Some(summaries) = held.upgrade() else { return };
+                let due = summaries.lock().map(|mut summaries| summaries.due(Instant::now())).unwrap_or_default();
                 due.iter().for_each(write);
             }
         });
         if let Err(error) = spawned {
             tracing::warn!(%error, "no thread for log summaries: a summary is written only when its cause comes again");
         }
-    });
-    let Ok((whole, closed)) = SUMMARIES.lock().map(|mut summaries| summaries.record(cause, detail, Instant::now()))
-    else {
-        return true;
-    };
-    if let Some(summary) = closed {
-        write(&summary);
+        Self { summaries, write }
     }
-    whole
+
+    /// Records one line of `cause` with `detail`; `true` when it is the first of its
+    /// second, to be logged whole. Writes the summary of the second this one closes.
+    pub fn record(&self, cause: Cause, detail: &str) -> bool {
+        let Ok((whole, closed)) =
+            self.summaries.lock().map(|mut summaries| summaries.record(cause, detail, Instant::now()))
+        else {
+            return true;
+        };
+        if let Some(summary) = closed {
+            (self.write)(&summary);
+        }
+        whole
+    }
 }
 
 #[cfg(test)]

@@ -15,6 +15,7 @@ use domain::client::ClientId;
 use crate::access_log::{AccessLine, AccessWriter};
 use crate::correlation::{UUID_HEADER, valid_uuid_header};
 use crate::errors::ApiError;
+use crate::log_summary::LogSummaries;
 use crate::meta::Readiness;
 
 /// The security headers docs/contract.md puts on every response (OWASP Secure Headers).
@@ -43,12 +44,22 @@ pub fn docs_headers() -> DefaultHeaders {
 }
 
 /// What [`observe`] needs beside the request: the readiness (to know the service is
-/// draining) and the access log, when one is written.
+/// draining), the access log when one is written, whether metrics are recorded, and the
+/// log's per-second summaries of failures.
 pub struct Observer {
-    /// The service's readiness.
-    pub readiness: Arc<Readiness>,
-    /// Where access lines go; `None` writes none.
-    pub access: Option<Arc<dyn AccessWriter>>,
+    readiness: Arc<Readiness>,
+    access: Option<Arc<dyn AccessWriter>>,
+    metrics: bool,
+    summaries: LogSummaries,
+}
+
+impl Observer {
+    /// An observer of the service whose readiness is `readiness`, writing access lines
+    /// to `access` (none when `None`), and recording metrics when `metrics` (the server
+    /// installed a recorder, `--metrics-listen`).
+    pub fn new(readiness: Arc<Readiness>, access: Option<Arc<dyn AccessWriter>>, metrics: bool) -> Self {
+        Self { readiness, access, metrics, summaries: LogSummaries::start(crate::observe::summarise) }
+    }
 }
 
 /// Runs each request in a span carrying its `uuid` (the correlation id), echoes a valid
@@ -63,7 +74,7 @@ pub async fn observe(
     next: Next<impl MessageBody>,
 ) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
     let started = Instant::now();
-    let metrics = crate::observe::on();
+    let metrics = observer.metrics;
     let access = observer.access.as_deref();
     let method = (metrics || access.is_some()).then(|| request.method().clone());
     let uuid = valid_uuid_header(request.headers()).cloned();
@@ -79,7 +90,8 @@ pub async fn observe(
     let who =
         access.is_some().then(|| (crate::request::named_client(response.request()), caller_of(response.request())));
     if let Some(failure) = response.response().error().and_then(|error| error.as_error::<ApiError>()) {
-        crate::observe::failure(failure, uuid.as_ref().and_then(|v| v.to_str().ok()));
+        let uuid = uuid.as_ref().and_then(|v| v.to_str().ok());
+        crate::observe::failure(failure, uuid, &observer.summaries, metrics);
     }
     let status = response.status().as_u16();
     if let Some(method) = method {

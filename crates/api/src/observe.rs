@@ -1,14 +1,13 @@
 //! What the HTTP layer counts: requests by route and status, tokens issued, refusals by
-//! reason, requests over a limit. Recorded through the `metrics` facade, and only once
-//! the server has installed a recorder (`--metrics-listen`); otherwise nothing is
-//! recorded at all. HTTP requests follow OpenTelemetry's HTTP semantic conventions as
+//! reason, requests over a limit. Recorded through the `metrics` facade, whose counts go
+//! nowhere until the server installs a recorder (`--metrics-listen`); the per-request
+//! series and the refusals are not even looked up then ([`crate::middleware::Observer`]
+//! knows whether metrics are on). HTTP requests follow OpenTelemetry's HTTP semantic conventions as
 //! exported to Prometheus; the service's own metrics start with `branch_atm_`. Every
 //! name and label is in `docs/operations.md`.
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use crate::errors::{ApiError, Note};
-use crate::log_summary::{self, Cause, Summary};
+use crate::log_summary::{Cause, LogSummaries, Summary};
 
 /// OpenTelemetry's `http.server.request.duration`, in seconds.
 pub const HTTP_DURATION: &str = "http_server_request_duration_seconds";
@@ -16,18 +15,6 @@ pub const HTTP_DURATION: &str = "http_server_request_duration_seconds";
 /// The route label of requests that matched no route: one value, never the raw path
 /// (anyone can send any path; each would be a new series).
 pub const UNMATCHED_ROUTE: &str = "unmatched";
-
-static ON: AtomicBool = AtomicBool::new(false);
-
-/// Whether metrics are recorded (the server installed a recorder: `--metrics-listen`).
-pub fn on() -> bool {
-    ON.load(Ordering::Relaxed)
-}
-
-/// From now on requests and refusals are counted: the server installed a recorder.
-pub fn record_metrics() {
-    ON.store(true, Ordering::Relaxed);
-}
 
 /// The `http_response_status_code` label of `status`: its number, for every status
 /// HTTP defines (100 to 599, written once per process), `other` outside them.
@@ -94,17 +81,13 @@ fn method_label(method: &actix_web::http::Method) -> &'static str {
 
 /// A token was issued.
 pub fn token_issued() {
-    if on() {
-        metrics::counter!("branch_atm_tokens_issued_total").increment(1);
-    }
+    metrics::counter!("branch_atm_tokens_issued_total").increment(1);
 }
 
 /// An app asked to revoke a token, and what it found (`revoked`, `already revoked`,
 /// `no such token`).
 pub fn revocation(outcome: &'static str) {
-    if on() {
-        metrics::counter!("branch_atm_token_revocations_total", "outcome" => outcome).increment(1);
-    }
+    metrics::counter!("branch_atm_token_revocations_total", "outcome" => outcome).increment(1);
 }
 
 /// The one place a failed request is logged and counted, from what its failure noted
@@ -112,26 +95,27 @@ pub fn revocation(outcome: &'static str) {
 /// operation and reason), a request over a limit (`branch_atm_rate_limited_total`), or
 /// the service unable to answer (ERROR, with the cause; never sent to the caller). A
 /// cause is logged whole once a second, with the request's `uuid` when it sent a valid
-/// one, and the others of that second as one line with their count ([`log_summary`]).
-pub fn failure(error: &ApiError, uuid: Option<&str>) {
+/// one, and the others of that second as one line with their count (`summaries`).
+/// Counted only when `metrics` are on.
+pub fn failure(error: &ApiError, uuid: Option<&str>, summaries: &LogSummaries, metrics: bool) {
     match error.note() {
         Note::Plain => tracing::debug!(uuid, answer = %error, location = error.location(), "request refused"),
         Note::Refused { operation, reason } => {
-            if log_summary::record(Cause::Refused(operation, reason), "", summarise) {
+            if summaries.record(Cause::Refused(operation, reason), "") {
                 tracing::info!(uuid, operation, reason, "credentials refused");
             }
-            if on() {
+            if metrics {
                 metrics::counter!("branch_atm_refusals_total", "operation" => *operation, "reason" => *reason)
                     .increment(1);
             }
         }
         Note::RateLimited(limit) => {
-            if on() {
+            if metrics {
                 metrics::counter!("branch_atm_rate_limited_total", "limit" => *limit).increment(1);
             }
         }
         Note::Failed { what, cause } => {
-            if log_summary::record(Cause::Failed(what), cause, summarise) {
+            if summaries.record(Cause::Failed(what), cause) {
                 tracing::error!(uuid, answer = %error, error = %cause, "{what}: the service could not answer");
             }
         }
@@ -139,7 +123,7 @@ pub fn failure(error: &ApiError, uuid: Option<&str>) {
 }
 
 /// The line that counts the requests of a cause after the first in a second.
-fn summarise(summary: &Summary) {
+pub fn summarise(summary: &Summary) {
     let more = summary.more;
     match summary.cause {
         Cause::Failed(what) => tracing::error!(

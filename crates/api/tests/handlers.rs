@@ -102,7 +102,7 @@ impl Mocks {
     /// Sends `request` to the HTTP layer wired to these mocks, with its middleware.
     async fn call(self, request: test::TestRequest) -> Answer {
         let state = self.state();
-        let observer = Arc::new(Observer { readiness: Arc::clone(&state.readiness), access: None });
+        let observer = Arc::new(Observer::new(Arc::clone(&state.readiness), None, false));
         let app = test::init_service(
             App::new()
                 .wrap(actix_web::middleware::from_fn(move |request, next| {

@@ -50,7 +50,6 @@ fn recorder() -> Result<&'static PrometheusHandle, String> {
         .install_recorder()
         .map_err(|e| e.to_string())?;
     let handle = HANDLE.get_or_init(|| handle);
-    api::observe::record_metrics();
     Ok(handle)
 }
 

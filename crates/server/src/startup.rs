@@ -531,10 +531,11 @@ impl Application {
             None => None,
         };
 
-        let observer = Arc::new(Observer {
-            readiness: Arc::clone(&readiness),
-            access: crate::access_log::writer(settings.access_log),
-        });
+        let observer = Arc::new(Observer::new(
+            Arc::clone(&readiness),
+            crate::access_log::writer(settings.access_log),
+            settings.metrics_listen.is_some(),
+        ));
         let well_known = api::well_known_routes(&settings.public_base_url);
         let mut server = HttpServer::new(move || {
             let observer = Arc::clone(&observer);
