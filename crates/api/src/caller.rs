@@ -37,6 +37,14 @@ impl ForwardedHeader {
     /// Each header by the name a setting gives it (the serde names above).
     pub const NAMES: [(&'static str, Self); 2] =
         [("x-forwarded-for", Self::XForwardedFor), ("forwarded", Self::Forwarded)];
+
+    /// Who writes it, for the settings' help.
+    pub fn description(self) -> &'static str {
+        match self {
+            Self::XForwardedFor => "`X-Forwarded-For` (nginx, HAProxy, AWS and most load balancers)",
+            Self::Forwarded => "`Forwarded` (RFC 7239)",
+        }
+    }
 }
 
 /// A setting naming no forwarding header this service reads.

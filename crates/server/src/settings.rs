@@ -198,9 +198,9 @@ pub struct ServeOptions {
 
 /// `--forwarded-header`: one of the names [`ForwardedHeader`] reads, listed in the help.
 fn forwarded_header() -> impl clap::builder::TypedValueParser<Value = ForwardedHeader> {
-    use clap::builder::TypedValueParser as _;
-    clap::builder::PossibleValuesParser::new(ForwardedHeader::NAMES.map(|(name, _)| name))
-        .try_map(|name| name.parse::<ForwardedHeader>())
+    use clap::builder::{PossibleValue, TypedValueParser as _};
+    let names = ForwardedHeader::NAMES.map(|(name, header)| PossibleValue::new(name).help(header.description()));
+    clap::builder::PossibleValuesParser::new(names).try_map(|name| name.parse::<ForwardedHeader>())
 }
 
 /// The prefix of the environment variables that are settings.
