@@ -64,7 +64,8 @@ pub const DEFAULT_MAX_STALENESS_MS: u64 = 10_000;
 pub const DEFAULT_SHUTDOWN_DRAIN_MS: u64 = 5000;
 /// Default age past which a branch's wait-time estimate is not served (answered as
 /// unknown): three missed runs of a feed every 15 minutes, and an hour's wait is already
-/// a guess. docs/decisions.md says why, and how the demo keeps answering.
+/// a guess. Why, and how the demo keeps answering:
+/// docs/adr/0028-wait-time-data-fresh-estimates-and-demo.md.
 pub const DEFAULT_WAIT_TIME_MAX_AGE_MINUTES: u32 = 60;
 /// Longest wait-time maximum age accepted: a week.
 const MAX_WAIT_TIME_MAX_AGE_MINUTES: u32 = 7 * 24 * 60;
