@@ -105,7 +105,7 @@ pub struct ServeOptions {
     #[arg(long, value_name = "N")]
     pub token_ttl_seconds: Option<u32>,
     /// The URL clients reach the service at; token issuer and links derive from it
-    /// [default: http(s)://<listen>].
+    /// [default: http(s)://LISTEN].
     #[arg(long, value_name = "URL")]
     pub public_base_url: Option<String>,
     /// PEM certificate chain: serve HTTPS (with --tls-key).
