@@ -480,6 +480,32 @@ mod tests {
         assert!(error.contains("token-ttl") && error.contains("BRANCH_ATM_"), "{error}");
     }
 
+    /// clap fills in every default of `serve`'s options after the word `serve` too; only
+    /// the ones given there are layered over the environment.
+    #[test]
+    fn after_the_word_serve_a_default_does_not_hide_the_environment() {
+        let environment = Environment::of([("BRANCH_ATM_TOKEN_TTL_SECONDS", "900")]);
+        let (_, settings) = resolve_in(&cli(&["serve", "--listen", "127.0.0.1:9100"]), &environment).unwrap();
+        assert_eq!((settings.tokens.token_ttl_seconds, settings.http.listen.port()), (900, 9100));
+    }
+
+    #[test]
+    fn an_option_of_every_command_given_after_the_command_is_honoured() {
+        let environment = Environment::of([("BRANCH_ATM_DATABASE_URL", "memory:environment")]);
+        let (common, _) =
+            resolve_in(&cli(&["clients", "list", "--database-url", "memory:flag"]), &environment).unwrap();
+        use secrecy::ExposeSecret as _;
+        assert_eq!(common.store.database_url.expose_secret(), "memory:flag");
+    }
+
+    #[test]
+    fn the_database_and_redis_urls_stay_out_of_debug_output() {
+        let flags = ["--database-url", "postgres://bank:hunter2@db/atm", "--redis-url", "redis://:hunter3@redis"];
+        let (common, settings) = resolve(&cli(&flags)).unwrap();
+        let written = format!("{common:?} {settings:?}");
+        assert!(!written.contains("hunter2") && !written.contains("hunter3"), "{written}");
+    }
+
     #[test]
     fn the_config_file_may_be_named_by_the_environment_and_a_flag_wins_over_it() {
         let mut named = tempfile::NamedTempFile::new().unwrap();
