@@ -1,8 +1,8 @@
 //! The docs' configuration table says what the code declares: every setting has exactly
 //! one row, with its flag, its environment variable and its default, and no row names a
-//! setting the code lacks. The table is `docs/configuration.md`'s, or, before that file
-//! exists, the one under the README's "Configuration" heading. `branch-atm settings
-//! --markdown` prints the table the code implies, to paste over a stale one.
+//! setting the code lacks. The table is `docs/configuration.md`'s. `branch-atm settings
+//! --markdown` prints the table the code implies (its meanings are the options' help, shorter
+//! than the docs'), to start a row from.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -13,7 +13,8 @@ use clap::CommandFactory as _;
 use crate::cli::Cli;
 use crate::settings::table;
 
-/// Where the table is read from, and its lines (the header's first).
+/// The table of `docs/configuration.md` (or, on a branch from before that file, of the
+/// README's Configuration section): where it was read, and its lines, the header's first.
 fn docs_table() -> (String, Vec<String>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let configuration = root.join("docs/configuration.md");
