@@ -473,7 +473,7 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
 
     // The README's start: demo data not switched off.
     let mut settings = server::settings::Settings::for_database(&url);
-    settings.catalog.no_demo_data = !true;
+    settings.catalog.no_demo_data = false;
     let application = server::startup::Application::build(settings).await.unwrap();
     let store = application.store();
     drop(application);
