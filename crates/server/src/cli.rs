@@ -15,7 +15,7 @@ use crate::settings::{CommonOptions, Invocation, ServeOptions, given_on_command_
 #[command(name = "branch-atm", version, about = "Branch and ATM open-banking service")]
 pub struct Cli {
     /// TOML file with any of the settings' keys, named like the flags
-    /// (`token-ttl-seconds = 900`) [default: none].
+    /// (`token-ttl-seconds = 900`); BRANCH_ATM_CONFIG names one too [default: none].
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Options of every command.

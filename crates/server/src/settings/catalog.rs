@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use domain::atm_catalog::{MAX_PAGE_BYTES, MAX_PAGE_SIZE, MAX_RECORD_BYTES};
 
-use super::{SettingsError, defaults};
+use super::SettingsError;
 
 /// Longest wait-time maximum age accepted: a week.
 const MAX_WAIT_TIME_MAX_AGE_MINUTES: u32 = 7 * 24 * 60;
@@ -29,12 +29,6 @@ pub struct Catalog {
     /// wait is already a guess (docs/adr/0028-wait-time-data-fresh-estimates-and-demo.md).
     #[arg(long, value_name = "N", default_value_t = 60)]
     pub wait_time_max_age_minutes: u32,
-}
-
-impl Default for Catalog {
-    fn default() -> Self {
-        defaults()
-    }
 }
 
 impl Catalog {

@@ -9,7 +9,7 @@ use clap::Args;
 use ipnet::IpNet;
 use serde::{Deserialize, Serialize};
 
-use super::{ForwardedHeader, SettingsError, defaults};
+use super::{ForwardedHeader, SettingsError};
 
 /// Paths of the TLS certificate chain and key.
 #[derive(Debug, Clone)]
@@ -59,12 +59,6 @@ pub struct Http {
     pub forwarded_header: ForwardedHeader,
 }
 
-impl Default for Http {
-    fn default() -> Self {
-        defaults()
-    }
-}
-
 impl Http {
     /// The URL clients reach the service at, without a trailing slash: the one given, or
     /// `http(s)://<listen>`.
@@ -93,7 +87,7 @@ impl Http {
     }
 
     /// Proxies whose forwarding headers are believed (none if the list does not parse,
-    /// which [`Http::check`] refuses).
+    /// which resolving the settings refuses).
     pub fn trusted_proxies(&self) -> Vec<IpNet> {
         self.trusted_proxies.as_deref().map(proxy_networks).and_then(Result::ok).unwrap_or_default()
     }

@@ -5,7 +5,7 @@ use std::num::NonZeroU32;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{Rate, RateLimits, SecretUrl, SettingsError, defaults};
+use super::{Rate, RateLimits, SecretUrl, SettingsError};
 
 /// Request limits: each a sustained rate per second and a burst above it. The defaults
 /// leave room for many users behind one carrier address, far below the ceiling every
@@ -51,12 +51,6 @@ pub struct Limits {
     /// they hold across instances [default: none (each instance limits alone)].
     #[arg(long, value_name = "URL")]
     pub redis_url: Option<SecretUrl>,
-}
-
-impl Default for Limits {
-    fn default() -> Self {
-        defaults()
-    }
 }
 
 impl Limits {

@@ -107,6 +107,19 @@ fn defaults<T: Args + FromArgMatches>() -> T {
         .unwrap_or_else(|error| unreachable!("the defaults parse: {error}"))
 }
 
+/// Each section's `Default` is its [`defaults`].
+macro_rules! defaults_of_clap {
+    ($($section:ty),+) => {
+        $(impl Default for $section {
+            fn default() -> Self {
+                defaults()
+            }
+        })+
+    };
+}
+
+defaults_of_clap!(Store, View, Http, Tokens, Limits, Catalog, Logs, Observability);
+
 /// The keys of every setting: the long names of the options of every command and of
 /// `serve`.
 fn setting_keys() -> BTreeSet<String> {

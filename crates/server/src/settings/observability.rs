@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{AccessLog, LogFormat, defaults};
+use super::{AccessLog, LogFormat};
 
 /// The log (options of every command).
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
@@ -20,12 +20,6 @@ pub struct Logs {
     pub log_format: Option<LogFormat>,
 }
 
-impl Default for Logs {
-    fn default() -> Self {
-        defaults()
-    }
-}
-
 /// `serve`'s access log and metrics.
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -37,10 +31,4 @@ pub struct Observability {
     /// the public network [default: none (no metrics)].
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<SocketAddr>,
-}
-
-impl Default for Observability {
-    fn default() -> Self {
-        defaults()
-    }
 }

@@ -6,7 +6,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{SecretUrl, SettingsError, defaults};
+use super::{SecretUrl, SettingsError};
 
 /// Which store every command works on, and how its signing keys are kept (options of
 /// every command).
@@ -23,12 +23,6 @@ pub struct Store {
     pub key_encryption_key_file: Option<PathBuf>,
 }
 
-impl Default for Store {
-    fn default() -> Self {
-        defaults()
-    }
-}
-
 /// How `serve`'s in-memory view keeps up with the store.
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
@@ -41,12 +35,6 @@ pub struct View {
     /// at least twice refresh-interval-ms.
     #[arg(long, value_name = "MS", default_value_t = 10_000)]
     pub max_staleness_ms: u64,
-}
-
-impl Default for View {
-    fn default() -> Self {
-        defaults()
-    }
 }
 
 impl View {

@@ -5,7 +5,7 @@ use std::time::Duration;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{SettingsError, defaults};
+use super::SettingsError;
 
 /// Longest token lifetime accepted: a pre-login token is not a session of a day.
 const MAX_TOKEN_TTL_SECONDS: u32 = 86_400;
@@ -23,12 +23,6 @@ pub struct Tokens {
     /// a new key sign only this long plus one refresh interval after publishing it.
     #[arg(long, value_name = "S", default_value_t = 300)]
     pub jwks_max_age_seconds: u32,
-}
-
-impl Default for Tokens {
-    fn default() -> Self {
-        defaults()
-    }
 }
 
 impl Tokens {
