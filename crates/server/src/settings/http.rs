@@ -29,6 +29,8 @@ pub struct Http {
     pub listen: SocketAddr,
     /// The URL clients reach the service at; token issuer and links derive from it
     /// [default: http(s)://<listen>].
+    // `<listen>` is the help's placeholder, not an HTML tag.
+    #[allow(rustdoc::invalid_html_tags)]
     #[arg(long, value_name = "URL")]
     pub public_base_url: Option<String>,
     /// PEM certificate chain: serve HTTPS (with --tls-key) [default: none].
