@@ -26,7 +26,7 @@ RUN --mount=type=cache,target=/usr/local/cargo/registry \
 
 FROM gcr.io/distroless/cc-debian12:nonroot
 COPY --from=build /branch-atm /usr/local/bin/branch-atm
-# Every instance's settings come from BRANCH_ATM_* variables (README, Configuration):
+# Every instance's settings come from BRANCH_ATM_* variables (docs/configuration.md):
 # the same ones serve the health check below.
 ENV BRANCH_ATM_LISTEN=0.0.0.0:8080 \
     BRANCH_ATM_DATABASE_URL=sqlite:///data/branch-atm.db \

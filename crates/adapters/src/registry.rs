@@ -1,9 +1,9 @@
 //! The store backends this build knows, each found by its database URL's scheme (for
 //! [`Store::open`]) or by its name (for the test harnesses).
 //!
-//! A backend registers itself with one line of [`store_backends!`] in `lib.rs`, which
-//! declares its folder and adds the `BACKEND` that folder defines to [`BACKENDS`]
-//! (`crate::BACKENDS`); nothing else names a backend.
+//! A backend registers itself with one line of `store_backends!` in `lib.rs`, which
+//! declares its folder and adds the `BACKEND` that folder defines to
+//! [`BACKENDS`](crate::BACKENDS); nothing else names a backend.
 
 use std::future::Future;
 use std::pin::Pin;
@@ -60,8 +60,8 @@ macro_rules! store_backends {
     ($($backend:ident),+ $(,)?) => {
         $(pub mod $backend;)+
 
-        /// Every store backend this build knows, in registration order: [`Store::open`]
-        /// (crate::store::Store::open) finds one by its URL scheme, the test harnesses by
+        /// Every store backend this build knows, in registration order:
+        /// [`Store::open`](crate::store::Store::open) finds one by its URL scheme, the test harnesses by
         /// its name ([`registry`](crate::registry)).
         pub static BACKENDS: &[registry::Backend] = &[$($backend::BACKEND),+];
     };

@@ -3,7 +3,7 @@
 //! A load balancer's readiness probe must be answered quickly, also when the store is
 //! stuck: a SQLite reader whose WAL-index locks another process holds spins for up to
 //! ten seconds inside one call, whatever its busy timeout. So a readiness check never
-//! waits on the store for longer than [`PROBE_DEADLINE`], and never starts a second
+//! waits on the store for longer than `PROBE_DEADLINE`, and never starts a second
 //! probe beside one still running: checks share the probe in flight, and a recent
 //! probe's outcome is reused. Nothing is probed while nobody asks.
 
@@ -99,8 +99,8 @@ impl StoreWatch {
         })
     }
 
-    /// Whether the store answers: a probe at most [`PROBE_REUSE`] old says so, or the
-    /// probe this call starts (or joins) says so within [`PROBE_DEADLINE`].
+    /// Whether the store answers: a probe at most `PROBE_REUSE` old says so, or the
+    /// probe this call starts (or joins) says so within `PROBE_DEADLINE`.
     pub async fn answers(self: &Arc<Self>) -> bool {
         let mut latest = self.latest.subscribe();
         let last = *latest.borrow_and_update();

@@ -71,7 +71,7 @@ impl TokenWriter {
         Self { queue }
     }
 
-    /// Queues `token` and waits until it is durable, for at most [`RECORD_DEADLINE`].
+    /// Queues `token` and waits until it is durable, for at most `RECORD_DEADLINE`.
     ///
     /// # Errors
     /// [`StoreUnavailable`] if the batch it was in could not be committed, or was not

@@ -52,6 +52,14 @@ impl ForwardedHeader {
 #[error("{0:?} is not a forwarding header: x-forwarded-for or forwarded")]
 pub struct UnknownForwardedHeader(pub String);
 
+impl std::fmt::Display for ForwardedHeader {
+    /// The name a setting gives it.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = Self::NAMES.iter().find(|(_, header)| header == self).map_or("", |(name, _)| name);
+        f.write_str(name)
+    }
+}
+
 impl std::str::FromStr for ForwardedHeader {
     type Err = UnknownForwardedHeader;
 
@@ -217,6 +225,7 @@ mod tests {
     fn a_setting_names_a_header_as_serde_does() {
         for (name, header) in ForwardedHeader::NAMES {
             assert_eq!(name.parse::<ForwardedHeader>(), Ok(header));
+            assert_eq!(header.to_string(), name);
             assert_eq!(serde_json::to_value(header).unwrap(), name);
         }
         assert!("X-Forwarded-For".parse::<ForwardedHeader>().is_err());

@@ -1,7 +1,8 @@
 //! The demo data set a first start loads into a store that holds no operator data
 //! (`crate::services::demo`): a client per channel, the supported channels, a few
 //! hundred branches with wait times, and 1,200 ATMs in two brands across sixteen
-//! Mexican cities. It is deterministic, so the README's examples always answer the same.
+//! Mexican cities. It is deterministic, so the walk-through's examples
+//! (docs/walkthrough.md) always answer the same.
 
 use serde::Serialize;
 
@@ -17,7 +18,7 @@ use crate::client::{
 #[error("the demo data set is invalid: {0}")]
 pub struct DemoDataInvalid(pub String);
 
-/// The demo mobile client's id (README examples use it).
+/// The demo mobile client's id (the README's and docs/walkthrough.md's examples use it).
 pub const DEMO_CLIENT_ID: &str = "demo-mobile-app";
 /// Its channel.
 pub const DEMO_CHANNEL_ID: &str = "MOBILE";

@@ -2,18 +2,20 @@
 //! defaults and the other places they can come from (a config file, the environment)
 //! are in [`crate::settings`].
 
+use std::collections::BTreeSet;
+use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
-use crate::settings::{CommonOptions, Invocation, ServeOptions};
+use crate::settings::{CommonOptions, Invocation, ServeOptions, given_on_command_line};
 
 /// The `branch-atm` command line.
 #[derive(Debug, Parser)]
 #[command(name = "branch-atm", version, about = "Branch and ATM open-banking service")]
 pub struct Cli {
-    /// TOML file of settings, keys named like the flags (`token-ttl-seconds = 900`)
-    /// [env: BRANCH_ATM_CONFIG].
+    /// TOML file with any of the settings' keys, named like the flags
+    /// (`token-ttl-seconds = 900`); BRANCH_ATM_CONFIG names one too [default: none].
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
     /// Options of every command.
@@ -25,9 +27,42 @@ pub struct Cli {
     /// Options of `serve`, also accepted before the word `serve` (or without it).
     #[command(flatten)]
     pub serve: ServeOptions,
+    /// Which options the command line gave: a default clap filled in must not hide the
+    /// file's or the environment's value.
+    #[arg(skip)]
+    given: Given,
+}
+
+/// The keys of the options given on the command line.
+#[derive(Debug, Clone, Default)]
+struct Given {
+    /// Before any command word (or without one).
+    before: BTreeSet<String>,
+    /// After the word `serve`.
+    after_serve: BTreeSet<String>,
 }
 
 impl Cli {
+    /// This process's command line; on a mistake, or for `--help`, clap's answer and exit.
+    pub fn from_process() -> Self {
+        Self::try_from_args(std::env::args_os()).unwrap_or_else(|error| error.exit())
+    }
+
+    /// `args` (the binary's name first), with which options they gave: parse with this,
+    /// not [`Parser::parse`], whose `Cli` takes every option's default for given.
+    ///
+    /// # Errors
+    /// clap's, for a command line it does not accept.
+    pub fn try_from_args(args: impl IntoIterator<Item = impl Into<OsString> + Clone>) -> Result<Self, clap::Error> {
+        let matches = Self::command().try_get_matches_from(args)?;
+        let mut cli = Self::from_arg_matches(&matches)?;
+        cli.given = Given {
+            before: given_on_command_line(&matches),
+            after_serve: matches.subcommand_matches("serve").map(given_on_command_line).unwrap_or_default(),
+        };
+        Ok(cli)
+    }
+
     /// What the settings are resolved from ([`crate::settings::resolve`]).
     pub fn invocation(&self) -> Invocation<'_> {
         let serve_after = match &self.command {
@@ -40,6 +75,8 @@ impl Cli {
             serve: &self.serve,
             serve_after,
             serves: matches!(self.command, None | Some(Command::Serve(_))),
+            given: &self.given.before,
+            given_after: &self.given.after_serve,
         }
     }
 }
@@ -99,6 +136,13 @@ pub enum Command {
         /// What to do with the store.
         #[command(subcommand)]
         action: StoreAction,
+    },
+    /// Print the settings (every command's and serve's) as the docs' configuration table.
+    #[command(hide = true)]
+    Settings {
+        /// As a markdown table (the only form).
+        #[arg(long, required = true)]
+        markdown: bool,
     },
 }
 
@@ -284,13 +328,11 @@ pub enum TokensAction {
 mod tests {
     use std::io::Write as _;
 
-    use clap::Parser as _;
-
     use super::*;
-    use crate::settings::{CommonSettings, DEFAULT_DATABASE_URL, DEFAULT_LISTEN, Environment, Settings, SettingsError};
+    use crate::settings::{CommonSettings, Environment, Settings, SettingsError};
 
     fn cli(args: &[&str]) -> Cli {
-        Cli::try_parse_from(std::iter::once("branch-atm").chain(args.iter().copied())).unwrap()
+        Cli::try_from_args(std::iter::once("branch-atm").chain(args.iter().copied())).unwrap()
     }
 
     /// `cli` resolved with `environment`, never the caller's.
@@ -346,11 +388,11 @@ mod tests {
         let cli = cli(&[]);
         let (common, settings) = resolve(&cli).unwrap();
         use secrecy::ExposeSecret as _;
-        assert_eq!(common.database_url.expose_secret(), DEFAULT_DATABASE_URL);
-        assert_eq!(settings.listen.to_string(), DEFAULT_LISTEN);
-        assert!(settings.demo_data);
-        assert_eq!(settings.token_ttl_seconds, 1800);
-        assert_eq!(settings.public_base_url, "http://127.0.0.1:8080");
+        assert_eq!(common.store.database_url.expose_secret(), "sqlite://data/branch-atm.db");
+        assert_eq!(settings.http.listen.to_string(), "127.0.0.1:8080");
+        assert!(settings.catalog.demo_data());
+        assert_eq!(settings.tokens.token_ttl_seconds, 1800);
+        assert_eq!(settings.http.public_base_url(), "http://127.0.0.1:8080");
     }
 
     #[test]
@@ -360,9 +402,9 @@ mod tests {
         let path = file.path().to_str().unwrap();
         let cli = cli(&["--config", path, "serve", "--listen", "127.0.0.1:9100"]);
         let (_, settings) = resolve(&cli).unwrap();
-        assert_eq!(settings.listen.port(), 9100);
-        assert_eq!(settings.token_ttl_seconds, 900);
-        assert!(!settings.demo_data);
+        assert_eq!(settings.http.listen.port(), 9100);
+        assert_eq!(settings.tokens.token_ttl_seconds, 900);
+        assert!(!settings.catalog.demo_data());
     }
 
     #[test]
@@ -377,9 +419,9 @@ mod tests {
     #[test]
     fn a_serve_flag_before_the_word_serve_is_honoured() {
         let (_, settings) = resolve(&cli(&["--listen", "127.0.0.1:9000", "serve"])).unwrap();
-        assert_eq!(settings.listen.port(), 9000);
+        assert_eq!(settings.http.listen.port(), 9000);
         let (_, both) = resolve(&cli(&["--listen", "127.0.0.1:9000", "serve", "--listen", "127.0.0.1:9100"])).unwrap();
-        assert_eq!(both.listen.port(), 9100, "the one after the word serve wins");
+        assert_eq!(both.http.listen.port(), 9100, "the one after the word serve wins");
     }
 
     #[test]
@@ -409,15 +451,12 @@ mod tests {
     #[test]
     fn limits_have_their_defaults_and_each_is_set_by_its_flag() {
         let (_, settings) = resolve(&cli(&[])).unwrap();
-        assert_eq!(settings.limits.per_session.per_second.get(), 10);
-        assert_eq!(settings.limits.per_client.burst.get(), 2000);
-        assert!(settings.trusted_proxies.is_empty());
+        assert_eq!(settings.limits.rates().per_session.per_second.get(), 10);
+        assert_eq!(settings.limits.rates().per_client.burst.get(), 2000);
+        assert!(settings.http.trusted_proxies().is_empty());
         let flags = ["--issue-rate-limit-per-second", "3", "--issue-rate-limit-burst", "4"];
         let (_, settings) = resolve(&cli(&flags)).unwrap();
-        assert_eq!(
-            (settings.limits.issue_per_caller.per_second.get(), settings.limits.issue_per_caller.burst.get()),
-            (3, 4)
-        );
+        assert_eq!((settings.limits.issue_rate_limit_per_second, settings.limits.issue_rate_limit_burst), (3, 4));
         let error = resolve(&cli(&["--session-rate-limit-burst", "0"])).unwrap_err().to_string();
         assert_eq!(error, "session-rate-limit-burst must be at least 1");
     }
@@ -431,14 +470,40 @@ mod tests {
             ("PATH", "/usr/bin"),
         ]);
         let (_, settings) = resolve_in(&cli(&[]), &environment).unwrap();
-        assert_eq!(settings.listen.port(), 18800);
-        assert_eq!(settings.token_ttl_seconds, 900);
-        assert!(!settings.demo_data);
+        assert_eq!(settings.http.listen.port(), 18800);
+        assert_eq!(settings.tokens.token_ttl_seconds, 900);
+        assert!(!settings.catalog.demo_data());
         let (_, flagged) = resolve_in(&cli(&["--listen", "127.0.0.1:9100"]), &environment).unwrap();
-        assert_eq!(flagged.listen.port(), 9100);
+        assert_eq!(flagged.http.listen.port(), 9100);
         let misspelt = Environment::of([("BRANCH_ATM_TOKEN_TTL", "900")]);
         let error = resolve_in(&cli(&[]), &misspelt).unwrap_err().to_string();
         assert!(error.contains("token-ttl") && error.contains("BRANCH_ATM_"), "{error}");
+    }
+
+    /// clap fills in every default of `serve`'s options after the word `serve` too; only
+    /// the ones given there are layered over the environment.
+    #[test]
+    fn after_the_word_serve_a_default_does_not_hide_the_environment() {
+        let environment = Environment::of([("BRANCH_ATM_TOKEN_TTL_SECONDS", "900")]);
+        let (_, settings) = resolve_in(&cli(&["serve", "--listen", "127.0.0.1:9100"]), &environment).unwrap();
+        assert_eq!((settings.tokens.token_ttl_seconds, settings.http.listen.port()), (900, 9100));
+    }
+
+    #[test]
+    fn an_option_of_every_command_given_after_the_command_is_honoured() {
+        let environment = Environment::of([("BRANCH_ATM_DATABASE_URL", "memory:environment")]);
+        let (common, _) =
+            resolve_in(&cli(&["clients", "list", "--database-url", "memory:flag"]), &environment).unwrap();
+        use secrecy::ExposeSecret as _;
+        assert_eq!(common.store.database_url.expose_secret(), "memory:flag");
+    }
+
+    #[test]
+    fn the_database_and_redis_urls_stay_out_of_debug_output() {
+        let flags = ["--database-url", "postgres://bank:hunter2@db/atm", "--redis-url", "redis://:hunter3@redis"];
+        let (common, settings) = resolve(&cli(&flags)).unwrap();
+        let written = format!("{common:?} {settings:?}");
+        assert!(!written.contains("hunter2") && !written.contains("hunter3"), "{written}");
     }
 
     #[test]
@@ -449,15 +514,15 @@ mod tests {
         writeln!(flagged, "token-ttl-seconds = 600").unwrap();
         let environment = Environment::of([("BRANCH_ATM_CONFIG", named.path().to_str().unwrap())]);
         let (_, settings) = resolve_in(&cli(&[]), &environment).unwrap();
-        assert_eq!(settings.token_ttl_seconds, 700);
+        assert_eq!(settings.tokens.token_ttl_seconds, 700);
         let (_, settings) = resolve_in(&cli(&["--config", flagged.path().to_str().unwrap()]), &environment).unwrap();
-        assert_eq!(settings.token_ttl_seconds, 600);
+        assert_eq!(settings.tokens.token_ttl_seconds, 600);
     }
 
     #[test]
     fn trusted_proxies_are_addresses_or_networks() {
         let (_, settings) = resolve(&cli(&["--trusted-proxies", "10.0.0.0/8, 192.0.2.1,2001:db8::/32"])).unwrap();
-        let written: Vec<String> = settings.trusted_proxies.iter().map(ToString::to_string).collect();
+        let written: Vec<String> = settings.http.trusted_proxies().iter().map(ToString::to_string).collect();
         assert_eq!(written, ["10.0.0.0/8", "192.0.2.1/32", "2001:db8::/32"]);
         let error = resolve(&cli(&["--trusted-proxies", "10.0.0.0/33"])).unwrap_err().to_string();
         assert!(error.contains("\"10.0.0.0/33\""), "{error}");

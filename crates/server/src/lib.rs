@@ -22,6 +22,8 @@ pub mod commands;
 pub mod demo;
 #[cfg(test)]
 mod docs_links;
+#[cfg(test)]
+mod docs_settings;
 pub mod errors;
 pub mod memory;
 pub mod metrics;

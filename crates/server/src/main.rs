@@ -3,7 +3,7 @@
 use std::process::ExitCode;
 
 use adapters::formats::shown::escaped;
-use clap::Parser as _;
+use clap::CommandFactory as _;
 use domain::services::demo::DemoOutcome;
 use secrecy::ExposeSecret as _;
 use server::cli::{Cli, Command, StoreAction};
@@ -15,7 +15,7 @@ use server::telemetry::{self, Sink};
 
 #[actix_web::main]
 async fn main() -> ExitCode {
-    match run(Cli::parse()).await {
+    match run(Cli::from_process()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
             // One line, whatever a feed or a store put in it.
@@ -26,13 +26,20 @@ async fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), CommandError> {
+    if let Some(Command::Settings { .. }) = cli.command {
+        print!("{}", server::settings::table::markdown(&Cli::command()));
+        return Ok(());
+    }
     let (common, settings) =
         resolve(&cli.invocation(), &Environment::of_process()).map_err(|e| CommandError(e.to_string()))?;
     let command = match cli.command {
         None | Some(Command::Serve(_)) => {
             // Held until the service returns: dropping it writes the log's last lines.
-            let _flush_logs =
-                telemetry::init(common.log_filter.as_deref().unwrap_or("info"), common.log_format, Sink::Stdout);
+            let _flush_logs = telemetry::init(
+                common.logs.log_filter.as_deref().unwrap_or("info"),
+                common.logs.log_format,
+                Sink::Stdout,
+            );
             let served = serve(settings).await;
             // The workers have stopped: their last access lines go to the log writer.
             server::access_log::flush();
@@ -40,22 +47,23 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         }
         Some(command) => command,
     };
-    if let Some(filter) = &common.log_filter {
-        telemetry::init(filter, common.log_format, Sink::Stderr);
+    if let Some(filter) = &common.logs.log_filter {
+        telemetry::init(filter, common.logs.log_format, Sink::Stderr);
     }
     if let Command::HealthCheck = command {
-        let address = server::probe::probe_address(settings.listen);
-        let tls_cert = settings.tls.as_ref().map(|files| files.cert.as_path());
+        let address = server::probe::probe_address(settings.http.listen);
+        let tls_cert = settings.http.tls_cert.as_deref();
         server::probe::health_check(address, tls_cert).map_err(CommandError)?;
         println!("ready");
         return Ok(());
     }
     if let Command::Store { action: StoreAction::Copy { to } } = &command {
         // Keys move as stored, sealed or not; sealed ones must open with the key file.
-        let key_file = common.key_encryption_key_file.as_deref();
-        return commands::store::copy_store(common.database_url.expose_secret(), to, key_file).await;
+        let key_file = common.store.key_encryption_key_file.as_deref();
+        return commands::store::copy_store(common.store.database_url.expose_secret(), to, key_file).await;
     }
-    let operators = open_operators(common.database_url.expose_secret(), common.key_encryption_key_file.as_deref())
+    let store = &common.store;
+    let operators = open_operators(store.database_url.expose_secret(), store.key_encryption_key_file.as_deref())
         .await
         .map_err(|e| CommandError::of(&e))?;
     match command {
@@ -71,13 +79,13 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             commands::keys::keys(&operators.keys, action, settings.key_activation_delay()).await
         }
         Command::Tokens { action } => commands::tokens::tokens(&operators.tokens, action).await,
-        Command::Serve(_) | Command::Store { .. } | Command::HealthCheck => Ok(()),
+        Command::Serve(_) | Command::Store { .. } | Command::HealthCheck | Command::Settings { .. } => Ok(()),
     }
 }
 
 async fn serve(settings: Settings) -> Result<(), CommandError> {
-    let scheme = if settings.tls.is_some() { "https" } else { "http" };
-    let ip = settings.listen.ip();
+    let scheme = if settings.http.tls().is_some() { "https" } else { "http" };
+    let ip = settings.http.listen.ip();
     let application = Application::build(settings).await.map_err(|e| CommandError(one_line(&e)))?;
     // The address actually bound (the port differs from the setting when it was 0).
     let local = format!("{scheme}://{ip}:{}", application.port());

@@ -4,7 +4,7 @@
 //! slow connections) left the service resident at its peak long after the burst was over
 //! (issue 21). A task asks glibc to return its free pages (`malloc_trim(0)`, which gives
 //! back whole free pages anywhere in every arena's heaps) when there is something to give
-//! back: the allocator's live bytes fell by [`WORTH_TRIMMING`] from their highest since
+//! back: the allocator's live bytes fell by `WORTH_TRIMMING` from their highest since
 //! the last trim (a burst ended), or the resident size grew by as much since then (a burst
 //! too short for the checks to see rise and fall). Under steady load neither moves and
 //! nothing is trimmed.

@@ -47,10 +47,10 @@ use crate::settings::{Settings, TlsFiles};
 /// (by this instance while Redis cannot answer). The local count is returned too, for
 /// its sweeper ([`spawn_rate_limit_sweeper`]).
 fn request_limiter(settings: &Settings) -> Result<(Arc<dyn RequestLimiter>, Arc<LocalLimits>), StartupError> {
-    let local = Arc::new(LocalLimits::new(&settings.limits));
-    let Some(url) = &settings.redis_url else { return Ok((local.clone(), local)) };
-    let redis =
-        RedisLimits::new(url.expose_secret(), &settings.limits).map_err(|e| StartupError::Limits(e.to_string()))?;
+    let rates = settings.limits.rates();
+    let local = Arc::new(LocalLimits::new(&rates));
+    let Some(url) = &settings.limits.redis_url else { return Ok((local.clone(), local)) };
+    let redis = RedisLimits::new(url.expose_secret(), &rates).map_err(|e| StartupError::Limits(e.to_string()))?;
     Ok((Arc::new(SharedOrLocal::new(redis, local.clone())), local))
 }
 
@@ -192,13 +192,13 @@ async fn prepare(
 ) -> Result<(Store, Option<DemoOutcome>), StartupError> {
     store.lifecycle.migrate().await?;
     store.lifecycle.prepare(clock.unix_now()).await?;
-    let store = with_key_encryption(store, settings.key_encryption_key_file.as_deref()).await?;
+    let store = with_key_encryption(store, settings.store.key_encryption_key_file.as_deref()).await?;
     let keys = KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(clock));
     if let Some(kid) = keys.ensure_current().await? {
         tracing::info!(%kid, "created a signing key");
     }
     let mut demo = None;
-    if settings.demo_data {
+    if settings.catalog.demo_data() {
         let targets = DemoTargets {
             inventory: Arc::clone(&store.inventory),
             clients: Arc::clone(&store.clients),
@@ -224,7 +224,7 @@ async fn prepare(
             Arc::clone(clock),
         );
         if feed.refresh().await? {
-            let every = demo_feed_interval(settings.wait_time_max_age);
+            let every = demo_feed_interval(settings.catalog.wait_time_max_age());
             tracing::info!(
                 every_seconds = every.as_secs(),
                 "the store holds the demo data set: its wait times are dated now, and again while it holds nothing else"
@@ -386,7 +386,7 @@ pub struct ApplicationBuilder {
 }
 
 impl ApplicationBuilder {
-    /// Runs on `store` (opened by the caller) instead of the one `settings.database_url`
+    /// Runs on `store` (opened by the caller) instead of the one `settings.store.database_url`
     /// names.
     #[must_use]
     pub fn store(mut self, store: Store) -> Self {
@@ -417,7 +417,7 @@ impl ApplicationBuilder {
         let Self { settings, store, clock, ids } = self;
         let store = match store {
             Some(store) => store,
-            None => Store::open(settings.database_url.expose_secret()).await?,
+            None => Store::open(settings.store.database_url.expose_secret()).await?,
         };
         Application::assemble(settings, store, clock, ids).await
     }
@@ -445,22 +445,23 @@ impl Application {
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
     ) -> Result<Self, StartupError> {
-        if settings.metrics_listen.is_some() {
+        if settings.observability.metrics_listen.is_some() {
             // Before the store is read: the first load sets gauges too.
             crate::metrics::install().map_err(StartupError::Metrics)?;
         }
         let (store, demo) = prepare(store, &clock, &settings).await?;
 
-        let lifetime = Duration::from_secs(u64::from(settings.token_ttl_seconds));
-        let issuer = format!("{}/api", settings.public_base_url);
+        let lifetime = settings.tokens.token_lifetime();
+        let public_base_url = settings.http.public_base_url();
+        let issuer = format!("{public_base_url}/api");
         let jwt = Arc::new(JwtTokens::new(&issuer, &issuer, lifetime, Arc::clone(&clock)));
         let view_settings = ViewSettings {
             token_lifetime: lifetime,
-            refresh_interval: settings.refresh_interval,
-            max_staleness: settings.max_staleness,
+            refresh_interval: settings.view.refresh_interval(),
+            max_staleness: settings.view.max_staleness(),
         };
         let view = StoreView::load(store.clone(), jwt.clone(), Arc::clone(&clock), view_settings).await?;
-        view.spawn_refresher(settings.refresh_interval);
+        view.spawn_refresher(settings.view.refresh_interval());
         view.spawn_listener();
         spawn_store_upkeep(
             Arc::clone(&store.lifecycle),
@@ -472,7 +473,7 @@ impl Application {
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let metrics_clock = Arc::clone(&clock);
-        let wait_time_max_age = i64::try_from(settings.wait_time_max_age.as_secs()).unwrap_or(i64::MAX);
+        let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
         let (limits, local_limits) = request_limiter(&settings)?;
         let state = web::Data::new(AppState {
             tokens: Arc::new(TokenService::new(
@@ -481,7 +482,7 @@ impl Application {
                 jwt.clone(),
                 Arc::clone(&clock),
                 ids,
-                settings.token_ttl_seconds,
+                settings.tokens.token_ttl_seconds,
             )),
             revocation: Arc::new(RevocationService::new(
                 jwt.clone(),
@@ -491,24 +492,32 @@ impl Application {
                 Arc::clone(&clock),
             )),
             bearer: Arc::new(BearerCheck::new(jwt.clone(), ledger, view.clone())),
-            wait_times: Arc::new(WaitTimeService::new(view.clone(), view.clone(), clock, settings.wait_time_max_age)),
-            atms: Arc::new(AtmLocator::new(view.clone(), settings.atm_page_size)),
+            wait_times: Arc::new(WaitTimeService::new(
+                view.clone(),
+                view.clone(),
+                clock,
+                settings.catalog.wait_time_max_age(),
+            )),
+            atms: Arc::new(AtmLocator::new(view.clone(), settings.catalog.atm_page_size)),
             keys: Arc::new(PublishedKeys::new(jwt)),
-            server_metadata: api::meta::server_metadata(&settings.public_base_url),
+            server_metadata: api::meta::server_metadata(&public_base_url),
             origins: Arc::new(OriginPolicy::new(view.clone())),
             // Digits only after the static text: always a valid header value.
-            jwks_cache_control: HeaderValue::from_str(&format!("public, max-age={}", settings.jwks_max_age.as_secs()))
-                .unwrap_or(HeaderValue::from_static("no-cache")),
+            jwks_cache_control: HeaderValue::from_str(&format!(
+                "public, max-age={}",
+                settings.tokens.jwks_max_age_seconds
+            ))
+            .unwrap_or(HeaderValue::from_static("no-cache")),
             readiness: Arc::clone(&readiness),
             limits,
-            proxies: TrustedProxies::new(settings.trusted_proxies.clone(), settings.forwarded_header),
-            public_base_url: settings.public_base_url.clone(),
-            body_timeout: settings.client_request_timeout,
+            proxies: TrustedProxies::new(settings.http.trusted_proxies(), settings.http.forwarded_header),
+            public_base_url: public_base_url.clone(),
+            body_timeout: settings.http.client_request_timeout(),
         });
         spawn_rate_limit_sweeper(local_limits);
         crate::memory::spawn_trimmer();
 
-        let metrics = match settings.metrics_listen {
+        let metrics = match settings.observability.metrics_listen {
             Some(address) => {
                 let view = Arc::clone(&view);
                 let gauges = move || {
@@ -533,10 +542,10 @@ impl Application {
 
         let observer = Arc::new(Observer::new(
             Arc::clone(&readiness),
-            crate::access_log::writer(settings.access_log),
-            settings.metrics_listen.is_some(),
+            crate::access_log::writer(settings.observability.access_log),
+            settings.observability.metrics_listen.is_some(),
         ));
-        let well_known = api::well_known_routes(&settings.public_base_url);
+        let well_known = api::well_known_routes(&public_base_url);
         let mut server = HttpServer::new(move || {
             let observer = Arc::clone(&observer);
             App::new()
@@ -549,21 +558,21 @@ impl Application {
         })
         .disable_signals()
         .shutdown_timeout(SHUTDOWN_GRACE_SECONDS)
-        .client_request_timeout(settings.client_request_timeout)
+        .client_request_timeout(settings.http.client_request_timeout())
         .tls_handshake_timeout(TLS_HANDSHAKE_TIMEOUT)
         .max_connection_rate(MAX_PENDING_TLS_HANDSHAKES)
         .backlog(LISTEN_BACKLOG);
-        if let Some(workers) = settings.workers {
+        if let Some(workers) = settings.http.workers {
             server = server.workers(workers);
         }
-        let server = match &settings.tls {
-            Some(files) => server.bind_rustls_0_23(settings.listen, tls_config(files)?)?,
-            None => server.bind(settings.listen)?,
+        let server = match &settings.http.tls() {
+            Some(files) => server.bind_rustls_0_23(settings.http.listen, tls_config(files)?)?,
+            None => server.bind(settings.http.listen)?,
         };
         // The port actually bound (another than the setting's when it was 0).
-        let port = server.addrs().first().map(std::net::SocketAddr::port).unwrap_or(settings.listen.port());
+        let port = server.addrs().first().map(std::net::SocketAddr::port).unwrap_or(settings.http.listen.port());
         let server = server.run();
-        Ok(Self { port, server, store, readiness, drain: settings.shutdown_drain, metrics, demo })
+        Ok(Self { port, server, store, readiness, drain: settings.http.shutdown_drain(), metrics, demo })
     }
 
     /// The store the service runs on, for tools and tests that act behind the API (for

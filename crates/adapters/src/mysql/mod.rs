@@ -58,7 +58,7 @@ impl MysqlStore {
     ///
     /// # Errors
     /// [`StoreUnavailable`] if the URL is not a MariaDB URL, the server cannot be reached,
-    /// or the server is not MariaDB or would lose commits it acknowledged ([`server_refusal`]).
+    /// or the server is not MariaDB or would lose commits it acknowledged (`server_refusal`).
     pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
         // sqlx's MySQL driver reads any scheme; `mariadb://` names the same server.
         let options = MySqlConnectOptions::from_str(url)

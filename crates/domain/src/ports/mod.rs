@@ -3,9 +3,9 @@
 //! Each port's `# Errors` section is the contract every adapter keeps (the SQLite and
 //! PostgreSQL stores alike): the shared contract tests in the `adapters` crate check it.
 //!
-//! - [`serving`] — what the three operations read and write on their request paths
+//! - `serving.rs` — what the three operations read and write on their request paths
 //!   (served from memory by the adapters, but for durable token records).
-//! - [`records`] — the store as operators change it: registrations, channels, wait
+//! - `records.rs` — the store as operators change it: registrations, channels, wait
 //!   times, ATMs, signing keys, token records, and what the store holds.
 //! - Here: the store's one error (unavailable, or refusing the data), the clock, and ids.
 

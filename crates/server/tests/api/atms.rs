@@ -74,16 +74,16 @@ async fn the_first_page_has_the_envelope_links_and_validators() {
     );
     assert_eq!(atms_of(&page).len(), 25);
     let links = &page["link"];
-    assert_eq!(links["Self"], format!("{}/api/v1/atms?page=1", app.settings.public_base_url));
+    assert_eq!(links["Self"], format!("{}/api/v1/atms?page=1", app.settings.http.public_base_url()));
     assert_eq!(links["First"], links["Self"]);
     assert!(links.get("Prev").is_none());
-    assert_eq!(links["Next"], format!("{}/api/v1/atms?page=2", app.settings.public_base_url));
-    assert_eq!(links["Last"], format!("{}/api/v1/atms?page=48", app.settings.public_base_url));
+    assert_eq!(links["Next"], format!("{}/api/v1/atms?page=2", app.settings.http.public_base_url()));
+    assert_eq!(links["Last"], format!("{}/api/v1/atms?page=48", app.settings.http.public_base_url()));
 }
 
 #[tokio::test]
 async fn every_atm_on_every_page_validates_against_the_obie_schema_in_stable_order() {
-    let app = TestApp::builder().settings(|settings| settings.atm_page_size = 100).start().await;
+    let app = TestApp::builder().settings(|settings| settings.catalog.atm_page_size = 100).start().await;
     let session = app.session().await;
     let (atm_schema, brand_schema) = obie_schemas();
     // Control: the validator does reject what the schema forbids.
@@ -97,7 +97,7 @@ async fn every_atm_on_every_page_validates_against_the_obie_schema_in_stable_ord
     let mut seen = Vec::new();
     let mut pages = 0;
     while let Some(url) = next {
-        let url = url.replace(&app.settings.public_base_url, &app.address);
+        let url = url.replace(&app.settings.http.public_base_url(), &app.address);
         let page = json(app.get_atms(&session, &url, &[]).await).await;
         pages += 1;
         for brand in page["data"].as_array().unwrap() {
@@ -186,7 +186,7 @@ fn import(app: &TestApp, name: &str, contents: &str) -> std::process::Output {
 }
 
 async fn fast_app() -> TestApp {
-    TestApp::builder().settings(|settings| settings.refresh_interval = Duration::from_millis(100)).start().await
+    TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await
 }
 
 #[tokio::test]
@@ -385,11 +385,7 @@ async fn errors_are_told_in_spanish_when_asked() {
 async fn a_client_over_its_rate_gets_429_with_retry_after() {
     let app = TestApp::builder()
         .settings(|settings| {
-            let rate = domain::limits::Rate {
-                per_second: std::num::NonZeroU32::new(1).unwrap(),
-                burst: std::num::NonZeroU32::new(2).unwrap(),
-            };
-            settings.limits.per_client = rate;
+            (settings.limits.rate_limit_per_second, settings.limits.rate_limit_burst) = (1, 2);
         })
         .start()
         .await;
@@ -406,10 +402,7 @@ async fn a_client_over_its_rate_gets_429_with_retry_after() {
 #[tokio::test]
 async fn a_client_too_slow_to_send_its_request_gets_408() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = TestApp::builder()
-        .settings(|settings| settings.client_request_timeout = Duration::from_millis(300))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.http.client_request_timeout_ms = 300).start().await;
     let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
     stream.write_all(b"GET /api/v1/atms HTTP/1.1\r\nHost: localhost\r\n").await.unwrap();
     let mut answer = String::new();
@@ -425,8 +418,8 @@ async fn a_client_too_slow_to_send_its_request_gets_408() {
 async fn an_unreachable_store_gives_503_once_the_data_cannot_be_vouched_for() {
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.refresh_interval = Duration::from_millis(50);
-            settings.max_staleness = Duration::from_millis(300);
+            settings.view.refresh_interval_ms = 50;
+            settings.view.max_staleness_ms = 300;
         })
         .start()
         .await;

@@ -143,10 +143,7 @@ async fn an_imported_csv_is_served_and_a_disabled_clients_tokens_stop_working() 
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     let session = app.session().await;
     let csv = app.folder.path().join("good.csv");
     // Estimated ten minutes ago (an estimate past --wait-time-max-age-minutes is not served).
@@ -211,8 +208,8 @@ async fn a_rotated_key_is_published_at_once_and_signs_only_after_verifiers_cache
     }
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.refresh_interval = std::time::Duration::from_millis(100);
-            settings.jwks_max_age = std::time::Duration::from_secs(2);
+            settings.view.refresh_interval_ms = 100;
+            settings.tokens.jwks_max_age_seconds = 2;
         })
         .start()
         .await;
@@ -261,10 +258,7 @@ async fn a_revoked_key_leaves_the_jwks_and_the_verifiers_and_a_new_key_signs_at_
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     let old = app.session().await;
     let old_kid = kid_of(&old.token);
 
@@ -305,10 +299,7 @@ async fn a_token_dated_after_its_keys_retirement_is_refused() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     let old = app.session().await;
     let old_kid = kid_of(&old.token);
     assert!(keys_command(&app, &["rotate", "--now"]).status.success());
@@ -333,10 +324,7 @@ async fn rotate_now_signs_at_once_and_a_second_rotation_waits_for_the_first() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     let first = kid_of(&app.session().await.token);
     assert!(keys_command(&app, &["rotate"]).status.success());
     let again = keys_command(&app, &["rotate"]);
@@ -361,10 +349,7 @@ async fn an_opaque_token_finds_its_record_and_revokes_it() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     let response = app.authorize(&crate::helpers::demo_authorize_query()).await;
     let sid = response.headers()["sid"].to_str().unwrap().to_owned();
     let body: Value = response.json().await.unwrap();
@@ -488,7 +473,7 @@ async fn demo_data_never_goes_into_a_store_an_operator_has_written_to() {
 
     // The README's start: demo data not switched off.
     let mut settings = server::settings::Settings::for_database(&url);
-    settings.demo_data = true;
+    settings.catalog.no_demo_data = false;
     let application = server::startup::Application::build(settings).await.unwrap();
     let store = application.store();
     drop(application);
@@ -730,9 +715,9 @@ async fn a_key_command_given_another_a_missing_or_a_malformed_key_file_changes_n
     let right = files.right.clone();
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.key_encryption_key_file = Some(right.clone());
-            settings.refresh_interval = std::time::Duration::from_millis(100);
-            settings.max_staleness = std::time::Duration::from_millis(500);
+            settings.store.key_encryption_key_file = Some(right.clone());
+            settings.view.refresh_interval_ms = 100;
+            settings.view.max_staleness_ms = 500;
         })
         .start()
         .await;
@@ -774,7 +759,7 @@ async fn a_key_command_given_another_a_missing_or_a_malformed_key_file_changes_n
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
     let mut another = server::settings::Settings::for_database(&app.database_url);
-    another.key_encryption_key_file = Some(right.clone());
+    another.store.key_encryption_key_file = Some(right.clone());
     assert!(server::startup::Application::build(another).await.is_ok(), "an instance with the right file starts");
     for command in KEY_WRITING_COMMANDS {
         let mut args = vec!["--key-encryption-key-file", right.to_str().unwrap()];
@@ -790,8 +775,10 @@ async fn the_service_signs_and_verifies_with_keys_sealed_at_rest() {
     let folder = tempfile::tempdir().unwrap();
     let key_file = folder.path().join("kek.bin");
     std::fs::write(&key_file, [3_u8; 32]).unwrap();
-    let app =
-        TestApp::builder().settings(|settings| settings.key_encryption_key_file = Some(key_file.clone())).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.store.key_encryption_key_file = Some(key_file.clone()))
+        .start()
+        .await;
     assert!(all_sealed(&stored_private_keys(&app.database_url).await));
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
@@ -813,8 +800,10 @@ async fn store_copy_checks_the_key_file_like_every_command_before_it_writes() {
     }
     let files = KeyFiles::new();
     let right = files.right.clone();
-    let app =
-        TestApp::builder().settings(|settings| settings.key_encryption_key_file = Some(right.clone())).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| settings.store.key_encryption_key_file = Some(right.clone()))
+        .start()
+        .await;
     let folder = files.folder.path();
     for (n, (what, file, reason)) in files.wrong.iter().enumerate() {
         let target_file = folder.join(format!("target-{n}/copy.db"));

@@ -153,7 +153,7 @@ impl<'a> TestAppBuilder<'a> {
             StoreChoice::Existing(url) => (url, None),
         };
         let mut settings = Settings::for_database(&database_url);
-        settings.demo_data = demo_data;
+        settings.catalog.no_demo_data = !demo_data;
         for configure in configure {
             configure(&mut settings);
         }
@@ -280,7 +280,7 @@ impl TestApp {
 
     /// The issuer the app signs as.
     pub fn issuer(&self) -> String {
-        format!("{}/api", self.settings.public_base_url)
+        format!("{}/api", self.settings.http.public_base_url())
     }
 }
 

@@ -71,10 +71,7 @@ async fn an_identical_import_keeps_the_served_etag_and_last_modified() {
     if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     assert!(import(&app.database_url, HSBC, &["--allow-shrink"]).status.success());
     let session = app.session().await;
     let first = crate::helpers::eventually(|| async {

@@ -14,7 +14,7 @@ use crate::helpers::{TestApp, demo_authorize_query};
 const SLOW_POLL: Duration = Duration::from_secs(30);
 
 fn slow_poll(settings: &mut server::settings::Settings) {
-    settings.refresh_interval = SLOW_POLL;
+    settings.view.refresh_interval_ms = u64::try_from(SLOW_POLL.as_millis()).unwrap();
 }
 
 /// How long after `since` `check` first held, trying every 5 ms for at most 5 s.
@@ -135,7 +135,7 @@ async fn instances_started_at_different_times_answer_alike() {
 async fn on_mariadb_a_change_made_anywhere_is_in_force_on_another_instance_within_a_poll() {
     let Some(first) = TestApp::builder().on_backend("mysql").try_start().await else { return };
     let second = TestApp::builder().on_store(&first.database_url).start().await;
-    let interval = second.settings.refresh_interval;
+    let interval = second.settings.view.refresh_interval();
     let session = first.session().await;
     let (revoked_session, revoked) = revoked_through_the_cli(&first, &second).await;
     let refused =

@@ -6,7 +6,6 @@
 //! (the whole of 127.0.0.0/8 is this machine's loopback).
 
 use std::net::{IpAddr, Ipv4Addr};
-use std::num::NonZeroU32;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -15,10 +14,6 @@ use domain::limits::{Rate, RateLimits};
 use serde_json::Value;
 
 use crate::helpers::{CLIENT, Session, TestApp, UUID, assert_error, assert_token_error, demo_authorize_query};
-
-fn rate(per_second: u32, burst: u32) -> Rate {
-    Rate { per_second: NonZeroU32::new(per_second).unwrap(), burst: NonZeroU32::new(burst).unwrap() }
-}
 
 /// An HTTP client whose connections come from `address`.
 fn client_from(address: Ipv4Addr) -> reqwest::Client {
@@ -65,7 +60,12 @@ async fn assert_too_many_token_requests(response: reqwest::Response) {
 
 #[tokio::test]
 async fn a_caller_over_its_token_rate_gets_429_and_forwarding_headers_do_not_hide_it() {
-    let app = TestApp::builder().settings(|settings| settings.limits.issue_per_caller = rate(1, 3)).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            (settings.limits.issue_rate_limit_per_second, settings.limits.issue_rate_limit_burst) = (1, 3)
+        })
+        .start()
+        .await;
     for _ in 0..3 {
         assert_eq!(authorize_from(&app, &app.http, &[]).await.status(), 200);
     }
@@ -79,7 +79,12 @@ async fn a_caller_over_its_token_rate_gets_429_and_forwarding_headers_do_not_hid
 
 #[tokio::test]
 async fn head_mints_nothing_and_takes_nothing_from_the_limit() {
-    let app = TestApp::builder().settings(|settings| settings.limits.issue_per_caller = rate(1, 1)).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            (settings.limits.issue_rate_limit_per_second, settings.limits.issue_rate_limit_burst) = (1, 1)
+        })
+        .start()
+        .await;
     let head = app.http.head(format!("{}/api/v1/authorize", app.address)).query(&demo_authorize_query());
     let head = head.header("uuid", UUID).send().await.unwrap();
     assert_eq!(head.status(), 405);
@@ -90,8 +95,8 @@ async fn head_mints_nothing_and_takes_nothing_from_the_limit() {
 async fn behind_a_trusted_proxy_each_forwarded_caller_has_its_own_token_rate() {
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.limits.issue_per_caller = rate(1, 1);
-            settings.trusted_proxies = vec!["127.0.0.1/32".parse().unwrap()];
+            (settings.limits.issue_rate_limit_per_second, settings.limits.issue_rate_limit_burst) = (1, 1);
+            settings.http.trusted_proxies = Some("127.0.0.1/32".to_owned());
         })
         .start()
         .await;
@@ -113,7 +118,12 @@ async fn behind_a_trusted_proxy_each_forwarded_caller_has_its_own_token_rate() {
 
 #[tokio::test]
 async fn a_client_id_has_a_token_ceiling_over_all_its_callers() {
-    let app = TestApp::builder().settings(|settings| settings.limits.issue_per_client = rate(1, 2)).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            (settings.limits.issue_client_rate_limit_per_second, settings.limits.issue_client_rate_limit_burst) = (1, 2)
+        })
+        .start()
+        .await;
     assert_eq!(authorize_from(&app, &app.http, &[]).await.status(), 200);
     assert_eq!(authorize_from(&app, &client_from(OTHER_CALLER), &[]).await.status(), 200);
     let third = client_from(Ipv4Addr::new(127, 0, 0, 3));
@@ -122,7 +132,12 @@ async fn a_client_id_has_a_token_ceiling_over_all_its_callers() {
 
 #[tokio::test]
 async fn a_session_over_its_rate_gets_429_on_both_bearer_operations_and_others_do_not() {
-    let app = TestApp::builder().settings(|settings| settings.limits.per_session = rate(1, 2)).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            (settings.limits.session_rate_limit_per_second, settings.limits.session_rate_limit_burst) = (1, 2)
+        })
+        .start()
+        .await;
     let session = app.session().await;
     for _ in 0..2 {
         assert_eq!(app.wait_times(&session, &["00001"]).await.status(), 200);
@@ -138,7 +153,12 @@ async fn a_session_over_its_rate_gets_429_on_both_bearer_operations_and_others_d
 
 #[tokio::test]
 async fn a_caller_address_has_a_bearer_rate_over_all_its_sessions() {
-    let app = TestApp::builder().settings(|settings| settings.limits.per_caller = rate(1, 2)).start().await;
+    let app = TestApp::builder()
+        .settings(|settings| {
+            (settings.limits.caller_rate_limit_per_second, settings.limits.caller_rate_limit_burst) = (1, 2)
+        })
+        .start()
+        .await;
     let (one, two) = (app.session().await, app.session().await);
     assert_eq!(app.wait_times(&one, &["00001"]).await.status(), 200);
     assert_eq!(app.wait_times(&two, &["00001"]).await.status(), 200);
@@ -153,8 +173,9 @@ async fn a_caller_address_has_a_bearer_rate_over_all_its_sessions() {
 /// default limits the flood is held to its own session and address limits.
 #[tokio::test]
 async fn with_the_default_limits_a_user_keeps_95_percent_while_another_caller_floods() {
-    let defaults = server::settings::default_limits();
-    let app = Arc::new(TestApp::builder().settings(|settings| settings.limits = defaults).start().await);
+    let app = Arc::new(
+        TestApp::builder().settings(|settings| settings.limits = server::settings::Limits::default()).start().await,
+    );
     let user_session = app.session().await;
 
     let flood_for = Duration::from_secs(6);
@@ -228,8 +249,8 @@ fn redis_url() -> Option<String> {
 async fn with_redis_a_sessions_burst_holds_across_instances() {
     let Some(redis) = redis_url() else { return };
     let shared = |settings: &mut server::settings::Settings| {
-        settings.limits.per_session = rate(1, 6);
-        settings.redis_url = Some(redis.clone().into());
+        (settings.limits.session_rate_limit_per_second, settings.limits.session_rate_limit_burst) = (1, 6);
+        settings.limits.redis_url = Some(redis.clone().parse().unwrap());
     };
     let first = TestApp::builder().settings(shared).start().await;
     let second = TestApp::builder().on_store(&first.database_url).settings(shared).start().await;
@@ -253,8 +274,8 @@ async fn without_its_redis_an_instance_limits_on_its_own() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.limits.per_session = rate(1, 3);
-            settings.redis_url = Some(format!("redis://127.0.0.1:{port}").into());
+            (settings.limits.session_rate_limit_per_second, settings.limits.session_rate_limit_burst) = (1, 3);
+            settings.limits.redis_url = Some(format!("redis://127.0.0.1:{port}").parse().unwrap());
         })
         .start()
         .await;

@@ -20,7 +20,7 @@ async fn metrics_are_served_on_their_own_listener_with_route_templates_and_the_s
         return;
     }
     let app = TestApp::builder()
-        .settings(|settings| settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap()))
+        .settings(|settings| settings.observability.metrics_listen = Some("127.0.0.1:0".parse().unwrap()))
         .start()
         .await;
     let session = app.session().await;

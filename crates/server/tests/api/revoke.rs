@@ -149,9 +149,7 @@ async fn a_request_without_a_token_or_a_known_client_is_refused_with_the_rfcs_er
 async fn revocations_count_against_the_token_requests_limit() {
     let app = TestApp::builder()
         .settings(|settings| {
-            let one = std::num::NonZeroU32::MIN;
-            settings.limits.issue_per_caller =
-                domain::limits::Rate { per_second: one, burst: std::num::NonZeroU32::new(3).unwrap() };
+            (settings.limits.issue_rate_limit_per_second, settings.limits.issue_rate_limit_burst) = (1, 3);
         })
         .start()
         .await;

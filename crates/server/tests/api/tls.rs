@@ -9,7 +9,7 @@ async fn the_service_speaks_https_when_given_a_certificate_and_key() {
 
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
+            (settings.http.tls_cert, settings.http.tls_key) = (Some(cert.clone()), Some(key.clone()));
         })
         .start()
         .await;
@@ -46,7 +46,7 @@ async fn silent_connections_on_the_tls_port_do_not_delay_a_real_handshake_and_ar
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
     let app = TestApp::builder()
         .settings(|settings| {
-            settings.tls = Some(server::settings::TlsFiles { cert: cert.clone(), key: key.clone() });
+            (settings.http.tls_cert, settings.http.tls_key) = (Some(cert.clone()), Some(key.clone()));
         })
         .start()
         .await;
@@ -136,7 +136,7 @@ async fn an_endless_certificate_or_key_file_is_refused_at_start() {
         ("key", server::settings::TlsFiles { cert: cert.clone(), key: endless.clone() }),
     ] {
         let mut settings = server::settings::Settings::for_database("memory:");
-        settings.tls = Some(files);
+        (settings.http.tls_cert, settings.http.tls_key) = (Some(files.cert), Some(files.key));
         let error = server::startup::Application::build(settings).await.err().expect("refused");
         let line = server::errors::one_line(&error);
         assert!(line.contains(&format!("{what} /dev/zero: holds more than 1048576 bytes")), "{line}");

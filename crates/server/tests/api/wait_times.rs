@@ -246,10 +246,7 @@ async fn wait_times_written_while_the_service_runs_are_served_soon_after() {
 }
 
 async fn spawn_app_fast_refresh() -> crate::helpers::TestApp {
-    crate::helpers::TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await
+    crate::helpers::TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await
 }
 
 #[tokio::test]
@@ -257,7 +254,7 @@ async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
     use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
     let app = crate::helpers::TestApp::builder()
         .settings(|settings| {
-            settings.client_request_timeout = std::time::Duration::from_millis(300);
+            settings.http.client_request_timeout_ms = 300;
         })
         .start()
         .await;
@@ -304,10 +301,7 @@ async fn wait_times_written_with_plain_sql_by_another_system_are_served_within_a
     if !crate::store::other_processes_reach_the_store("plain SQL from another system") {
         return;
     }
-    let app = TestApp::builder()
-        .settings(|settings| settings.refresh_interval = std::time::Duration::from_millis(100))
-        .start()
-        .await;
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 100).start().await;
     let session = app.session().await;
     assert_eq!(app.wait_times(&session, &["00077"]).await.status(), 200);
     // The same statement in every SQL dialect: what a bank's system would run.
@@ -342,11 +336,11 @@ async fn an_estimate_older_than_the_maximum_age_is_answered_as_unknown() {
     let app = TestApp::builder()
         .clock(clock.clone())
         .settings(|settings| {
-            settings.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
+            settings.observability.metrics_listen = Some("127.0.0.1:0".parse().unwrap());
         })
         .start()
         .await;
-    assert_eq!(app.settings.wait_time_max_age, Duration::from_secs(3600), "the default: an hour");
+    assert_eq!(app.settings.catalog.wait_time_max_age(), Duration::from_secs(3600), "the default: an hour");
     // The demo's estimates were made at start, by the service's clock.
     clock.advance(Duration::from_secs(3600));
     let session = app.session().await;

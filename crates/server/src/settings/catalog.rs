@@ -1,0 +1,62 @@
+//! What `serve` answers from the store: the ATM pages, how old a wait time may be, and
+//! whether a new store gets the demo data set.
+
+use std::time::Duration;
+
+use clap::{ArgAction, Args};
+use serde::{Deserialize, Serialize};
+
+use domain::atm_catalog::{MAX_PAGE_BYTES, MAX_PAGE_SIZE, MAX_RECORD_BYTES};
+
+use super::SettingsError;
+
+/// Longest wait-time maximum age accepted: a week.
+const MAX_WAIT_TIME_MAX_AGE_MINUTES: u32 = 7 * 24 * 60;
+
+/// What the API serves.
+#[derive(Debug, Clone, Args, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub struct Catalog {
+    /// Do not load the demo data set into a new store.
+    #[arg(long, action = ArgAction::Set, num_args = 0..=1, default_value_t = false, default_missing_value = "true", value_name = "BOOL")]
+    pub no_demo_data: bool,
+    /// ATMs per page of GET /v1/atms, 1 to 256 (a page carries at most 4 MiB of records;
+    /// docs/contract.md's page size).
+    #[arg(long, value_name = "N", default_value_t = 25)]
+    pub atm_page_size: usize,
+    /// A branch whose wait-time estimate is older than this many minutes is answered as
+    /// unknown, 1 to 10080: three missed runs of a feed every 15 minutes, and an hour's
+    /// wait is already a guess (docs/adr/0028-wait-time-data-fresh-estimates-and-demo.md).
+    #[arg(long, value_name = "N", default_value_t = 60)]
+    pub wait_time_max_age_minutes: u32,
+}
+
+impl Catalog {
+    /// Whether a new store gets the demo data set.
+    pub fn demo_data(&self) -> bool {
+        !self.no_demo_data
+    }
+
+    /// Age past which a wait-time estimate is not served.
+    pub fn wait_time_max_age(&self) -> Duration {
+        Duration::from_secs(u64::from(self.wait_time_max_age_minutes) * 60)
+    }
+
+    pub(super) fn check(&self) -> Result<(), SettingsError> {
+        // A page's byte budget (4 MiB) over the largest record (16 KiB): issue 30.
+        if !(1..=MAX_PAGE_SIZE).contains(&self.atm_page_size) {
+            return Err(SettingsError(format!(
+                "atm-page-size must be from 1 to {MAX_PAGE_SIZE} (a page carries at most {} MiB of records of up to \
+                 {} KiB)",
+                MAX_PAGE_BYTES >> 20,
+                MAX_RECORD_BYTES >> 10
+            )));
+        }
+        if !(1..=MAX_WAIT_TIME_MAX_AGE_MINUTES).contains(&self.wait_time_max_age_minutes) {
+            return Err(SettingsError(format!(
+                "wait-time-max-age-minutes must be from 1 to {MAX_WAIT_TIME_MAX_AGE_MINUTES}"
+            )));
+        }
+        Ok(())
+    }
+}
