@@ -130,3 +130,17 @@ fn caller_of(request: &actix_web::HttpRequest) -> Option<std::net::IpAddr> {
     let state = crate::AppState::of(request).ok()?;
     Some(state.proxies.caller(request))
 }
+
+/// Serves `HEAD` as `GET` (RFC 9110 §9.3.2: a `GET` resource answers `HEAD` with the same
+/// status and headers) for a service that routes `GET` only, such as the docs page's
+/// assets: the request is routed as a `GET`, and the HTTP layer, which read `HEAD` off the
+/// wire, sends the answer without its body.
+pub async fn head_as_get(
+    mut request: ServiceRequest,
+    next: Next<impl MessageBody>,
+) -> Result<ServiceResponse<impl MessageBody>, actix_web::Error> {
+    if request.method() == actix_web::http::Method::HEAD {
+        request.head_mut().method = actix_web::http::Method::GET;
+    }
+    next.call(request).await
+}

@@ -10,7 +10,7 @@ use crate::{atms, authorize, cors, meta, middleware, openapi, revoke, wait_times
 
 /// Every route under `/api`.
 pub fn routes(config: &mut web::ServiceConfig) {
-    config.service(web::resource("/").route(web::get().to(openapi::root)));
+    config.service(get_resource::<Meta, _, _>("/", openapi::root, Head::Answered));
     config.service(
         web::scope("/api")
             .service(get_resource::<Authorize, _, _>("/v1/authorize", authorize::authorize, Head::Refused))
@@ -32,10 +32,12 @@ pub fn routes(config: &mut web::ServiceConfig) {
                 Head::Answered,
             ))
             .service(get_resource::<Meta, _, _>("/openapi.json", openapi::serve, Head::Answered))
-            .service(web::resource("/docs").route(web::get().to(openapi::to_docs)))
+            .service(get_resource::<Meta, _, _>("/docs", openapi::to_docs, Head::Answered))
             .service(
                 web::scope("/docs")
                     .wrap(middleware::docs_headers())
+                    // The docs page's assets come from a service that routes GET only.
+                    .wrap(actix_web::middleware::from_fn(middleware::head_as_get))
                     .service(SwaggerUi::new("/{_:.*}").config(SwaggerConfig::new(["/api/openapi.json"]))),
             )
             .service(get_resource::<Meta, _, _>("/health/live", meta::live, Head::Answered))

@@ -130,3 +130,31 @@ async fn the_parsers_own_400_and_431_have_no_body_and_close_the_connection() {
         assert!(body.is_empty(), "no body: {body:?}");
     }
 }
+
+/// The finding (issue 32): `HEAD` of `/`, `/api/docs` and the docs page's assets was a
+/// 405 or 404 while `GET` worked, so link checkers called the docs missing. RFC 9110
+/// §9.3.2: a `GET` resource answers `HEAD` with the same status and headers, no body.
+#[tokio::test]
+async fn head_of_the_docs_and_their_assets_answers_as_get_does_without_a_body() {
+    let app = TestApp::builder().without_demo_data().start().await;
+    let page = app.http.get(format!("{}/api/docs/", app.address)).send().await.unwrap();
+    assert_eq!(page.status(), 200);
+    let html = page.text().await.unwrap();
+    // Every asset the page loads by a relative address, as a link checker follows them.
+    let assets: Vec<String> = html
+        .split(['"', '\''])
+        .filter(|part| part.starts_with("./") && !part.contains(' '))
+        .map(|part| format!("/api/docs/{}", &part[2..]))
+        .collect();
+    assert!(!assets.is_empty(), "the page loads assets: {html}");
+    let paths = ["/", "/api/docs", "/api/docs/", "/api/openapi.json"].into_iter().map(str::to_owned).chain(assets);
+    for path in paths {
+        let get = app.http.get(format!("{}{path}", app.address)).send().await.unwrap();
+        let head = app.http.head(format!("{}{path}", app.address)).send().await.unwrap();
+        assert_eq!(head.status(), get.status(), "HEAD {path}");
+        for name in ["content-type", "location"] {
+            assert_eq!(head.headers().get(name), get.headers().get(name), "HEAD {path}: {name}");
+        }
+        assert!(head.bytes().await.unwrap().is_empty(), "HEAD {path} has no body");
+    }
+}
