@@ -5,7 +5,6 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpMessage as _, HttpRequest, HttpResponse, web};
 use domain::client::ClientId;
 use domain::services::revocation::RevocationOutcome;
-use serde::Deserialize;
 use utoipa::ToSchema;
 
 use crate::correlation::single_header;
@@ -17,17 +16,17 @@ use crate::{AppState, rate_limit};
 /// The parameters this endpoint reads (RFC 7009 §2.1); others are ignored.
 const PARAMETERS: [&str; 3] = ["token", "client_id", "token_type_hint"];
 
-/// The revocation request, as the OpenAPI document shows it.
-#[derive(Deserialize, ToSchema)]
-#[allow(dead_code)] // Read by hand from the form (each parameter at most once); the schema documents it.
+/// The revocation request: read by hand from the form (each parameter at most once,
+/// [`revocation_call`]), and the OpenAPI document's schema of it.
+#[derive(ToSchema)]
 pub(crate) struct RevocationRequest {
     /// The token to revoke: the `access_token` or the `opaque_token` /v1/authorize
     /// returned.
     #[schema(min_length = 1)]
     token: String,
     /// The client the token was issued to.
-    #[schema(pattern = "^[A-Za-z0-9._-]{1,64}$")]
-    client_id: String,
+    #[schema(value_type = String, pattern = "^[A-Za-z0-9._-]{1,64}$")]
+    client_id: ClientId,
     /// `access_token` or `opaque_token`, or any other value: a hint the server may
     /// ignore (RFC 7009 §2.1), and does, since a token's kind shows in its shape.
     token_type_hint: Option<String>,
@@ -39,12 +38,12 @@ fn is_form(value: &str) -> bool {
     media.eq_ignore_ascii_case("application/x-www-form-urlencoded")
 }
 
-/// The token and client of the request: a form, each parameter at most once.
+/// The request's form, each parameter at most once.
 async fn revocation_call(
     request: &HttpRequest,
     payload: web::Payload,
     state: &AppState,
-) -> Result<(String, ClientId), BadRequest> {
+) -> Result<RevocationRequest, BadRequest> {
     let headers = request.headers();
     optional_uuid(headers)?;
     let content_type = single_header(headers, &crate::request::CONTENT_TYPE)?.and_then(|value| value.to_str().ok());
@@ -59,7 +58,8 @@ async fn revocation_call(
     if token.is_empty() {
         return Err(BadRequest::new("token", Message::Missing));
     }
-    Ok((token.to_owned(), client_id))
+    let token_type_hint = query.optional("token_type_hint").map(str::to_owned);
+    Ok(RevocationRequest { token: token.to_owned(), client_id, token_type_hint })
 }
 
 /// Revokes a token at its client's request.
@@ -95,11 +95,15 @@ pub async fn revoke(request: HttpRequest, payload: web::Payload) -> Result<HttpR
     let state = AppState::serving::<Revoke>(&request)?;
 
     // 1. Extract and 2. parse into domain values.
-    let (token, client_id) = revocation_call(&request, payload, state).await.map_err(|bad| fail(bad.into()))?;
+    let RevocationRequest { token, client_id, token_type_hint } =
+        revocation_call(&request, payload, state).await.map_err(|bad| fail(bad.into()))?;
     request.extensions_mut().insert(ClientInBody(client_id.clone()));
     rate_limit::token_request(state, &request, &client_id).await.map_err(|over| fail(over.into()))?;
     // 3. Call the use case.
     let outcome = state.revocation.revoke(&token, &client_id).await.map_err(|error| fail(error.into()))?;
+    // The hint changes nothing (a token's kind shows in its shape), but an app that
+    // sends one it should not is worth seeing when a revocation finds no token.
+    tracing::debug!(token_type_hint = token_type_hint.as_deref(), ?outcome, "revocation");
     crate::observe::revocation(match outcome {
         RevocationOutcome::Revoked => "revoked",
         RevocationOutcome::AlreadyRevoked => "already revoked",
