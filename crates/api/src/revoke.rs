@@ -16,8 +16,8 @@ use crate::{AppState, rate_limit};
 /// The parameters this endpoint reads (RFC 7009 §2.1); others are ignored.
 const PARAMETERS: [&str; 3] = ["token", "client_id", "token_type_hint"];
 
-/// The revocation request: read by hand from the form (each parameter at most once,
-/// [`revocation_call`]), and the OpenAPI document's schema of it.
+// Read by hand from the form, each parameter at most once (`revocation_call`).
+/// The revocation request, as the OpenAPI document shows it.
 #[derive(ToSchema)]
 pub(crate) struct RevocationRequest {
     /// The token to revoke: the `access_token` or the `opaque_token` /v1/authorize
