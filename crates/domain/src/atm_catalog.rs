@@ -187,7 +187,7 @@ pub struct PageOutOfRange {
 type Indexed = GeomWithData<[f64; 3], u32>;
 
 /// The most bytes one ATM's record may take as compact OBIE ATM 2.3 JSON: 16 KiB, 29 times
-/// the largest record of a real feed (HSBC UK's 780 ATMs: 430 to 561 bytes; docs/decisions.md),
+/// the largest record of a real feed (HSBC UK's 780 ATMs: 430 to 561 bytes; docs/adr/0033-page-sizes.md),
 /// room for every address field at its longest and several notes of 2,000 characters. It
 /// bounds what one ATM costs every caller of a page: a page is at most its page size times
 /// this (400 KiB at the default 25 ATMs a page). Imports refuse a record over it, naming

@@ -31,7 +31,7 @@ pub struct AtmFieldError(String);
 /// stored by SQLite and refused by PostgreSQL (so a set could not move between them), an
 /// escape sequence drives the terminal of the operator shown it, a newline splits a
 /// one-line answer. Tab is refused with the rest: real feeds hold none (HSBC UK's 780
-/// ATMs hold no control character at all; docs/decisions.md), and a tab in a name is as
+/// ATMs hold no control character at all; docs/adr/0032-text-rules-for-feeds.md), and a tab in a name is as
 /// much a mistake as a newline.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]

@@ -601,7 +601,8 @@ impl ResponseError for ApiError {
                 timestamp: &timestamp,
             }),
             Shape::Obie => {
-                // OBIE's title; the description says what was wrong (docs/decisions.md).
+                // OBIE's title; the description says what was wrong
+                // (docs/adr/0004-atm-operation-queries-pages-and-caching.md).
                 let title = obie_title(parts.status.as_u16(), parts.context.language);
                 serde_json::to_vec(&ObieErrorBody { status: parts.status.as_str(), title, description: &details })
             }

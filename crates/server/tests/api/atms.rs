@@ -409,7 +409,7 @@ async fn a_client_too_slow_to_send_its_request_gets_408() {
     let read = tokio::time::timeout(Duration::from_secs(5), stream.read_to_string(&mut answer)).await;
     assert!(read.is_ok(), "the server answers and closes instead of waiting forever");
     assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
-    // Written by the HTTP parser below the application (docs/decisions.md): no body at all.
+    // Written by the HTTP parser below the application (docs/adr/0010-the-http-parsers-own-answers.md): no body at all.
     let (head, body) = answer.split_once("\r\n\r\n").unwrap();
     assert!(head.to_ascii_lowercase().contains("content-length: 0") && body.is_empty(), "{answer}");
 }

@@ -113,7 +113,7 @@ async fn raw_exchange(app: &TestApp, request: &[u8]) -> String {
 }
 
 /// The HTTP parser's own answers (actix-http writes them below the application, so no
-/// middleware sees them; docs/decisions.md) carry no body at all: nothing a browser could
+/// middleware sees them; docs/adr/0010-the-http-parsers-own-answers.md) carry no body at all: nothing a browser could
 /// sniff, frame or run, which is what the security headers guard. This pins that: if a
 /// later actix-http gave them a body, this test says so.
 #[tokio::test]
