@@ -26,8 +26,14 @@ use crate::harness::{AUTHORIZE_QUERY, Service, UUID, cannot_run, fresh_store, ru
 /// Connections opened at once, and streams each tries to open: the finding's load.
 const CONNECTIONS: usize = 10;
 const STREAMS_PER_CONNECTION: u32 = 5_000;
-/// `tune.h2.max-concurrent-streams` in `deploy/haproxy.cfg`.
-const GATEWAY_LIMIT: u32 = 100;
+/// The bound `deploy/haproxy.cfg` ships (`tune.h2.max-concurrent-streams`), read from the
+/// file, so the test fails if the setting goes (HAProxy's own default is 100 too).
+fn gateway_limit() -> u32 {
+    let shipped = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../../deploy/haproxy.cfg")).unwrap();
+    let line = shipped.lines().map(str::trim).find(|line| line.starts_with("tune.h2.max-concurrent-streams "));
+    let limit = line.expect("deploy/haproxy.cfg bounds HTTP/2 streams").split_whitespace().nth(1).unwrap();
+    limit.parse().unwrap()
+}
 /// What the service's memory may grow by while the gateway holds the admitted streams
 /// open (1,000 HTTP/1.1 requests waiting for their bodies): 21 MB here, on a loaded
 /// two-core machine; without a bound it was 158 MB (the finding).
@@ -190,7 +196,7 @@ fn open_streams(port: u16, cert: &CertificateDer<'static>, fields: &[(&str, &str
     // 5,000 streams reads the answer to its keep-alive PING late and may close the
     // connection first; what it refused until then still counts.
     let started = Instant::now();
-    let refusals_due = STREAMS_PER_CONNECTION - GATEWAY_LIMIT;
+    let refusals_due = STREAMS_PER_CONNECTION - gateway_limit();
     let mut open = true;
     while open && (started.elapsed() < HELD_OPEN || (seen.refused < refusals_due && started.elapsed() < READ_AT_MOST)) {
         open = read_frames(&mut tls, &mut seen, Duration::from_millis(250));
@@ -425,13 +431,14 @@ fn thousands_of_http2_streams_sent_through_the_gateway_are_refused_past_its_limi
              {during:.1} MB with the streams open, {after:.1} MB {back_after:.1?} after they closed; \
              HAProxy's {gateway_before:.1} MB before, {gateway_during:.1} MB with the streams open"
         );
-        assert!(advertised.iter().all(|limit| *limit == Some(GATEWAY_LIMIT)), "advertised: {advertised:?}");
+        let shipped = gateway_limit();
+        assert!(advertised.iter().all(|limit| *limit == Some(shipped)), "advertised: {advertised:?}");
         // Streams are taken in order: of those up to the last one refused, all but the
         // limit were refused, however far the gateway got before the connection ended.
         for seen in &opened_seen {
             let looked_at = seen.last_refused.div_ceil(2);
             assert!(
-                looked_at - seen.refused <= GATEWAY_LIMIT,
+                looked_at - seen.refused <= shipped,
                 "{} of the first {looked_at} streams admitted",
                 looked_at - seen.refused
             );
