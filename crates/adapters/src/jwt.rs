@@ -10,12 +10,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use arc_swap::ArcSwap;
+use aws_lc_rs::hmac;
 use aws_lc_rs::signature::{Ed25519KeyPair, KeyPair as _};
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
+use domain::dpop::KeyThumbprint;
 use domain::ports::{
-    Clock, KeyGenerationFailed, KeyGenerator, SigningFailed, TokenRejected, TokenSigner, TokenVerifier,
+    Clock, KeyGenerationFailed, KeyGenerator, ProofNonces, SigningFailed, TokenRejected, TokenSigner, TokenVerifier,
 };
 use domain::token::{AccessClaims, Scope, SessionId, SigningKey, TokenId};
 use jsonwebtoken::errors::ErrorKind;
@@ -59,6 +61,15 @@ struct ClaimsOut<'a> {
     country_code: &'a str,
     #[serde(rename = "channelId")]
     channel_id: &'a str,
+    /// RFC 9449 §6.1: the key a bound token is bound to.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    cnf: Option<Confirmation<&'a str>>,
+}
+
+/// The confirmation claim (RFC 7800 §3.1) of a bound token: its key's thumbprint.
+#[derive(Serialize, Deserialize)]
+struct Confirmation<T> {
+    jkt: T,
 }
 
 /// Claims as they are read back; `iss`, `aud`, `exp` and `nbf` are checked by jsonwebtoken.
@@ -79,6 +90,8 @@ struct ClaimsIn {
     country_code: String,
     #[serde(rename = "channelId")]
     channel_id: String,
+    #[serde(default)]
+    cnf: Option<Confirmation<String>>,
 }
 
 /// Why a stored signing key could not be loaded.
@@ -123,6 +136,8 @@ fn thumbprint(public_key: &[u8]) -> String {
 struct CurrentKey {
     kid: String,
     pair: Ed25519KeyPair,
+    /// Makes the DPoP nonces handed out while this key signs.
+    nonces: hmac::Key,
     encoded_header: String,
     /// When it signs from.
     activates_at: i64,
@@ -152,6 +167,10 @@ struct KeySet {
     /// without a reload.
     signers: Vec<CurrentKey>,
     verifying: HashMap<String, VerifyingKey>,
+    /// The nonce secrets of every loaded key: a nonce made with any of them is
+    /// accepted, so one handed out by an instance that has already switched to a next
+    /// key is accepted by one that has not.
+    nonce_secrets: Vec<hmac::Key>,
     document: String,
     /// Tokens whose signature, algorithm, key, issuer and audience these keys verified,
     /// keyed by the whole token: a byte changed is a different key, and a new key set
@@ -162,7 +181,13 @@ struct KeySet {
 
 impl KeySet {
     fn new(document: String) -> Self {
-        Self { signers: Vec::new(), verifying: HashMap::new(), document, verified: Cache::new(VERIFIED_TOKENS) }
+        Self {
+            signers: Vec::new(),
+            verifying: HashMap::new(),
+            nonce_secrets: Vec::new(),
+            document,
+            verified: Cache::new(VERIFIED_TOKENS),
+        }
     }
 
     fn signer_at(&self, now: i64) -> Option<&CurrentKey> {
@@ -224,6 +249,7 @@ impl JwtTokens {
                 set.signers.push(CurrentKey {
                     kid: key.kid.clone(),
                     pair,
+                    nonces: nonce_secret(&key.private_pkcs8),
                     encoded_header: URL_SAFE_NO_PAD.encode(header),
                     activates_at: key.activates_at,
                     retired_at: key.retired_at,
@@ -235,6 +261,7 @@ impl JwtTokens {
                 retired_at: key.retired_at,
             };
             set.verifying.insert(key.kid.clone(), verifying);
+            set.nonce_secrets.push(nonce_secret(&key.private_pkcs8));
             published.push(serde_json::json!({
                 "kty": "OKP",
                 "crv": "Ed25519",
@@ -275,6 +302,7 @@ impl TokenSigner for JwtTokens {
             business_code: claims.scope.business.as_str(),
             country_code: claims.scope.country.as_str(),
             channel_id: claims.scope.channel.as_str(),
+            cnf: claims.bound_to.as_ref().map(|key| Confirmation { jkt: key.as_str() }),
         };
         // RFC 7515 §7.1: BASE64URL(header) '.' BASE64URL(payload) '.' BASE64URL(signature).
         let payload = serde_json::to_vec(&out).map_err(|e| SigningFailed(e.to_string()))?;
@@ -286,6 +314,53 @@ impl TokenSigner for JwtTokens {
         token.push('.');
         URL_SAFE_NO_PAD.encode_string(signature.as_ref(), &mut token);
         Ok(token)
+    }
+}
+
+/// DPoP nonces (RFC 9449 §8) are valid in the minute they are handed out and the next:
+/// from one to two minutes. A proof made with one cannot be made ahead of that time.
+const NONCE_STEP_SECONDS: i64 = 60;
+
+/// The bytes of a nonce's tag kept: 128 bits, as a random nonce would have.
+const NONCE_TAG_BYTES: usize = 16;
+
+/// The secret a signing key's nonces are made with: an HMAC of the private key under a
+/// label of this use (HKDF's extract step, RFC 5869 §2.2), so that a nonce says nothing
+/// of the key, and every instance that loads the key makes and accepts the same
+/// nonces, with no store between them.
+fn nonce_secret(private_pkcs8: &[u8]) -> hmac::Key {
+    let label = hmac::Key::new(hmac::HMAC_SHA256, b"branch-atm DPoP nonce v1");
+    hmac::Key::new(hmac::HMAC_SHA256, hmac::sign(&label, private_pkcs8).as_ref())
+}
+
+/// The nonce of time step `step` under `secret`: the step and the first
+/// [`NONCE_TAG_BYTES`] of its HMAC, base64url (32 characters).
+fn nonce_of(secret: &hmac::Key, step: i64) -> String {
+    let step = step.to_be_bytes();
+    let mut nonce = step.to_vec();
+    nonce.extend_from_slice(&hmac::sign(secret, &step).as_ref()[..NONCE_TAG_BYTES]);
+    URL_SAFE_NO_PAD.encode(nonce)
+}
+
+impl ProofNonces for JwtTokens {
+    fn issue(&self) -> Option<String> {
+        let now = self.clock.unix_now();
+        let keys = self.keys.load();
+        Some(nonce_of(&keys.signer_at(now)?.nonces, now.div_euclid(NONCE_STEP_SECONDS)))
+    }
+
+    fn accepts(&self, nonce: &str) -> bool {
+        let Ok(bytes) = URL_SAFE_NO_PAD.decode(nonce) else { return false };
+        let Some((step, tag)) = bytes.split_first_chunk::<8>() else { return false };
+        let current = self.clock.unix_now().div_euclid(NONCE_STEP_SECONDS);
+        let step_number = i64::from_be_bytes(*step);
+        if tag.len() != NONCE_TAG_BYTES || !(current - 1..=current).contains(&step_number) {
+            return false;
+        }
+        self.keys.load().nonce_secrets.iter().any(|secret| {
+            let expected = hmac::sign(secret, step);
+            aws_lc_rs::constant_time::verify_slices_are_equal(&expected.as_ref()[..NONCE_TAG_BYTES], tag).is_ok()
+        })
     }
 }
 
@@ -369,6 +444,10 @@ impl JwtTokens {
             issued_at: claims.iat,
             not_before: claims.nbf,
             expires_at: claims.exp,
+            bound_to: claims
+                .cnf
+                .map(|cnf| KeyThumbprint::parse(&cnf.jkt).ok_or(TokenRejected::Invalid("malformed claims")))
+                .transpose()?,
         };
         // First, so that an expired token is refused as expired, whatever else it is.
         time_claims_hold(&verified, self.clock.now())?;

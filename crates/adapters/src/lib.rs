@@ -24,6 +24,8 @@
 //! - [`local_limits`] — request limits counted by this instance (GCRA in memory);
 //!   [`redis_limits`] — shared by every instance, counted in Redis, this instance's own
 //!   count standing in while Redis cannot answer. Both are `domain::ports::RequestLimiter`s.
+//!   [`redis_link`] — the Redis connection and fall-back rule they share with the replay cache.
+//! - [`dpop`] — DPoP proofs (RFC 9449) verified, and the proofs seen, in process and in Redis.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
 //! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
@@ -34,11 +36,13 @@
 //! - `testing` — an outage switch for a store, forged tokens and fresh stores of each
 //!   backend, for other crates' tests (with the `testing` feature).
 
+pub mod dpop;
 pub mod formats;
 pub mod jwt;
 pub mod key_seal;
 pub mod local_limits;
 pub mod redis_limits;
+pub mod redis_link;
 pub mod registry;
 pub mod rows;
 mod sql;

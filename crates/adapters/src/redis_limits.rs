@@ -15,14 +15,13 @@
 //! log, and tries Redis again a second later.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use domain::limits::{Admission, LimitCheck, LimitError, LimitExceeded, RateLimits};
 use domain::ports::RequestLimiter;
-use redis::aio::{ConnectionManager, ConnectionManagerConfig};
-use redis::io::tcp::TcpSettings;
-use redis::{IntoConnectionInfo as _, Script};
+use redis::Script;
+
+use crate::redis_link::{RedisHealth, RedisLink, within};
 
 /// KEYS: one per limit, narrowest first. ARGV: for each key, its emission interval
 /// (microseconds between requests at the sustained rate) and its burst. Returns
@@ -48,13 +47,9 @@ return {0, 0}
 /// Every key the service writes starts with this.
 const KEY_PREFIX: &str = "branch-atm:limit";
 
-/// How long a request waits for Redis before its limits are counted by the instance
-/// alone: a few round trips on a LAN, a small part of any request's budget.
-const ANSWER_WITHIN: Duration = Duration::from_millis(50);
-
 /// The limits, counted in the Redis at one URL.
 pub struct RedisLimits {
-    connection: ConnectionManager,
+    link: RedisLink,
     script: Script,
     rates: RateLimits,
 }
@@ -67,18 +62,11 @@ impl RedisLimits {
     /// # Errors
     /// [`LimitError::Unavailable`] for a URL that is not a Redis URL.
     pub fn new(url: &str, rates: &RateLimits) -> Result<Self, LimitError> {
-        let unavailable = |error: redis::RedisError| LimitError::Unavailable(error.to_string());
-        // Every check is one small request and its answer: Nagle would hold it back.
-        let info =
-            url.into_connection_info().map_err(unavailable)?.set_tcp_settings(TcpSettings::default().set_nodelay(true));
-        let client = redis::Client::open(info).map_err(unavailable)?;
-        let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(ANSWER_WITHIN * 4))
-            .set_response_timeout(Some(ANSWER_WITHIN))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_secs(1));
-        let connection = ConnectionManager::new_lazy_with_config(client, config).map_err(unavailable)?;
-        Ok(Self { connection, script: Script::new(GCRA), rates: *rates })
+        Ok(Self {
+            link: RedisLink::new(url).map_err(LimitError::Unavailable)?,
+            script: Script::new(GCRA),
+            rates: *rates,
+        })
     }
 
     /// Counts a request against `checks` in Redis.
@@ -91,17 +79,15 @@ impl RedisLimits {
                 .arg(interval_micros(rate.per_second.get()))
                 .arg(rate.burst.get());
         }
-        let mut connection = self.connection.clone();
-        let answer = tokio::time::timeout(ANSWER_WITHIN, invocation.invoke_async::<(u64, u64)>(&mut connection)).await;
-        match answer {
-            Ok(Ok((0, _))) => Ok(()),
-            Ok(Ok((refused_by, wait))) => {
+        let mut connection = self.link.connection();
+        match within(invocation.invoke_async::<(u64, u64)>(&mut connection)).await {
+            Ok((0, _)) => Ok(()),
+            Ok((refused_by, wait)) => {
                 let check = usize::try_from(refused_by).ok().and_then(|i| checks.get(i.checked_sub(1)?));
                 let limit = check.ok_or_else(|| LimitError::Unavailable(format!("no limit {refused_by} was asked")))?;
                 Err(LimitExceeded { limit: limit.limit(), wait: Duration::from_micros(wait) }.into())
             }
-            Ok(Err(error)) => Err(LimitError::Unavailable(error.to_string())),
-            Err(_) => Err(LimitError::Unavailable(format!("no answer within {} ms", ANSWER_WITHIN.as_millis()))),
+            Err(error) => Err(LimitError::Unavailable(error)),
         }
     }
 }
@@ -126,43 +112,28 @@ impl RequestLimiter for RedisLimits {
     }
 }
 
-/// After Redis failed, how long the instance counts alone before asking it again: while
-/// it is down, requests do not each wait out their timeout.
-const SHARED_RETRY_AFTER: Duration = Duration::from_secs(1);
-
 /// The limits counted in Redis, and by this instance alone while Redis cannot answer.
 pub struct SharedOrLocal {
     shared: RedisLimits,
     local: Arc<dyn RequestLimiter>,
-    started: Instant,
-    /// Milliseconds after `started` until which Redis is not asked (0: ask).
-    shared_down_until: AtomicU64,
+    health: RedisHealth,
 }
 
 impl SharedOrLocal {
     /// Counts in `shared`, and in `local` while `shared` cannot answer.
     pub fn new(shared: RedisLimits, local: Arc<dyn RequestLimiter>) -> Self {
-        Self { shared, local, started: Instant::now(), shared_down_until: AtomicU64::new(0) }
-    }
-
-    fn elapsed_ms(&self) -> u64 {
-        (self.started.elapsed().as_millis() as u64).max(1)
+        Self { shared, local, health: RedisHealth::new("the shared request limits", "limits hold across instances") }
     }
 
     /// Redis's answer, or the local one when Redis fails (and then for a second).
     async fn count<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Result<(), LimitError> {
         match self.shared.count(checks).await {
             Err(LimitError::Unavailable(error)) => {
-                let until = self.elapsed_ms() + SHARED_RETRY_AFTER.as_millis() as u64;
-                if self.shared_down_until.swap(until, Ordering::Relaxed) == 0 {
-                    tracing::warn!(%error, "the shared request limits are unavailable: this instance limits on its own");
-                }
+                self.health.failed(&error);
                 self.local.admit(checks).await
             }
             answer => {
-                if self.shared_down_until.swap(0, Ordering::Relaxed) != 0 {
-                    tracing::info!("the shared request limits answer again: limits hold across instances");
-                }
+                self.health.answered();
                 answer
             }
         }
@@ -171,8 +142,7 @@ impl SharedOrLocal {
 
 impl RequestLimiter for SharedOrLocal {
     fn admit<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Admission<'a> {
-        let down_until = self.shared_down_until.load(Ordering::Relaxed);
-        if down_until != 0 && self.elapsed_ms() < down_until {
+        if !self.health.ask_shared() {
             return self.local.admit(checks);
         }
         Admission::Pending(Box::pin(self.count(checks)))

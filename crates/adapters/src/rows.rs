@@ -7,6 +7,7 @@ use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, Origin, RedirectUri,
 };
+use domain::dpop::DpopPolicy;
 use domain::ports::StoreUnavailable;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
 
@@ -39,7 +40,7 @@ pub fn atm(
 
 /// `clients`: client id, country, business, channel, redirect URIs and added origins
 /// (JSON lists), status.
-pub type ClientRow = (String, String, String, String, String, String, String);
+pub type ClientRow = (String, String, String, String, String, String, String, String);
 
 /// A client's status as stored.
 pub fn status_text(status: ClientStatus) -> &'static str {
@@ -92,7 +93,7 @@ pub fn scope(country: &str, business: &str, channel: &str) -> Result<ChannelScop
 /// # Errors
 /// [`StoreUnavailable`] naming the value the domain refuses.
 pub fn client(
-    (client_id, country, business, channel, uris, origins, status): ClientRow,
+    (client_id, country, business, channel, uris, origins, status, dpop): ClientRow,
 ) -> Result<ClientRegistration, StoreUnavailable> {
     Ok(ClientRegistration {
         scope: scope(&country, &business, &channel)?,
@@ -104,6 +105,7 @@ pub fn client(
             "disabled" => ClientStatus::Disabled,
             _ => return Err(corrupt("client status", &status)),
         },
+        dpop: DpopPolicy::parse(&dpop).map_err(|_| corrupt("client DPoP policy", &dpop))?,
     })
 }
 

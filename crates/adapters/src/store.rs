@@ -38,7 +38,7 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 /// The topics, and the writes of each (the contract suite, `tests/store_contract.rs`,
 /// makes each of these writes and checks that its topic's counter, and no other, moved):
 /// - `clients`: client registrations (`ClientRecords::insert`, `set_status`,
-///   `set_addresses`).
+///   `change`).
 /// - `access`: supported channel combinations (`ChannelRecords::allow`).
 /// - `wait_times`: branch wait times (`WaitTimeRecords::upsert`).
 /// - `revocations`: the revocation of token records (`TokenArchive::revoke`,

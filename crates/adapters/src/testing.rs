@@ -11,7 +11,7 @@ use std::time::Duration;
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
-use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
+use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome, ImportTally,
     SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _, WaitTimeRecords,
@@ -109,9 +109,9 @@ impl ClientRecords for Switched {
         self.switch.check()?;
         self.inner.clients.set_status(client_id, status).await
     }
-    async fn set_addresses(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<bool, StoreUnavailable> {
+    async fn change(&self, client_id: &ClientId, addresses: &ClientChanges) -> Result<bool, StoreUnavailable> {
         self.switch.check()?;
-        self.inner.clients.set_addresses(client_id, addresses).await
+        self.inner.clients.change(client_id, addresses).await
     }
 }
 

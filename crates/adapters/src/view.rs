@@ -20,6 +20,7 @@ use async_trait::async_trait;
 use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
+use domain::dpop::DpopPolicy;
 use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore};
 use domain::token::{IssuedToken, SigningKey, TokenId};
 use tokio::sync::Mutex;
@@ -377,9 +378,14 @@ impl ClientRegistry for StoreView {
         Ok(self.clients.load().by_id.get(client_id).cloned())
     }
 
-    async fn is_active(&self, client_id: &ClientId) -> Result<bool, StoreUnavailable> {
+    async fn active_policy(&self, client_id: &ClientId) -> Result<Option<DpopPolicy>, StoreUnavailable> {
         self.vouch()?;
-        Ok(self.clients.load().by_id.get(client_id).is_some_and(|client| client.status == ClientStatus::Active))
+        let clients = self.clients.load();
+        Ok(clients
+            .by_id
+            .get(client_id)
+            .filter(|client| client.status == ClientStatus::Active)
+            .map(|client| client.dpop))
     }
 
     async fn origin_registered(&self, origin: &str) -> Result<bool, StoreUnavailable> {

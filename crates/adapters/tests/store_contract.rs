@@ -16,7 +16,8 @@ use adapters::testing::{FreshStore, fresh_store_url};
 use adapters::view::{StoreView, ViewSettings};
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
-use domain::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
+use domain::client::{ClientChanges, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
+use domain::dpop::DpopPolicy;
 use domain::ports::{
     AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
     TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
@@ -35,6 +36,7 @@ fn client(id: &str) -> ClientRegistration {
         redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").unwrap()],
         allowed_origins: Vec::new(),
         status: ClientStatus::Active,
+        dpop: DpopPolicy::Optional,
     }
 }
 
@@ -93,17 +95,26 @@ async fn a_clients_addresses_are_replaced_list_by_list(store: &Store) {
     assert_eq!(store.clients.all().await.unwrap(), vec![registered.clone()], "origins round-trip");
     let origins =
         vec![Origin::parse("https://two.example.mx").unwrap(), Origin::parse("http://127.0.0.1:8000").unwrap()];
-    let only_origins = ClientAddresses { redirect_uris: None, allowed_origins: Some(origins.clone()) };
+    let only_origins = ClientChanges { allowed_origins: Some(origins.clone()), ..ClientChanges::default() };
     let id = ClientId::parse("a-app").unwrap();
-    assert!(store.clients.set_addresses(&id, &only_origins).await.unwrap());
+    assert!(store.clients.change(&id, &only_origins).await.unwrap());
     let updated = store.clients.all().await.unwrap().remove(0);
     assert_eq!((updated.allowed_origins, updated.redirect_uris), (origins, registered.redirect_uris.clone()));
     let uris = vec![RedirectUri::parse("https://three.example.mx/cb").unwrap()];
-    let only_uris = ClientAddresses { redirect_uris: Some(uris.clone()), allowed_origins: None };
-    assert!(store.clients.set_addresses(&id, &only_uris).await.unwrap());
+    let only_uris = ClientChanges { redirect_uris: Some(uris.clone()), ..ClientChanges::default() };
+    assert!(store.clients.change(&id, &only_uris).await.unwrap());
     let updated = store.clients.all().await.unwrap().remove(0);
-    assert_eq!((updated.redirect_uris, updated.allowed_origins.len()), (uris, 2));
-    assert!(!store.clients.set_addresses(&ClientId::parse("nobody").unwrap(), &only_uris).await.unwrap());
+    assert_eq!((updated.redirect_uris, updated.allowed_origins.len()), (uris.clone(), 2));
+    assert_eq!(updated.dpop, DpopPolicy::Optional, "a client registers with DPoP optional by default");
+    let only_dpop = ClientChanges { dpop: Some(DpopPolicy::Required), ..ClientChanges::default() };
+    assert!(store.clients.change(&id, &only_dpop).await.unwrap());
+    let updated = store.clients.all().await.unwrap().remove(0);
+    assert_eq!((updated.dpop, updated.redirect_uris, updated.allowed_origins.len()), (DpopPolicy::Required, uris, 2));
+    let mut requiring = client("b-app");
+    requiring.dpop = DpopPolicy::Required;
+    assert!(store.clients.insert(&requiring, NOW).await.unwrap());
+    assert_eq!(store.clients.all().await.unwrap()[1].dpop, DpopPolicy::Required, "the policy round-trips");
+    assert!(!store.clients.change(&ClientId::parse("nobody").unwrap(), &only_uris).await.unwrap());
 }
 
 async fn a_clients_status_is_set_and_its_live_tokens_revoked(store: &Store) {
@@ -352,10 +363,10 @@ async fn each_write_moves_its_topics_change_counter_and_no_other(store: &Store) 
         }};
     }
     let id = ClientId::parse("a-app").unwrap();
-    let origins = ClientAddresses { redirect_uris: None, allowed_origins: Some(vec![]) };
+    let origins = ClientChanges { allowed_origins: Some(vec![]), ..ClientChanges::default() };
     moves!(["clients"], store.clients.insert(&client("a-app"), NOW));
     moves!(["clients"], store.clients.set_status(&id, ClientStatus::Disabled));
-    moves!(["clients"], store.clients.set_addresses(&id, &origins));
+    moves!(["clients"], store.clients.change(&id, &origins));
     moves!(["access"], store.channels.allow(&scope("WEB")));
     moves!(["wait_times"], store.wait_times.upsert(&[estimate("00001", 1)]));
     moves!(["atms"], store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW));

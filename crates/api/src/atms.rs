@@ -311,8 +311,9 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
     tag = "ATMs",
     operation_id = "listAtms",
     summary = "ATM locations and services",
-    security(("bearer" = [])),
+    security(("bearer" = []), ("dpop" = [])),
     params(
+        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4): required with `Authorization: DPoP`, made by the key the token is bound to for this request (`htm`, `htu` without query, `ath`)."),
         ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
         ("uuid" = Option<String>, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
         ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer: 304 if it still matches."),
@@ -336,8 +337,9 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
             ("ETag" = String, description = "The page's validator."),
         )),
         (status = 400, description = "Bad request: an invalid query, `uuid` or `client_id`, or a page past the last.", body = AtmError),
-        (status = 401, description = "Bearer token or `client_id` missing or invalid.", body = AtmError,
-            headers(("WWW-Authenticate" = String, description = "`Bearer`."))),
+        (status = 401, description = "Token, its DPoP proof or `client_id` missing or invalid.", body = AtmError,
+            headers(("WWW-Authenticate" = String, description = "The scheme the request used: `Bearer` (with `error=\"invalid_token\"` for a refused token), or `DPoP` with `algs` (with `error=\"invalid_token\"`, `\"invalid_dpop_proof\"` for a refused proof, or `\"use_dpop_nonce\"`)."),
+                ("DPoP-Nonce" = String, description = "With `use_dpop_nonce`: the nonce to put in the next proof (`serve --dpop-nonce`)."))),
         (status = 405, description = "Method not allowed.", body = AtmError),
         (status = 408, description = "The request was not sent in time (the answer has no body).", body = AtmError),
         (status = 429, description = "Over the session's, the caller address's or the client's request rate.", body = AtmError,
@@ -361,7 +363,7 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // 1. Extract: optional uuid, credentials, the client's rate, the query.
     let headers = request.headers();
     optional_uuid(headers).map_err(|bad| fail(bad.into()))?;
-    let claims = authenticate(state.bearer.as_ref(), headers).await.map_err(|refusal| fail(refusal.into()))?;
+    let claims = authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
     rate_limit::bearer_request(state, &request, &claims).await.map_err(|over| fail(over.into()))?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(|bad| fail(bad.into()))?;

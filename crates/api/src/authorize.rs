@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::errors::bodies::TokenErrorBody as TokenError;
 use crate::errors::{ApiError, Authorize, BadRequest, Failure, Message, mime_json};
-use crate::request::{Query, require_uuid};
+use crate::request::{Query, presented_proof, require_uuid};
 use crate::{AppState, rate_limit};
 
 /// The only `response_type` served: a visitor token in the JSON body (docs/contract.md).
@@ -26,8 +26,9 @@ pub(crate) struct TokenResponse<'a> {
     /// verify it with GET /.well-known/jwks.json.
     #[schema(value_type = String)]
     access_token: &'a str,
-    /// Always `Bearer`.
-    #[schema(value_type = String, pattern = "^Bearer$", example = "Bearer")]
+    /// `DPoP` for a token bound to the key of the request's DPoP proof (send it as
+    /// `Authorization: DPoP <token>` with a proof), else `Bearer`.
+    #[schema(value_type = String, pattern = "^(Bearer|DPoP)$", example = "Bearer")]
     token_type: &'static str,
     /// Lifetime in seconds, as a string.
     #[schema(pattern = "^[0-9]+$", example = "1800")]
@@ -133,6 +134,8 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
             scope,
             redirect_uri: query.optional("redirect_uri").map(str::to_owned),
             code_challenge,
+            // Read after the rate limits, by the handler.
+            proof: None,
         },
         state,
     })
@@ -158,6 +161,7 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
         ("scope" = Option<String>, Query, pattern = "^visitor( visitor)*$", description = "Space-separated scopes; only `visitor` can be asked for, and it is always granted."),
         ("state" = Option<String>, Query, max_length = 1024, pattern = "^[ -~]+$", description = "Returned unchanged in the `state` response header (CSRF protection)."),
         ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4: `typ` `dpop+jwt`, `alg` ES256 or EdDSA, the public `jwk`; claims `jti`, `htm` `GET`, `htu` the authorization endpoint as the metadata names it, `iat`, and `nonce` when the server asks for one). The token is then bound to that key: `token_type` `DPoP`, `cnf.jkt` its RFC 7638 thumbprint. Required for clients registered with `--dpop required`."),
     ),
     responses(
         (status = 200, description = "A pre-login visitor token.", body = TokenResponse, headers(
@@ -166,7 +170,8 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
             ("uuid" = String, description = "The request's `uuid` header."),
             ("Cache-Control" = String, description = "`no-store`."),
         )),
-        (status = 400, description = "A parameter or the `uuid` header is missing or invalid; `location` names it.", body = TokenError),
+        (status = 400, description = "A parameter or the `uuid` header is missing or invalid; `location` names it. With `location` `DPoP`: the proof was refused (`code` `invalid_dpop_proof`, `details` says why), the client requires one and sent none, or the server wants a nonce (`code` `use_dpop_nonce`, with `DPoP-Nonce`).", body = TokenError,
+            headers(("DPoP-Nonce" = String, description = "With `use_dpop_nonce`: the nonce to put in the proof (`serve --dpop-nonce`)."))),
         (status = 401, description = "Unknown or disabled client, or not the business, country or channel it registered.", body = TokenError),
         (status = 405, description = "Method not allowed.", body = TokenError),
         (status = 429, description = "Over the caller address's or the client's rate of token requests.", body = TokenError,
@@ -188,6 +193,8 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // 1. Extract and 2. parse into domain values.
     let call = token_call(&request).map_err(|bad| fail(bad.into()))?;
     rate_limit::token_request(state, &request, &call.request.client_id).await.map_err(|over| fail(over.into()))?;
+    let mut call = call;
+    call.request.proof = presented_proof(&request, &state.public_base_url).map_err(|refusal| fail(refusal.into()))?;
     // 3. Call the use case.
     let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
     crate::observe::token_issued();
@@ -200,7 +207,7 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
 fn token_answer(grant: &TokenGrant, state: Option<HeaderValue>) -> Result<HttpResponse, String> {
     let body = token_body(&TokenResponse {
         access_token: &grant.access_token,
-        token_type: "Bearer",
+        token_type: if grant.bound { "DPoP" } else { "Bearer" },
         expires_in: grant.expires_in.to_string(),
         scope: grant.scope.as_str(),
         opaque_token: grant.opaque_token.as_str(),

@@ -15,9 +15,9 @@ use actix_web::{HttpRequest, HttpResponse};
 use crate::AppState;
 
 /// Headers a page may read from our responses (the spec's and the validators).
-const EXPOSED: &str = "sid, state, uuid, ETag, Last-Modified, Retry-After, WWW-Authenticate";
+const EXPOSED: &str = "sid, state, uuid, ETag, Last-Modified, Retry-After, WWW-Authenticate, DPoP-Nonce";
 /// Request headers the operations read, beside the CORS-safelisted ones.
-const ALLOWED_HEADERS: &str = "Authorization, client_id, uuid, sid, countryCode, businessCode, ChannelId, \
+const ALLOWED_HEADERS: &str = "Authorization, DPoP, client_id, uuid, sid, countryCode, businessCode, ChannelId, \
     Content-Type, Accept, Accept-Language, If-None-Match, If-Modified-Since";
 /// How long a browser may reuse a preflight's answer, in seconds (Chromium caps it at 7200).
 const PREFLIGHT_MAX_AGE: &str = "600";

@@ -44,6 +44,8 @@ pub fn server_metadata(public_base_url: &str) -> String {
         "grant_types_supported": ["implicit"],
         "scopes_supported": ["visitor"],
         "code_challenge_methods_supported": ["S256"],
+        // RFC 9449 §5.1: tokens are bound to the key of a proof made with one of these.
+        "dpop_signing_alg_values_supported": domain::dpop::PROOF_ALGORITHMS,
         "service_documentation": format!("{issuer}/docs"),
         "ui_locales_supported": ["en", "es"],
     })

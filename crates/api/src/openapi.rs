@@ -23,7 +23,10 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
         version = "1.0.0",
         description = "A bank's public open-banking API: pre-login visitor tokens, estimated branch wait times, \
                        and ATM information (UK Open Banking ATM 2.3 records). Get a token from /v1/authorize, then \
-                       send it as `Authorization: Bearer <token>` with the `client_id` it was issued to.",
+                       send it as `Authorization: Bearer <token>` with the `client_id` it was issued to. An app \
+                       holding a key pair sends a DPoP proof (RFC 9449) with the token request and gets a token \
+                       bound to that key (`token_type` `DPoP`), sent as `Authorization: DPoP <token>` with a \
+                       fresh proof in the `DPoP` header on every call.",
         license(name = "Apache-2.0"),
     ),
     servers(
@@ -65,6 +68,24 @@ impl Modify for BearerScheme {
         );
         components.add_security_scheme("bearer", SecurityScheme::Http(bearer));
     }
+}
+
+/// The DPoP scheme (RFC 9449 §7.1), which utoipa's list of HTTP schemes does not hold.
+fn dpop_scheme(document: &mut Value) -> Option<()> {
+    let schemes = document.pointer_mut("/components/securitySchemes")?.as_object_mut()?;
+    schemes.insert(
+        "dpop".to_owned(),
+        serde_json::json!({
+            "type": "http",
+            "scheme": "DPoP",
+            "description": "A token bound to the app's key (its `token_type` is `DPoP`): sent as \
+                `Authorization: DPoP <token>` with a proof in the `DPoP` header, made by that key for this \
+                request (`htm`, `htu`, and `ath` the hash of the token), with the `client_id` header. A \
+                refused proof is a 401 with `WWW-Authenticate: DPoP error=\"invalid_dpop_proof\"` (or \
+                `use_dpop_nonce`, with a `DPoP-Nonce` to retry with)."
+        }),
+    );
+    Some(())
 }
 
 /// The ATM item schema of the reference file, plus the near-me extension field.
@@ -197,6 +218,7 @@ pub fn document() -> Value {
         group_parameters(&mut document, group);
     }
     well_known_metadata(&mut document);
+    dpop_scheme(&mut document);
     document
 }
 
@@ -315,6 +337,11 @@ mod tests {
     fn the_bearer_scheme_and_an_https_server_are_declared() {
         let document = document();
         assert_eq!(document["components"]["securitySchemes"]["bearer"]["scheme"], "bearer");
+        assert_eq!(document["components"]["securitySchemes"]["dpop"]["scheme"], "DPoP");
+        for (path, method) in [("/v1/atms", "get"), ("/v1/open-banking/channels/branch/waittime/retrieve", "post")] {
+            let security = &document["paths"][path][method]["security"];
+            assert_eq!(security, &serde_json::json!([{"bearer": []}, {"dpop": []}]), "{path}");
+        }
         assert!(
             document["servers"].as_array().unwrap().iter().any(|s| s["url"].as_str().unwrap().starts_with("https://"))
         );

@@ -3,20 +3,29 @@
 
 use std::borrow::Cow;
 
-use actix_web::http::header::{self, HeaderMap};
+use actix_web::http::Method;
+use actix_web::http::header::{self, HeaderMap, HeaderName};
 use actix_web::web::{Bytes, Payload};
 use domain::client::ClientId;
+use domain::dpop::ProofRefusal;
 use domain::input::Expected;
-use domain::services::bearer::BearerAuthentication;
+use domain::services::bearer::BearerError;
+use domain::services::dpop::PresentedProof;
 use domain::token::AccessClaims;
 
+use crate::AppState;
 use crate::correlation::single_header;
 pub use crate::correlation::{RequestHeader, UUID_HEADER, valid_uuid, valid_uuid_header};
 use crate::errors::{BadRequest, Unauthenticated};
 use crate::texts::Message;
+use actix_web::HttpRequest;
 
-/// The bearer token (RFC 6750 §2.1).
+/// The access token (RFC 6750 §2.1, RFC 9449 §7.1).
 pub static AUTHORIZATION: RequestHeader = RequestHeader::new("Authorization", "authorization");
+/// A DPoP proof (RFC 9449 §4.1).
+pub static DPOP: RequestHeader = RequestHeader::new("DPoP", "dpop");
+/// The nonce a DPoP proof must carry (RFC 9449 §8.1), in an answer.
+pub const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
 /// The client a bearer call names.
 pub static CLIENT_ID: RequestHeader = RequestHeader::new("client_id", "client_id");
 /// The body's media type.
@@ -141,12 +150,30 @@ pub fn optional_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
     Ok(())
 }
 
-/// The token of the `Authorization: Bearer <token>` header (RFC 6750 §2.1).
+/// The scheme an access token is sent with.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Scheme {
+    /// `Bearer` (RFC 6750 §2.1): a bearer token.
+    Bearer,
+    /// `DPoP` (RFC 9449 §7.1): a bound token, with a proof in the `DPoP` header.
+    Dpop,
+}
+
+/// Whether the request's `Authorization` header uses the `DPoP` scheme.
+pub fn sent_with_dpop(headers: &HeaderMap) -> bool {
+    headers
+        .get(AUTHORIZATION.key())
+        .is_some_and(|value| value.as_bytes().get(..5).is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"DPoP ")))
+}
+
+/// The scheme and token of the `Authorization: Bearer <token>` or `DPoP <token>`
+/// header (RFC 6750 §2.1, RFC 9449 §7.1).
 ///
 /// # Errors
 /// [`Unauthenticated::NoToken`] without the header; [`Unauthenticated::MalformedHeader`]
-/// when it is sent twice or is not `Bearer`, one space, and a token without spaces.
-pub fn bearer_token(headers: &HeaderMap) -> Result<&str, Unauthenticated> {
+/// when it is sent twice or is not `Bearer` or `DPoP`, one space, and a token without
+/// spaces.
+pub fn access_token(headers: &HeaderMap) -> Result<(Scheme, &str), Unauthenticated> {
     let header = single_header(headers, &AUTHORIZATION).map_err(|_| Unauthenticated::MalformedHeader)?;
     // UTF-8 rather than `to_str`'s byte-by-byte visible-ASCII test: a token is read on
     // every protected call, and any byte a token may not hold fails its verification.
@@ -154,32 +181,62 @@ pub fn bearer_token(headers: &HeaderMap) -> Result<&str, Unauthenticated> {
         .map_err(|_| Unauthenticated::MalformedHeader)?;
     // The token is searched for a second space with memchr's vector search: `contains`
     // walks a token of hundreds of bytes a word at a time.
-    match value.split_once(' ') {
-        Some((scheme, token))
-            if scheme.eq_ignore_ascii_case("Bearer")
-                && !token.is_empty()
-                && memchr::memchr(b' ', token.as_bytes()).is_none() =>
-        {
-            Ok(token)
-        }
-        _ => Err(Unauthenticated::MalformedHeader),
+    let (scheme, token) = value.split_once(' ').ok_or(Unauthenticated::MalformedHeader)?;
+    let scheme = if scheme.eq_ignore_ascii_case("Bearer") {
+        Scheme::Bearer
+    } else if scheme.eq_ignore_ascii_case("DPoP") {
+        Scheme::Dpop
+    } else {
+        return Err(Unauthenticated::MalformedHeader);
+    };
+    if token.is_empty() || memchr::memchr(b' ', token.as_bytes()).is_some() {
+        return Err(Unauthenticated::MalformedHeader);
     }
+    Ok((scheme, token))
 }
 
-/// The bearer check every protected operation starts with: `Authorization: Bearer`,
-/// the `client_id` header, then the domain's [`BearerAuthentication`]. Why a token was
-/// refused is for the log only (the observer's), never the caller.
+/// The DPoP proof a request sends, if any, with what it must name: the request's method
+/// and the resource's URL under the public base URL (without query).
 ///
 /// # Errors
-/// [`Unauthenticated`]: no usable bearer token, a missing or malformed `client_id`, or
-/// the domain's refusal.
-pub async fn authenticate(
-    bearer: &dyn BearerAuthentication,
-    headers: &HeaderMap,
-) -> Result<AccessClaims, Unauthenticated> {
-    let token = bearer_token(headers)?;
+/// [`ProofRefusal::Count`] when the header is sent twice; [`ProofRefusal::Malformed`]
+/// when it is not text.
+pub fn presented_proof(request: &HttpRequest, public_base_url: &str) -> Result<Option<PresentedProof>, ProofRefusal> {
+    let Some(value) = single_header(request.headers(), &DPOP).map_err(|_| ProofRefusal::Count)? else {
+        return Ok(None);
+    };
+    let proof = value.to_str().map_err(|_| ProofRefusal::Malformed("the DPoP header is not visible ASCII"))?;
+    let method = match *request.method() {
+        Method::GET => "GET",
+        Method::POST => "POST",
+        Method::HEAD => "HEAD",
+        // No operation takes another method with a token.
+        _ => "",
+    };
+    Ok(Some(PresentedProof { proof: proof.to_owned(), method, uri: format!("{public_base_url}{}", request.path()) }))
+}
+
+/// The check every protected operation starts with: `Authorization: Bearer` (or
+/// `DPoP` with its proof), the `client_id` header, then the domain's
+/// [`domain::services::bearer::BearerAuthentication`]. Why a token was refused is for
+/// the log only (the observer's), never the caller; why a proof was, the caller is told.
+///
+/// # Errors
+/// [`Unauthenticated`]: no usable token, a missing or malformed `client_id`, a `DPoP`
+/// header missing or sent twice with the `DPoP` scheme, or the domain's refusal.
+pub async fn authenticate(state: &AppState, request: &HttpRequest) -> Result<AccessClaims, Unauthenticated> {
+    let headers = request.headers();
+    let (scheme, token) = access_token(headers)?;
     let client_id = parsed_header(headers, &CLIENT_ID, ClientId::parse).map_err(Unauthenticated::BadRequest)?;
-    bearer.authenticate(token, &client_id).await.map_err(Unauthenticated::Bearer)
+    let proof = match scheme {
+        Scheme::Bearer => None,
+        Scheme::Dpop => Some(
+            presented_proof(request, &state.public_base_url)
+                .and_then(|proof| proof.ok_or(ProofRefusal::Count))
+                .map_err(|refusal| Unauthenticated::Bearer(BearerError::Proof(refusal)))?,
+        ),
+    };
+    state.bearer.authenticate(token, proof, &client_id).await.map_err(Unauthenticated::Bearer)
 }
 
 /// Whether a media-type header value (`Content-Type`) is JSON.
@@ -249,16 +306,25 @@ mod tests {
         let read = |value: &str| {
             let mut headers = HeaderMap::new();
             headers.insert(header::AUTHORIZATION, header::HeaderValue::from_str(value).unwrap());
-            bearer_token(&headers).map(str::to_owned)
+            access_token(&headers).map(|(scheme, token)| (scheme, token.to_owned()))
         };
-        assert_eq!(read(&format!("Bearer {token}")).unwrap(), token);
-        assert_eq!(read("bEARER a.b.c").unwrap(), "a.b.c", "the scheme is case-insensitive");
-        for refused in
-            ["Bearer", "Bearer ", "Bearer  a", "Basic a", &format!("Bearer {token} x"), &format!("Bearer {token} ")]
-        {
+        assert_eq!(read(&format!("Bearer {token}")).unwrap(), (Scheme::Bearer, token.clone()));
+        assert_eq!(read("bEARER a.b.c").unwrap(), (Scheme::Bearer, "a.b.c".into()), "the scheme is case-insensitive");
+        assert_eq!(read("DPoP a.b.c").unwrap(), (Scheme::Dpop, "a.b.c".into()));
+        assert_eq!(read("dpop a.b.c").unwrap(), (Scheme::Dpop, "a.b.c".into()));
+        for refused in [
+            "Bearer",
+            "Bearer ",
+            "Bearer  a",
+            "Basic a",
+            "DPoP",
+            "DPoP ",
+            &format!("Bearer {token} x"),
+            &format!("Bearer {token} "),
+        ] {
             assert!(matches!(read(refused), Err(Unauthenticated::MalformedHeader)), "{refused:?}");
         }
-        assert!(matches!(bearer_token(&HeaderMap::new()), Err(Unauthenticated::NoToken)));
+        assert!(matches!(access_token(&HeaderMap::new()), Err(Unauthenticated::NoToken)));
     }
 
     #[test]

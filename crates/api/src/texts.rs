@@ -5,6 +5,7 @@
 
 use std::borrow::Cow;
 
+use domain::dpop::ProofRefusal;
 use domain::input::Expected;
 
 /// The languages texts are written in (docs/contract.md: Spanish and English).
@@ -112,6 +113,34 @@ pub enum Message {
     MethodNotAllowed,
     /// Anything on our side.
     ServerUnavailable,
+    /// A DPoP proof refused, and why.
+    Proof(ProofRefusal),
+    /// The client requires DPoP and sent no proof.
+    ProofRequired,
+}
+
+/// Why a DPoP proof was refused, in Spanish (the English is the refusal's own text).
+fn proof_refusal_es(refusal: &ProofRefusal) -> String {
+    match refusal {
+        ProofRefusal::Malformed(reason) => format!("La prueba DPoP no es un JWT bien formado: {reason}"),
+        ProofRefusal::Count => "Debe enviarse exactamente una cabecera DPoP".into(),
+        ProofRefusal::Type => "El typ de la prueba DPoP debe ser dpop+jwt".into(),
+        ProofRefusal::Algorithm => "El alg de la prueba DPoP no es ES256 ni EdDSA".into(),
+        ProofRefusal::Key => "El jwk de la prueba DPoP no es una clave pública P-256 o Ed25519 de su alg".into(),
+        ProofRefusal::PrivateKey => "El jwk de la prueba DPoP contiene una clave privada".into(),
+        ProofRefusal::Signature => "La firma de la prueba DPoP no se verifica con su jwk".into(),
+        ProofRefusal::Missing(claim) => format!("La prueba DPoP no tiene el claim {claim}"),
+        ProofRefusal::Method => "El htm de la prueba DPoP no es el método de esta solicitud".into(),
+        ProofRefusal::Uri => "El htu de la prueba DPoP no es la URL de este recurso".into(),
+        ProofRefusal::TooOld => "La prueba DPoP es demasiado antigua (iat)".into(),
+        ProofRefusal::TooNew => "La prueba DPoP tiene fecha futura (iat)".into(),
+        ProofRefusal::Replayed => "La prueba DPoP ya se usó (jti)".into(),
+        ProofRefusal::TokenHash => "El ath de la prueba DPoP no es el hash de este token de acceso".into(),
+        ProofRefusal::OtherKey => "La clave de la prueba DPoP no es aquella a la que está ligado el token".into(),
+        ProofRefusal::UseNonce { .. } => {
+            "La prueba DPoP debe llevar un nonce emitido recientemente por el servidor".into()
+        }
+    }
 }
 
 /// What a malformed value was expected to look like, in `language`.
@@ -143,6 +172,8 @@ pub fn expected(expected: Expected, language: Language) -> &'static str {
         (Language::Es, Expected::Uuid) => "un UUID como 3fa85f64-5717-4562-b3fc-2c963f66afa6",
         (Language::En, Expected::CodeChallenge) => "43 base64url characters (RFC 7636 S256)",
         (Language::Es, Expected::CodeChallenge) => "43 caracteres base64url (RFC 7636 S256)",
+        (Language::En, Expected::DpopPolicy) => "optional or required",
+        (Language::Es, Expected::DpopPolicy) => "optional o required",
     }
 }
 
@@ -178,6 +209,12 @@ impl Message {
             Self::RedirectUri => "redirect_uri is not registered for this client.".into(),
             Self::Unauthorized if es => "Las credenciales del cliente faltan o no son válidas.".into(),
             Self::Unauthorized => "The client credentials are missing or invalid.".into(),
+            Self::Proof(refusal) if es => format!("{}.", proof_refusal_es(refusal)),
+            Self::Proof(refusal) => format!("{refusal}."),
+            Self::ProofRequired if es => {
+                "Este cliente debe enviar una prueba DPoP (RFC 9449) en la cabecera DPoP.".into()
+            }
+            Self::ProofRequired => "This client must send a DPoP proof (RFC 9449) in the DPoP header.".into(),
             Self::TokenMissing if es => "Falta el token de acceso: envíe Authorization: Bearer <token>.".into(),
             Self::TokenMissing => "The access token is missing: send Authorization: Bearer <token>.".into(),
             Self::AuthorizationMalformed if es => {
@@ -324,6 +361,7 @@ mod tests {
             Expected::Scope,
             Expected::Uuid,
             Expected::CodeChallenge,
+            Expected::DpopPolicy,
         ];
         for shape in shapes {
             assert_ne!(expected(shape, Language::En), expected(shape, Language::Es), "{shape:?}");

@@ -344,8 +344,9 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
     tag = "Branches",
     operation_id = "retrieveBranchWaitTime",
     summary = "Estimated wait time by branch",
-    security(("bearer" = [])),
+    security(("bearer" = []), ("dpop" = [])),
     params(
+        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4): required with `Authorization: DPoP`, made by the key the token is bound to for this request (`htm`, `htu` without query, `ath`)."),
         ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
         ("uuid" = String, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
         ("Accept" = String, Header, pattern = "^ *(application/json|application/\\*|\\*/\\*) *(; *charset=[A-Za-z0-9_-]+ *)?(,.*)?$", description = "Must allow `application/json` (also `application/*` or `*/*`)."),
@@ -361,8 +362,9 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
             ("uuid" = String, description = "The request's `uuid` header."),
         )),
         (status = 400, description = "A required header is missing or invalid, or the body is; `location` names it.", body = ErrorResponse),
-        (status = 401, description = "Bearer token, `client_id` or `sid` missing or invalid.", body = ErrorResponse,
-            headers(("WWW-Authenticate" = String, description = "`Bearer`."))),
+        (status = 401, description = "Token, its DPoP proof, `client_id` or `sid` missing or invalid.", body = ErrorResponse,
+            headers(("WWW-Authenticate" = String, description = "The scheme the request used: `Bearer` (with `error=\"invalid_token\"` for a refused token), or `DPoP` with `algs` (with `error=\"invalid_token\"`, `\"invalid_dpop_proof\"` for a refused proof, or `\"use_dpop_nonce\"`)."),
+                ("DPoP-Nonce" = String, description = "With `use_dpop_nonce`: the nonce to put in the next proof (`serve --dpop-nonce`)."))),
         (status = 403, description = "The channel, country or business is not supported.", body = ErrorResponse),
         (status = 404, description = "None of the branches is known.", body = ErrorResponse),
         (status = 405, description = "Method not allowed.", body = ErrorResponse),
@@ -386,7 +388,7 @@ pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<Htt
     // 1. Extract: correlation id and credentials first, then the other headers and body.
     let headers = request.headers();
     require_uuid(headers).map_err(|bad| fail(bad.into()))?;
-    let claims = authenticate(state.bearer.as_ref(), headers).await.map_err(|refusal| fail(refusal.into()))?;
+    let claims = authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
     rate_limit::bearer_request(state, &request, &claims).await.map_err(|over| fail(over.into()))?;
     let (scope, session) = headers_of(&request).map_err(|bad| fail(bad.into()))?;
     // 2. Domain values.

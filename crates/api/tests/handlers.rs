@@ -62,14 +62,14 @@ impl Mocks {
     /// Bearer checks that let the demo client's session [`SID`] through.
     fn admitting() -> Self {
         let mut mocks = Self::default();
-        mocks.bearer.expect_authenticate().returning(|_, _| Ok(domain::testing::claims(CLIENT, SID, 0, 1800)));
+        mocks.bearer.expect_authenticate().returning(|_, _, _| Ok(domain::testing::claims(CLIENT, SID, 0, 1800)));
         mocks
     }
 
     /// Bearer checks that end in `error`.
     fn refusing(error: fn() -> BearerError) -> Self {
         let mut mocks = Self::default();
-        mocks.bearer.expect_authenticate().returning(move |_, _| Err(error()));
+        mocks.bearer.expect_authenticate().returning(move |_, _, _| Err(error()));
         mocks
     }
 
@@ -187,6 +187,7 @@ fn grant() -> TokenGrant {
         scope: Scope::Visitor,
         opaque_token: OpaqueToken::new("opaque".into()),
         session: SessionId::new("sid-1".into()),
+        bound: false,
     }
 }
 

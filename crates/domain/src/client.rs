@@ -5,6 +5,7 @@ use std::fmt;
 use smol_str::SmolStr;
 use validator::ValidateUrl;
 
+use crate::dpop::DpopPolicy;
 use crate::input::Expected;
 
 /// Declares a string newtype whose only constructor is a `parse` checking `$valid`.
@@ -153,15 +154,20 @@ pub struct ClientRegistration {
     pub allowed_origins: Vec<Origin>,
     /// Whether it may obtain tokens.
     pub status: ClientStatus,
+    /// Whether its tokens must be bound to a key of the app's (DPoP).
+    pub dpop: DpopPolicy,
 }
 
-/// New lists of where a client's pages live; a list not given stays as it is.
+/// Changes to a client's registration: where its pages live, and its DPoP policy; what
+/// is not given stays as it is.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct ClientAddresses {
+pub struct ClientChanges {
     /// Its redirect URIs, replaced when given.
     pub redirect_uris: Option<Vec<RedirectUri>>,
     /// Its added origins, replaced when given.
     pub allowed_origins: Option<Vec<Origin>>,
+    /// Its DPoP policy, replaced when given.
+    pub dpop: Option<DpopPolicy>,
 }
 
 impl ClientRegistration {

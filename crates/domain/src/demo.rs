@@ -55,6 +55,7 @@ pub fn clients() -> Result<Vec<ClientRegistration>, DemoDataInvalid> {
             redirect_uris: vec![RedirectUri::parse(redirect).map_err(|_| DemoDataInvalid("demo redirect URI".into()))?],
             allowed_origins: Vec::new(),
             status: ClientStatus::Active,
+            dpop: crate::dpop::DpopPolicy::Optional,
         })
     })
     .collect()

@@ -30,4 +30,6 @@ pub enum Expected {
     Uuid,
     /// 43 base64url characters: a SHA-256 digest, RFC 7636 §4.2.
     CodeChallenge,
+    /// `optional` or `required`: a client's DPoP policy.
+    DpopPolicy,
 }

@@ -17,6 +17,7 @@
 //! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
 //! - [`demo`] — the demo data set.
+//! - [`dpop`] — tokens bound to an app's key (RFC 9449): client policy, thumbprints, proof refusals.
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
 //! - [`limits`] — request limits: rates, the counts a request takes, a limiter's answer.
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
@@ -30,6 +31,7 @@ pub mod atm_catalog;
 pub mod branch;
 pub mod client;
 pub mod demo;
+pub mod dpop;
 pub mod input;
 pub mod limits;
 pub mod ports;

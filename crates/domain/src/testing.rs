@@ -42,6 +42,7 @@ pub fn claims(client_id: &str, session: &str, issued_at: i64, lifetime: i64) -> 
         issued_at,
         not_before: issued_at,
         expires_at: issued_at + lifetime,
+        bound_to: None,
     }
 }
 
@@ -57,6 +58,7 @@ pub fn registration(client_id: &str) -> ClientRegistration {
         redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").expect("valid URI")],
         allowed_origins: Vec::new(),
         status: ClientStatus::Active,
+        dpop: crate::dpop::DpopPolicy::Optional,
     }
 }
 

@@ -5,6 +5,7 @@ use std::fmt;
 use smol_str::SmolStr;
 
 use crate::client::{ChannelScope, ClientId};
+use crate::dpop::KeyThumbprint;
 use crate::input::Expected;
 
 fn is_base64url(raw: &str) -> bool {
@@ -153,6 +154,9 @@ pub struct AccessClaims {
     pub not_before: i64,
     /// Expires at, seconds since the Unix epoch (`exp`).
     pub expires_at: i64,
+    /// The key the token is bound to (`cnf.jkt`, RFC 9449 §6.1), if it is bound: it is
+    /// accepted only with a proof made by that key.
+    pub bound_to: Option<KeyThumbprint>,
 }
 
 /// The server-side record of an issued token, found by its opaque token or `jti`.
@@ -262,6 +266,9 @@ pub struct TokenGrant {
     pub opaque_token: OpaqueToken,
     /// The session the call opened.
     pub session: SessionId,
+    /// Whether the token is bound to the key of the request's DPoP proof (its
+    /// `token_type` is then `DPoP`, else `Bearer`).
+    pub bound: bool,
 }
 
 #[cfg(test)]

@@ -184,8 +184,14 @@ pub enum ClientsAction {
         /// repeat for several.
         #[arg(long = "allowed-origin", value_name = "ORIGIN")]
         allowed_origins: Vec<String>,
+        /// Whether its tokens must be bound to a key of the app's (DPoP, RFC 9449):
+        /// `required` refuses it bearer tokens; `optional` binds a token when the token
+        /// request carries a proof.
+        #[arg(long, value_name = "POLICY", value_parser = ["optional", "required"], default_value = "optional")]
+        dpop: String,
     },
-    /// Replace a client's redirect URIs or added origins (the lists given; the others stay).
+    /// Replace a client's redirect URIs, added origins or DPoP policy (those given; the
+    /// others stay).
     Update {
         /// The client id.
         #[arg(allow_hyphen_values = true)]
@@ -199,6 +205,10 @@ pub enum ClientsAction {
         /// Remove every added origin (its redirect URIs' origins stay allowed).
         #[arg(long, conflicts_with = "allowed_origins")]
         no_allowed_origins: bool,
+        /// Its DPoP policy from now on: `required` refuses its bearer tokens, those
+        /// already issued too; `optional` accepts them again.
+        #[arg(long, value_name = "POLICY", value_parser = ["optional", "required"])]
+        dpop: Option<String>,
     },
     /// List registered clients, tab-separated.
     List,

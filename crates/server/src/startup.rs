@@ -10,6 +10,7 @@ use actix_web::dev::{Server, ServerHandle};
 use actix_web::http::header::HeaderValue;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
+use adapters::dpop::{DpopProofs, LocalReplays, SharedReplays};
 use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
 use adapters::local_limits::LocalLimits;
@@ -19,13 +20,14 @@ use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
-use domain::ports::{Clock, IdGenerator, RequestLimiter, StoreUnavailable, TokenLedger};
+use domain::ports::{Clock, IdGenerator, ProofNonces, ProofReplays, RequestLimiter, StoreUnavailable, TokenLedger};
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
 use domain::services::clients::ClientAdmin;
 use domain::services::demo::{DemoData, DemoFeed, DemoLoadError, DemoOutcome, DemoTargets, demo_feed_interval};
+use domain::services::dpop::DpopCheck;
 use domain::services::imports::DataImport;
 use domain::services::keys::{KeyManagement, KeyManagementError, PublishedKeys};
 use domain::services::origins::OriginPolicy;
@@ -42,6 +44,25 @@ use api::meta::Readiness;
 use api::middleware::Observer;
 
 use crate::settings::{Settings, TlsFiles};
+
+/// The DPoP proof check: proofs remembered in the limits' Redis when one is set (this
+/// instance's own cache standing in while it cannot answer), else in this process; and
+/// nonces made from the signing keys when `--dpop-nonce` asks for them.
+fn proof_check(
+    settings: &Settings,
+    jwt: &Arc<JwtTokens>,
+    clock: Arc<dyn Clock>,
+) -> Result<Arc<DpopCheck>, StartupError> {
+    let window = settings.tokens.dpop_window();
+    let replays: Arc<dyn ProofReplays> = match &settings.limits.redis_url {
+        Some(url) => {
+            Arc::new(SharedReplays::new(url.expose_secret(), window.replay_ttl()).map_err(StartupError::Limits)?)
+        }
+        None => Arc::new(LocalReplays::new(window.replay_ttl())),
+    };
+    let nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(jwt) as Arc<dyn ProofNonces>);
+    Ok(Arc::new(DpopCheck::new(Arc::new(DpopProofs), replays, nonces, clock, window)))
+}
 
 /// The request limits: counted by this instance, or in the Redis `--redis-url` names
 /// (by this instance while Redis cannot answer). The local count is returned too, for
@@ -105,7 +126,7 @@ pub enum StartupError {
     /// A store could not be copied.
     #[error(transparent)]
     Copy(#[from] CopyError),
-    /// The shared request limits' URL is not usable.
+    /// The Redis URL of the shared request limits and proof replays is not usable.
     #[error("--redis-url: {0}")]
     Limits(String),
     /// The metrics listener could not be started.
@@ -475,6 +496,7 @@ impl Application {
         let metrics_clock = Arc::clone(&clock);
         let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
         let (limits, local_limits) = request_limiter(&settings)?;
+        let proofs = proof_check(&settings, &jwt, Arc::clone(&clock))?;
         let state = web::Data::new(AppState {
             tokens: Arc::new(TokenService::new(
                 view.clone(),
@@ -482,6 +504,7 @@ impl Application {
                 jwt.clone(),
                 Arc::clone(&clock),
                 ids,
+                Arc::clone(&proofs),
                 settings.tokens.token_ttl_seconds,
             )),
             revocation: Arc::new(RevocationService::new(
@@ -491,7 +514,7 @@ impl Application {
                 view.clone(),
                 Arc::clone(&clock),
             )),
-            bearer: Arc::new(BearerCheck::new(jwt.clone(), ledger, view.clone())),
+            bearer: Arc::new(BearerCheck::new(jwt.clone(), ledger, view.clone(), proofs)),
             wait_times: Arc::new(WaitTimeService::new(
                 view.clone(),
                 view.clone(),

@@ -21,7 +21,7 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, WaitTimeEstimate};
-use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
+use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
     ImportTally, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
@@ -189,7 +189,7 @@ impl ClientRecords for MemoryStore {
         Ok(true)
     }
 
-    async fn set_addresses(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<bool, StoreUnavailable> {
+    async fn change(&self, client_id: &ClientId, addresses: &ClientChanges) -> Result<bool, StoreUnavailable> {
         let mut state = self.state()?;
         let Some(client) = state.clients.get_mut(client_id.as_str()) else { return Ok(false) };
         if let Some(uris) = &addresses.redirect_uris {
@@ -197,6 +197,9 @@ impl ClientRecords for MemoryStore {
         }
         if let Some(origins) = &addresses.allowed_origins {
             client.allowed_origins.clone_from(origins);
+        }
+        if let Some(policy) = addresses.dpop {
+            client.dpop = policy;
         }
         state.revisions.clients += 1;
         Ok(true)

@@ -13,7 +13,8 @@ macro_rules! shared_sql_records {
             use async_trait::async_trait;
             use domain::atm_catalog::StoredAtm;
             use domain::branch::WaitTimeEstimate;
-            use domain::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
+            use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
+            use domain::dpop::DpopPolicy;
             use domain::ports::{
                 AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
                 ImportTally, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
@@ -149,6 +150,7 @@ macro_rules! shared_sql_records {
                         .bind(rows::redirect_uris_text(&client.redirect_uris)?)
                         .bind(rows::origins_text(&client.allowed_origins)?)
                         .bind(rows::status_text(client.status))
+                        .bind(client.dpop.as_str())
                         .bind(now)
                         .execute(self.pool())
                         .await;
@@ -176,16 +178,17 @@ macro_rules! shared_sql_records {
                     Ok(found == 1)
                 }
 
-                async fn set_addresses(
+                async fn change(
                     &self,
                     client_id: &ClientId,
-                    addresses: &ClientAddresses,
+                    addresses: &ClientChanges,
                 ) -> Result<bool, StoreUnavailable> {
                     let uris = addresses.redirect_uris.as_deref().map(rows::redirect_uris_text).transpose()?;
                     let origins = addresses.allowed_origins.as_deref().map(rows::origins_text).transpose()?;
-                    let found = sqlx::query(sql().set_client_addresses)
+                    let found = sqlx::query(sql().change_client)
                         .bind(uris)
                         .bind(origins)
+                        .bind(addresses.dpop.map(DpopPolicy::as_str))
                         .bind(client_id.as_str())
                         .execute(self.pool())
                         .await

@@ -91,7 +91,7 @@ pub(crate) struct Statements {
     /// Sets a client's status `($1 status, $2 client)`.
     pub set_client_status: &'static str,
     /// Sets a client's addresses, each left as it is where `NULL`.
-    pub set_client_addresses: &'static str,
+    pub change_client: &'static str,
     /// Supports a channel, or nothing when it is already.
     pub allow_channel: &'static str,
     /// Every supported channel.
@@ -164,17 +164,17 @@ impl Statements {
             ),
             insert_client: render(&format!(
                 "INSERT INTO clients (client_id, country_code, business_code, channel_id, redirect_uris, \
-                 allowed_origins, status, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8){}",
+                 allowed_origins, status, dpop, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9){}",
                 syntax.skip_duplicates
             )),
             clients: render(
                 "SELECT client_id, country_code, business_code, channel_id, redirect_uris, allowed_origins, \
-                 status FROM clients ORDER BY client_id",
+                 status, dpop FROM clients ORDER BY client_id",
             ),
             set_client_status: render("UPDATE clients SET status = $1 WHERE client_id = $2"),
-            set_client_addresses: render(
+            change_client: render(
                 "UPDATE clients SET redirect_uris = COALESCE($1, redirect_uris), \
-                 allowed_origins = COALESCE($2, allowed_origins) WHERE client_id = $3",
+                 allowed_origins = COALESCE($2, allowed_origins), dpop = COALESCE($3, dpop) WHERE client_id = $4",
             ),
             allow_channel: render(&format!(
                 "INSERT INTO supported_channels (country_code, business_code, channel_id) VALUES ($1, $2, $3){}",

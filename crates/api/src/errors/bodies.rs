@@ -55,8 +55,9 @@ pub struct ObieErrorBody<'a> {
 #[derive(Serialize, ToSchema)]
 #[schema(as = TokenError)]
 pub struct TokenErrorBody<'a> {
-    /// invalidRequest (400), unAuthorized (401), methodNotAllowed (405),
-    /// tooManyRequests (429) or serverUnavailable (500).
+    /// invalidRequest (400), invalid_dpop_proof or use_dpop_nonce (400, RFC 9449, with
+    /// `location` `DPoP`), unAuthorized (401), methodNotAllowed (405), tooManyRequests
+    /// (429) or serverUnavailable (500).
     #[schema(value_type = String, example = "invalidRequest")]
     pub(super) code: &'static str,
     /// What went wrong, in English or Spanish per Accept-Language.

@@ -19,6 +19,7 @@ use std::marker::PhantomData;
 use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
+use domain::dpop::ProofRefusal;
 use domain::limits::LimitExceeded;
 use domain::services::atms::ListAtmsError;
 use domain::services::authorize::AuthorizeError;
@@ -174,7 +175,9 @@ impl Operation for Meta {
     }
 }
 
-/// The `WWW-Authenticate` challenge of a 401 on a bearer operation (RFC 6750 §3).
+/// The `WWW-Authenticate` challenge of a 401 on a bearer operation (RFC 6750 §3, RFC
+/// 9449 §7.1), in the scheme the request used (`DPoP` when its `Authorization` header
+/// is, else `Bearer`), but for a proof's refusal, which is always `DPoP`'s.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Challenge {
     /// No credentials were sent: the scheme alone (RFC 6750 §3: no error code then).
@@ -183,19 +186,37 @@ pub enum Challenge {
     InvalidRequest(&'static str),
     /// The token is expired, revoked or otherwise not valid (`invalid_token`).
     InvalidToken(&'static str),
+    /// The DPoP proof was refused: `invalid_dpop_proof`, or `use_dpop_nonce` (RFC 9449
+    /// §7.1, §9), with the code and a description.
+    Proof(&'static str, &'static str),
 }
 
+/// The proof algorithms, as a `DPoP` challenge lists them (RFC 9449 §7.1).
+const ALGS: &str = "ES256 EdDSA";
+
 impl Challenge {
-    /// The header's value. The descriptions are this module's constants: plain ASCII
-    /// without quotes, as RFC 6750 §3 allows in `error_description`.
-    fn header_value(self) -> HeaderValue {
+    /// The header's value, in the `DPoP` scheme when `dpop` (the request's own scheme).
+    /// The descriptions are this module's constants: plain ASCII without quotes, as RFC
+    /// 6750 §3 allows in `error_description`.
+    fn header_value(self, dpop: bool) -> HeaderValue {
         let (error, description) = match self {
+            Self::Bearer if dpop => return HeaderValue::from_static(r#"DPoP algs="ES256 EdDSA""#),
             Self::Bearer => return HeaderValue::from_static("Bearer"),
             Self::InvalidRequest(description) => ("invalid_request", description),
             Self::InvalidToken(description) => ("invalid_token", description),
+            Self::Proof(error, description) => {
+                return HeaderValue::from_str(&format!(
+                    r#"DPoP error="{error}", error_description="{description}", algs="{ALGS}""#
+                ))
+                .unwrap_or(HeaderValue::from_static("DPoP"));
+            }
         };
-        HeaderValue::from_str(&format!(r#"Bearer error="{error}", error_description="{description}""#))
-            .unwrap_or(HeaderValue::from_static("Bearer"))
+        let value = if dpop {
+            format!(r#"DPoP error="{error}", error_description="{description}", algs="{ALGS}""#)
+        } else {
+            format!(r#"Bearer error="{error}", error_description="{description}""#)
+        };
+        HeaderValue::from_str(&value).unwrap_or(HeaderValue::from_static("Bearer"))
     }
 }
 
@@ -210,6 +231,10 @@ mod describe {
     pub const OTHER_SESSION: &str = "The access token was not issued for this session";
     /// The Authorization header is not `Bearer <token>`.
     pub const MALFORMED: &str = "The Authorization header must be Bearer followed by one space and the token";
+    /// The DPoP proof was refused (the body says why).
+    pub const PROOF: &str = "The DPoP proof is not valid";
+    /// The DPoP proof carries no recent nonce of the server's.
+    pub const NONCE: &str = "Resend with the nonce in the DPoP-Nonce header";
 }
 
 /// What the log and the metrics should know of a failure; never sent to the caller.
@@ -255,6 +280,8 @@ pub struct Failure<Op> {
     pub challenge: Option<Challenge>,
     /// Adds `Retry-After` (RFC 9110 §10.2.3), in seconds.
     pub retry_after: Option<u64>,
+    /// Adds `DPoP-Nonce` (RFC 9449 §8): the nonce a proof must carry.
+    pub dpop_nonce: Option<String>,
     /// For the log and the metrics.
     pub note: Note,
     operation: PhantomData<fn() -> Op>,
@@ -269,6 +296,7 @@ impl<Op> Failure<Op> {
             location: None,
             challenge: None,
             retry_after: None,
+            dpop_nonce: None,
             note: Note::Plain,
             operation: PhantomData,
         }
@@ -406,7 +434,33 @@ impl<Op: Operation> From<BearerError> for Failure<Op> {
                 Message::TokenInvalid,
                 Challenge::InvalidToken(describe::INVALID),
             ),
+            BearerError::Proof(refusal) => {
+                let description = if refusal.fresh_nonce().is_some() { describe::NONCE } else { describe::PROOF };
+                Self {
+                    dpop_nonce: refusal.fresh_nonce().map(str::to_owned),
+                    ..Self::bearer_refused(
+                        Op::REFUSALS,
+                        refusal.label(),
+                        Message::Proof(refusal.clone()),
+                        Challenge::Proof(refusal.error_code(), description),
+                    )
+                }
+            }
             BearerError::Unavailable(cause) => Self::outage_because("revocations could not be read", cause),
+        }
+    }
+}
+
+/// A DPoP proof refused at the token endpoint (RFC 9449 §5): 400 with the token error
+/// body, `code` `invalid_dpop_proof` (or `use_dpop_nonce`, with `DPoP-Nonce`),
+/// `location` `DPoP`, and what was wrong.
+impl From<ProofRefusal> for Failure<Authorize> {
+    fn from(refusal: ProofRefusal) -> Self {
+        Self {
+            location: Some("DPoP".into()),
+            dpop_nonce: refusal.fresh_nonce().map(str::to_owned),
+            ..Self::new(StatusCode::BAD_REQUEST, refusal.error_code(), Message::Proof(refusal.clone()))
+                .noted(Note::Refused { operation: Authorize::REFUSALS, reason: refusal.label() })
         }
     }
 }
@@ -437,6 +491,12 @@ impl From<AuthorizeError> for Failure<Authorize> {
                     .noted(Note::Refused { operation: Authorize::REFUSALS, reason: reason.label() })
             }
             AuthorizeError::RedirectUriNotRegistered => BadRequest::new("redirect_uri", Message::RedirectUri).into(),
+            AuthorizeError::Proof(refusal) => refusal.into(),
+            AuthorizeError::ProofRequired => Self {
+                location: Some("DPoP".into()),
+                ..Self::new(StatusCode::BAD_REQUEST, "invalid_dpop_proof", Message::ProofRequired)
+                    .noted(Note::Refused { operation: Authorize::REFUSALS, reason: "dpop required" })
+            },
             AuthorizeError::Unavailable(cause) => Self::outage_because("token issuance failed", cause),
             AuthorizeError::SigningFailed(cause) => Self::outage_because("token issuance failed", cause),
         }
@@ -505,6 +565,9 @@ pub struct ErrorContext {
     pub language: Language,
     /// The request's `uuid` header, if it was a valid UUID.
     pub uuid: Option<String>,
+    /// Whether the request sent its access token with the `DPoP` scheme: its challenge
+    /// is then in that scheme.
+    pub dpop: bool,
 }
 
 impl ErrorContext {
@@ -513,6 +576,7 @@ impl ErrorContext {
         Self {
             language: Language::of(request),
             uuid: crate::correlation::valid_uuid(request.headers()).map(str::to_owned),
+            dpop: crate::request::sent_with_dpop(request.headers()),
         }
     }
 }
@@ -530,6 +594,7 @@ struct ErrorParts {
     location: Option<String>,
     challenge: Option<Challenge>,
     retry_after: Option<u64>,
+    dpop_nonce: Option<String>,
     note: Note,
     shape: Shape,
     context: ErrorContext,
@@ -543,7 +608,7 @@ impl ApiError {
 
     /// `failure` written with `context`.
     pub fn with_context<Op: Operation>(failure: Failure<Op>, context: ErrorContext) -> Self {
-        let Failure { status, code, message, location, challenge, retry_after, note, .. } = failure;
+        let Failure { status, code, message, location, challenge, retry_after, dpop_nonce, note, .. } = failure;
         Self(Box::new(ErrorParts {
             status,
             code,
@@ -551,6 +616,7 @@ impl ApiError {
             location,
             challenge,
             retry_after,
+            dpop_nonce,
             note,
             shape: Op::SHAPE,
             context,
@@ -618,7 +684,10 @@ impl ResponseError for ApiError {
             .insert_header((header::CONTENT_LANGUAGE, language.header_value()))
             .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
         if let Some(challenge) = parts.challenge {
-            response.insert_header((header::WWW_AUTHENTICATE, challenge.header_value()));
+            response.insert_header((header::WWW_AUTHENTICATE, challenge.header_value(parts.context.dpop)));
+        }
+        if let Some(nonce) = parts.dpop_nonce.as_deref().and_then(|nonce| HeaderValue::from_str(nonce).ok()) {
+            response.insert_header((crate::request::DPOP_NONCE, nonce));
         }
         if let Some(seconds) = parts.retry_after {
             response.insert_header((header::RETRY_AFTER, seconds));

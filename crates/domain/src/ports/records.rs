@@ -7,7 +7,7 @@ use async_trait::async_trait;
 use super::StoreUnavailable;
 use crate::atm_catalog::StoredAtm;
 use crate::branch::WaitTimeEstimate;
-use crate::client::{ChannelScope, ClientAddresses, ClientId, ClientRegistration, ClientStatus};
+use crate::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use crate::store_contents::StoreContents;
 use crate::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
@@ -40,7 +40,7 @@ pub trait ClientRecords: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written. An unknown client id is
     /// `Ok(false)`.
-    async fn set_addresses(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<bool, StoreUnavailable>;
+    async fn change(&self, client_id: &ClientId, addresses: &ClientChanges) -> Result<bool, StoreUnavailable>;
 }
 
 /// The (country, business, channel) combinations the wait-time operation supports.

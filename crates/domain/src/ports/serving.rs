@@ -8,6 +8,7 @@ use super::StoreUnavailable;
 use crate::atm_catalog::AtmCatalog;
 use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
+use crate::dpop::{DpopPolicy, ProofClaims, ProofRefusal};
 use crate::limits::{Admission, LimitCheck};
 use crate::token::{AccessClaims, IssuedToken, TokenId};
 
@@ -21,12 +22,13 @@ pub trait ClientRegistry: Send + Sync {
     /// [`StoreUnavailable`] when the registry cannot be read; never for an unknown id.
     async fn find(&self, client_id: &ClientId) -> Result<Option<ClientRegistration>, StoreUnavailable>;
 
-    /// Whether `client_id` is registered and active: a disabled client's tokens are
-    /// refused whenever they were issued.
+    /// The DPoP policy of `client_id` when it is registered and active; `None` when it
+    /// is unknown or disabled: a disabled client's tokens are refused whenever they
+    /// were issued.
     ///
     /// # Errors
-    /// [`StoreUnavailable`] when the registry cannot be read; an unknown id is `Ok(false)`.
-    async fn is_active(&self, client_id: &ClientId) -> Result<bool, StoreUnavailable>;
+    /// [`StoreUnavailable`] when the registry cannot be read; an unknown id is `Ok(None)`.
+    async fn active_policy(&self, client_id: &ClientId) -> Result<Option<DpopPolicy>, StoreUnavailable>;
 
     /// Whether some active client allows pages at `origin` to call the API
     /// ([`ClientRegistration::allows_origin`]): a browser's preflight names no client.
@@ -183,4 +185,45 @@ pub trait RequestLimiter: Send + Sync {
     /// reached within a few milliseconds: the caller then counts elsewhere or admits,
     /// never refuses everything.
     fn admit<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Admission<'a>;
+}
+
+/// Reads DPoP proofs (RFC 9449 §4.2) at the JOSE level: the compact JWS, its header and
+/// key, its signature, and the presence and types of its claims. What the claims must
+/// say of the request is the domain's check ([`crate::services::dpop::DpopCheck`]).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ProofVerifier: Send + Sync {
+    /// The claims of `proof` when its header has `typ` `dpop+jwt`, an `alg` of
+    /// [`crate::dpop::PROOF_ALGORITHMS`], and a `jwk` that is a public key of that
+    /// algorithm without private members, its signature verifies with that key, and it
+    /// carries `jti` (at most [`ProofClaims::MAX_JTI`] bytes), `htm`, `htu` and `iat`.
+    ///
+    /// # Errors
+    /// The first [`ProofRefusal`] that applies.
+    fn verify(&self, proof: &str) -> Result<ProofClaims, ProofRefusal>;
+
+    /// The base64url SHA-256 of `access_token`: what a proof sent with it carries as
+    /// `ath` (RFC 9449 §4.2).
+    fn token_hash(&self, access_token: &str) -> String;
+}
+
+/// The proofs seen, so that each is accepted once (RFC 9449 §11.1).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait ProofReplays: Send + Sync {
+    /// Records `key` (a proof's key thumbprint and `jti`) for at least the proof window
+    /// ([`crate::services::dpop::ProofWindow::replay_ttl`]), and says whether it is its
+    /// first use in that time. Never fails: a shared cache that cannot answer is stood
+    /// in for by the instance's own (docs/security.md says what that allows).
+    async fn first_use(&self, key: &str) -> bool;
+}
+
+/// Server-issued nonces for DPoP proofs (RFC 9449 §8), valid on every instance that
+/// shares the store.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait ProofNonces: Send + Sync {
+    /// A nonce to hand out now, or `None` when no key to derive one from is loaded.
+    fn issue(&self) -> Option<String>;
+
+    /// Whether `nonce` is one this service issued recently.
+    fn accepts(&self, nonce: &str) -> bool;
 }

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use async_trait::async_trait;
 
 use crate::client::{ChannelScope, ClientId, ClientStatus};
+use crate::dpop::{DpopPolicy, ProofRefusal};
 use crate::ports::{ClientRegistry, Clock, IdGenerator, SigningFailed, StoreUnavailable, TokenLedger, TokenSigner};
+use crate::services::dpop::{DpopCheck, PresentedProof};
 use crate::token::{AccessClaims, CodeChallenge, IssuedToken, Scope, TokenGrant};
 
 /// A token request whose every field already parsed.
@@ -19,6 +21,8 @@ pub struct AuthorizeRequest {
     pub redirect_uri: Option<String>,
     /// The PKCE S256 challenge it sent, if any.
     pub code_challenge: Option<CodeChallenge>,
+    /// The DPoP proof it sent, if any: the token is then bound to the proof's key.
+    pub proof: Option<PresentedProof>,
 }
 
 /// Why a client was refused; all are one 401 to the caller, told apart in the log.
@@ -52,6 +56,12 @@ pub enum AuthorizeError {
     /// `redirect_uri` is not one the client registered (400, RFC 9700 §2.1).
     #[error("redirect_uri is not registered for this client")]
     RedirectUriNotRegistered,
+    /// The DPoP proof was refused (400, RFC 9449 §5); no token was issued.
+    #[error(transparent)]
+    Proof(ProofRefusal),
+    /// The client requires DPoP and sent no proof (400).
+    #[error("the client requires DPoP and sent no proof")]
+    ProofRequired,
     /// The registry or the token ledger could not be reached (500).
     #[error(transparent)]
     Unavailable(#[from] StoreUnavailable),
@@ -67,20 +77,23 @@ pub struct TokenService {
     signer: Arc<dyn TokenSigner>,
     clock: Arc<dyn Clock>,
     ids: Arc<dyn IdGenerator>,
+    proofs: Arc<DpopCheck>,
     lifetime_seconds: u32,
 }
 
 impl TokenService {
-    /// A service issuing tokens that live `lifetime_seconds`.
+    /// A service issuing tokens that live `lifetime_seconds`, bound to the key of the
+    /// proof a request sends, checked by `proofs`.
     pub fn new(
         registry: Arc<dyn ClientRegistry>,
         ledger: Arc<dyn TokenLedger>,
         signer: Arc<dyn TokenSigner>,
         clock: Arc<dyn Clock>,
         ids: Arc<dyn IdGenerator>,
+        proofs: Arc<DpopCheck>,
         lifetime_seconds: u32,
     ) -> Self {
-        Self { registry, ledger, signer, clock, ids, lifetime_seconds }
+        Self { registry, ledger, signer, clock, ids, proofs, lifetime_seconds }
     }
 }
 
@@ -100,6 +113,12 @@ pub trait TokenIssuance: Send + Sync {
 impl TokenIssuance for TokenService {
     #[tracing::instrument(skip_all, fields(client_id = %request.client_id))]
     async fn authorize(&self, request: AuthorizeRequest) -> Result<TokenGrant, AuthorizeError> {
+        // The proof first: a request's own fault (400) is told before its client's (401),
+        // and a token request whose proof fails gets no token whoever the client is.
+        let bound_to = match &request.proof {
+            Some(proof) => Some(self.proofs.check(proof, None).await.map_err(AuthorizeError::Proof)?),
+            None => None,
+        };
         let client = self
             .registry
             .find(&request.client_id)
@@ -116,6 +135,9 @@ impl TokenIssuance for TokenService {
         {
             return Err(AuthorizeError::RedirectUriNotRegistered);
         }
+        if client.dpop == DpopPolicy::Required && bound_to.is_none() {
+            return Err(AuthorizeError::ProofRequired);
+        }
 
         let now = self.clock.now().unix_timestamp();
         let claims = AccessClaims {
@@ -127,6 +149,7 @@ impl TokenIssuance for TokenService {
             issued_at: now,
             not_before: now,
             expires_at: now + i64::from(self.lifetime_seconds),
+            bound_to,
         };
         let access_token = self.signer.sign(&claims)?;
         let opaque_token = self.ids.opaque_token();
@@ -142,6 +165,7 @@ impl TokenIssuance for TokenService {
             })
             .await?;
         Ok(TokenGrant {
+            bound: claims.bound_to.is_some(),
             access_token,
             expires_in: self.lifetime_seconds,
             scope: Scope::Visitor,
@@ -155,7 +179,13 @@ impl TokenIssuance for TokenService {
 mod tests {
     use super::*;
     use crate::client::{BusinessCode, ChannelId, ClientRegistration, CountryCode, RedirectUri};
-    use crate::ports::{MockClientRegistry, MockIdGenerator, MockTokenLedger, MockTokenSigner};
+    use std::time::Duration;
+
+    use crate::dpop::{KeyThumbprint, ProofClaims};
+    use crate::ports::{
+        MockClientRegistry, MockIdGenerator, MockProofReplays, MockProofVerifier, MockTokenLedger, MockTokenSigner,
+    };
+    use crate::services::dpop::ProofWindow;
     use crate::testing::clock_at;
     use crate::token::{OpaqueToken, SessionId, TokenId};
 
@@ -174,6 +204,7 @@ mod tests {
             redirect_uris: vec![RedirectUri::parse("https://app.example.mx/cb").unwrap()],
             allowed_origins: Vec::new(),
             status,
+            dpop: DpopPolicy::Optional,
         }
     }
 
@@ -183,6 +214,7 @@ mod tests {
             scope: scope("MOBILE"),
             redirect_uri: None,
             code_challenge: None,
+            proof: None,
         }
     }
 
@@ -207,8 +239,103 @@ mod tests {
             Arc::new(signer),
             Arc::new(clock_at(1_000)),
             Arc::new(ids()),
+            proofs(),
             1800,
         )
+    }
+
+    const KEY: &str = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I";
+
+    /// Proofs of `KEY` for the authorization endpoint, made now: accepted unless
+    /// `replayed`.
+    fn proofs_seen(replayed: bool) -> Arc<DpopCheck> {
+        let mut verifier = MockProofVerifier::new();
+        verifier.expect_verify().returning(|_| {
+            Ok(ProofClaims {
+                key: KeyThumbprint::parse(KEY).unwrap(),
+                jti: "jti".into(),
+                htm: "GET".into(),
+                htu: AUTHORIZE_URL.into(),
+                iat: 1_000,
+                nonce: None,
+                ath: None,
+            })
+        });
+        let mut replays = MockProofReplays::new();
+        replays.expect_first_use().returning(move |_| !replayed);
+        let window = ProofWindow { max_age: Duration::from_secs(60), skew: Duration::from_secs(5) };
+        Arc::new(DpopCheck::new(Arc::new(verifier), Arc::new(replays), None, Arc::new(clock_at(1_000)), window))
+    }
+
+    fn proofs() -> Arc<DpopCheck> {
+        proofs_seen(false)
+    }
+
+    const AUTHORIZE_URL: &str = "https://api.example.mx/api/v1/authorize";
+
+    fn with_proof() -> AuthorizeRequest {
+        AuthorizeRequest {
+            proof: Some(PresentedProof { proof: "proof".into(), method: "GET", uri: AUTHORIZE_URL.into() }),
+            ..request()
+        }
+    }
+
+    fn signer_of_bound_tokens() -> MockTokenSigner {
+        let mut signer = MockTokenSigner::new();
+        signer
+            .expect_sign()
+            .withf(|claims| claims.bound_to.as_ref().map(KeyThumbprint::as_str) == Some(KEY))
+            .returning(|_| Ok("bound.jwt".into()));
+        signer
+    }
+
+    fn ledger_recording() -> MockTokenLedger {
+        let mut ledger = MockTokenLedger::new();
+        ledger.expect_record().returning(|_| Ok(()));
+        ledger
+    }
+
+    #[tokio::test]
+    async fn a_request_with_a_valid_proof_gets_a_token_bound_to_its_key() {
+        let grant = service(
+            registry_with(Some(registration(ClientStatus::Active))),
+            ledger_recording(),
+            signer_of_bound_tokens(),
+        )
+        .authorize(with_proof())
+        .await
+        .unwrap();
+        assert!(grant.bound);
+        assert_eq!(grant.access_token, "bound.jwt");
+    }
+
+    #[tokio::test]
+    async fn a_request_whose_proof_is_refused_gets_no_token_whoever_the_client_is() {
+        let service = TokenService::new(
+            Arc::new(registry_with(None)),
+            Arc::new(ledger_never_called()),
+            Arc::new(signer_never_called()),
+            Arc::new(clock_at(1_000)),
+            Arc::new(ids()),
+            proofs_seen(true),
+            1800,
+        );
+        let result = service.authorize(with_proof()).await;
+        assert!(matches!(result, Err(AuthorizeError::Proof(ProofRefusal::Replayed))));
+    }
+
+    #[tokio::test]
+    async fn a_client_that_requires_dpop_gets_no_bearer_token() {
+        let requiring = ClientRegistration { dpop: DpopPolicy::Required, ..registration(ClientStatus::Active) };
+        let result = service(registry_with(Some(requiring.clone())), ledger_never_called(), signer_never_called())
+            .authorize(request())
+            .await;
+        assert!(matches!(result, Err(AuthorizeError::ProofRequired)));
+        let grant = service(registry_with(Some(requiring)), ledger_recording(), signer_of_bound_tokens())
+            .authorize(with_proof())
+            .await
+            .unwrap();
+        assert!(grant.bound);
     }
 
     fn signer_never_called() -> MockTokenSigner {

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use crate::client::{ClientAddresses, ClientId, ClientRegistration, ClientStatus};
+use crate::client::{ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use crate::ports::{ClientRecords, Clock, StoreUnavailable, TokenArchive};
 
 /// Why a client was not registered.
@@ -99,8 +99,8 @@ impl ClientAdmin {
     ///
     /// # Errors
     /// See [`UpdateClientError`].
-    pub async fn update(&self, client_id: &ClientId, addresses: &ClientAddresses) -> Result<(), UpdateClientError> {
-        if !self.clients.set_addresses(client_id, addresses).await? {
+    pub async fn update(&self, client_id: &ClientId, addresses: &ClientChanges) -> Result<(), UpdateClientError> {
+        if !self.clients.change(client_id, addresses).await? {
             return Err(UpdateClientError::NotFound(client_id.clone()));
         }
         Ok(())
@@ -232,9 +232,9 @@ mod tests {
     #[tokio::test]
     async fn updating_an_unknown_client_is_an_error() {
         let mut clients = MockClientRecords::new();
-        clients.expect_set_addresses().times(1).returning(|_, _| Ok(false));
+        clients.expect_change().times(1).returning(|_, _| Ok(false));
         let result = admin(clients, no_revocations())
-            .update(&ClientId::parse("nobody").unwrap(), &ClientAddresses::default())
+            .update(&ClientId::parse("nobody").unwrap(), &ClientChanges::default())
             .await;
         assert!(matches!(result, Err(UpdateClientError::NotFound(id)) if id.as_str() == "nobody"));
     }

@@ -5,6 +5,8 @@
 //! - [`authorize`]: issue a pre-login visitor token (GET /v1/authorize).
 //! - [`bearer`]: check a bearer token and the `client_id` it is presented with; shared
 //!   by every protected operation.
+//! - [`dpop`]: check a DPoP proof (RFC 9449) against its request; shared by issuance and
+//!   the bearer check.
 //! - [`revocation`]: an app revokes its own token (POST /v1/revoke, RFC 7009).
 //! - [`wait_times`]: estimated wait per branch (POST …/branch/waittime/retrieve).
 //! - [`keys`] ([`keys::KeyPublication`]): the JWKS; [`origins`]: the browser pages of
@@ -29,6 +31,7 @@ pub mod authorize;
 pub mod bearer;
 pub mod clients;
 pub mod demo;
+pub mod dpop;
 pub mod imports;
 pub mod keys;
 pub mod origins;

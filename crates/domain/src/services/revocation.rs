@@ -90,7 +90,7 @@ impl RevocationService {
 #[async_trait]
 impl TokenRevocation for RevocationService {
     async fn revoke(&self, token: &str, client_id: &ClientId) -> Result<RevocationOutcome, RevocationError> {
-        if !self.clients.is_active(client_id).await? {
+        if self.clients.active_policy(client_id).await?.is_none() {
             return Err(RevocationError::UnknownClient);
         }
         let now = self.clock.unix_now();
@@ -149,7 +149,9 @@ mod tests {
         let mut archive = MockTokenArchive::new();
         archive.expect_find().returning(move |_| Ok(found.clone()));
         let mut clients = MockClientRegistry::new();
-        clients.expect_is_active().returning(|id| Ok(["demo-app", "other-app"].contains(&id.as_str())));
+        clients.expect_active_policy().returning(|id| {
+            Ok(["demo-app", "other-app"].contains(&id.as_str()).then_some(crate::dpop::DpopPolicy::Optional))
+        });
         RevocationService::new(
             Arc::new(verifier),
             Arc::new(archive),
@@ -208,7 +210,7 @@ mod tests {
         let mut archive = MockTokenArchive::new();
         archive.expect_find().never();
         let mut clients = MockClientRegistry::new();
-        clients.expect_is_active().returning(|_| Ok(true));
+        clients.expect_active_policy().returning(|_| Ok(Some(crate::dpop::DpopPolicy::Optional)));
         let service = RevocationService::new(
             Arc::new(MockTokenVerifier::new()),
             Arc::new(archive),

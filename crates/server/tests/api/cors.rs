@@ -184,6 +184,7 @@ async fn a_page_from_a_registered_origin_calls_every_operation_and_a_page_from_a
         redirect_uris: vec![RedirectUri::parse(&format!("{registered}/callback")).unwrap()],
         allowed_origins: vec![Origin::parse("https://partner.example.mx").unwrap()],
         status: ClientStatus::Active,
+        dpop: domain::dpop::DpopPolicy::Optional,
     };
     assert!(app.store().await.clients.insert(&client, now()).await.unwrap());
     // The running service sees the new client at its next refresh.

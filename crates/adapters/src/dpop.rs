@@ -1,0 +1,340 @@
+//! DPoP proofs (RFC 9449 §4) read and verified, and the proofs seen, in this process
+//! and in Redis.
+//!
+//! A proof is verified here, not by jsonwebtoken: its `Jwk` drops private members
+//! without a word (a proof carrying one must be refused, RFC 9449 §4.3 step 7), its
+//! `alg` is an enum that cannot say an algorithm is unknown rather than malformed, and
+//! its `DecodingKey::from_jwk` checks neither the curve nor the lengths of the
+//! coordinates. The signature is aws-lc-rs's, as for the access tokens.
+
+use std::collections::HashSet;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use aws_lc_rs::digest::{SHA256, digest};
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, ED25519, UnparsedPublicKey, VerificationAlgorithm};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::dpop::{KeyThumbprint, ProofClaims, ProofRefusal};
+use domain::ports::{ProofReplays, ProofVerifier};
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::redis_link::{RedisHealth, RedisLink};
+
+/// RFC 9449 §4.2: the `typ` of a proof.
+const PROOF_TYPE: &str = "dpop+jwt";
+
+/// The JWK members that hold private or symmetric key material (RFC 7518 §6.2.2,
+/// §6.3.2, §6.4; RFC 8037 §2): a proof's key must have none.
+const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
+
+/// The longest proof read: a P-256 proof with a nonce and `ath` is about 700 bytes.
+const MAX_PROOF_LEN: usize = 4096;
+
+/// The header of a proof.
+#[derive(Deserialize)]
+struct ProofHeader {
+    #[serde(default)]
+    typ: Option<String>,
+    alg: String,
+    #[serde(default)]
+    jwk: Option<serde_json::Map<String, Value>>,
+    #[serde(default)]
+    crit: Option<serde::de::IgnoredAny>,
+}
+
+/// The claims of a proof, as sent: each checked for its presence and type afterwards.
+#[derive(Deserialize)]
+struct ProofBody {
+    #[serde(default)]
+    jti: Option<Value>,
+    #[serde(default)]
+    htm: Option<Value>,
+    #[serde(default)]
+    htu: Option<Value>,
+    #[serde(default)]
+    iat: Option<Value>,
+    #[serde(default)]
+    nonce: Option<Value>,
+    #[serde(default)]
+    ath: Option<Value>,
+}
+
+/// A proof's public key, read from its `jwk`: how its signatures verify, and its
+/// thumbprint.
+struct ProofKey {
+    algorithm: &'static dyn VerificationAlgorithm,
+    public_key: Vec<u8>,
+    thumbprint: KeyThumbprint,
+}
+
+/// Verifies DPoP proofs signed with ES256 (P-256) or EdDSA (Ed25519).
+#[derive(Debug, Clone, Copy, Default)]
+pub struct DpopProofs;
+
+impl ProofVerifier for DpopProofs {
+    fn verify(&self, proof: &str) -> Result<ProofClaims, ProofRefusal> {
+        if proof.len() > MAX_PROOF_LEN {
+            return Err(ProofRefusal::Malformed("longer than any proof"));
+        }
+        let mut parts = proof.split('.');
+        let (Some(header), Some(body), Some(signature), None) =
+            (parts.next(), parts.next(), parts.next(), parts.next())
+        else {
+            return Err(ProofRefusal::Malformed("not three base64url parts separated by dots"));
+        };
+        let header: ProofHeader = decode_json(header, "the header is not base64url JSON")?;
+        if !header.typ.as_deref().is_some_and(|typ| typ.eq_ignore_ascii_case(PROOF_TYPE)) {
+            return Err(ProofRefusal::Type);
+        }
+        if header.crit.is_some() {
+            return Err(ProofRefusal::Malformed("crit names extensions this service does not understand"));
+        }
+        let jwk = header.jwk.ok_or(ProofRefusal::Key)?;
+        if PRIVATE_MEMBERS.iter().any(|member| jwk.contains_key(*member)) {
+            return Err(ProofRefusal::PrivateKey);
+        }
+        let key = proof_key(&header.alg, &jwk)?;
+        let signature =
+            URL_SAFE_NO_PAD.decode(signature).map_err(|_| ProofRefusal::Malformed("the signature is not base64url"))?;
+        let signed = &proof[..header_and_body_len(proof)];
+        UnparsedPublicKey::new(key.algorithm, &key.public_key)
+            .verify(signed.as_bytes(), &signature)
+            .map_err(|_| ProofRefusal::Signature)?;
+        let body: ProofBody = decode_json(body, "the claims are not base64url JSON")?;
+        claims(body, key.thumbprint)
+    }
+
+    fn token_hash(&self, access_token: &str) -> String {
+        URL_SAFE_NO_PAD.encode(digest(&SHA256, access_token.as_bytes()))
+    }
+}
+
+/// The length of `header.body`, the signed part of a compact JWS.
+fn header_and_body_len(proof: &str) -> usize {
+    proof.rfind('.').unwrap_or_default()
+}
+
+fn decode_json<T: for<'de> Deserialize<'de>>(part: &str, malformed: &'static str) -> Result<T, ProofRefusal> {
+    let json = URL_SAFE_NO_PAD.decode(part).map_err(|_| ProofRefusal::Malformed(malformed))?;
+    serde_json::from_slice(&json).map_err(|_| ProofRefusal::Malformed(malformed))
+}
+
+/// The public key of `jwk` for `alg`: ES256 with a P-256 `EC` key, EdDSA with an
+/// Ed25519 `OKP` key, every coordinate 32 bytes of canonical base64url.
+fn proof_key(alg: &str, jwk: &serde_json::Map<String, Value>) -> Result<ProofKey, ProofRefusal> {
+    let member = |name: &str| jwk.get(name).and_then(Value::as_str);
+    let coordinate = |name: &str| -> Result<[u8; 32], ProofRefusal> {
+        let bytes = URL_SAFE_NO_PAD.decode(member(name).ok_or(ProofRefusal::Key)?).map_err(|_| ProofRefusal::Key)?;
+        bytes.try_into().map_err(|_| ProofRefusal::Key)
+    };
+    let canonical = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(bytes);
+    match alg {
+        "ES256" => {
+            if member("kty") != Some("EC") || member("crv") != Some("P-256") {
+                return Err(ProofRefusal::Key);
+            }
+            let (x, y) = (coordinate("x")?, coordinate("y")?);
+            let mut public_key = Vec::with_capacity(65);
+            public_key.push(0x04);
+            public_key.extend_from_slice(&x);
+            public_key.extend_from_slice(&y);
+            // RFC 7638 §3.2: the required members, in lexicographic order, no spaces.
+            let members = format!(r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#, canonical(&x), canonical(&y));
+            Ok(ProofKey { algorithm: &ECDSA_P256_SHA256_FIXED, public_key, thumbprint: thumbprint(&members) })
+        }
+        "EdDSA" => {
+            if member("kty") != Some("OKP") || member("crv") != Some("Ed25519") {
+                return Err(ProofRefusal::Key);
+            }
+            let x = coordinate("x")?;
+            let members = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#, canonical(&x));
+            Ok(ProofKey { algorithm: &ED25519, public_key: x.to_vec(), thumbprint: thumbprint(&members) })
+        }
+        _ => Err(ProofRefusal::Algorithm),
+    }
+}
+
+fn thumbprint(members: &str) -> KeyThumbprint {
+    let encoded = URL_SAFE_NO_PAD.encode(digest(&SHA256, members.as_bytes()));
+    KeyThumbprint::parse(&encoded).unwrap_or_else(|| unreachable!("a SHA-256 digest is 43 base64url characters"))
+}
+
+/// The claims a proof must carry, each of its type: `jti`, `htm` and `htu` strings,
+/// `iat` a number (its whole seconds); `nonce` and `ath` strings when sent.
+fn claims(body: ProofBody, key: KeyThumbprint) -> Result<ProofClaims, ProofRefusal> {
+    fn text(value: Option<Value>, name: &'static str) -> Result<Option<String>, ProofRefusal> {
+        match value {
+            None => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(_) => Err(ProofRefusal::Malformed(match name {
+                "jti" => "jti is not a string",
+                "htm" => "htm is not a string",
+                "htu" => "htu is not a string",
+                "nonce" => "nonce is not a string",
+                _ => "ath is not a string",
+            })),
+        }
+    }
+    let jti = text(body.jti, "jti")?.filter(|jti| !jti.is_empty()).ok_or(ProofRefusal::Missing("jti"))?;
+    if jti.len() > ProofClaims::MAX_JTI {
+        return Err(ProofRefusal::Malformed("jti is longer than 128 bytes"));
+    }
+    let htm = text(body.htm, "htm")?.ok_or(ProofRefusal::Missing("htm"))?;
+    let htu = text(body.htu, "htu")?.ok_or(ProofRefusal::Missing("htu"))?;
+    let iat = match body.iat {
+        None => return Err(ProofRefusal::Missing("iat")),
+        Some(Value::Number(number)) => number
+            .as_i64()
+            .or_else(|| number.as_f64().filter(|seconds| seconds.is_finite()).map(|seconds| seconds.floor() as i64))
+            .ok_or(ProofRefusal::Malformed("iat is not a number of seconds"))?,
+        Some(_) => return Err(ProofRefusal::Malformed("iat is not a number of seconds")),
+    };
+    Ok(ProofClaims { key, jti, htm, htu, iat, nonce: text(body.nonce, "nonce")?, ath: text(body.ath, "ath")? })
+}
+
+/// A proof's replay key, as remembered: the first 16 bytes of its SHA-256, so that an
+/// entry is the same size whatever the `jti` sent.
+fn fingerprint(key: &str) -> u128 {
+    let hash = digest(&SHA256, key.as_bytes());
+    let mut first = [0u8; 16];
+    first.copy_from_slice(&hash.as_ref()[..16]);
+    u128::from_le_bytes(first)
+}
+
+/// The proofs this process has seen, in two generations: a proof is looked for in both,
+/// recorded in the newer, and forgotten when the older is dropped, once the newer is a
+/// window old. So each is remembered between one and two windows, and memory is the
+/// proofs of at most two windows, with no sweep.
+pub struct LocalReplays {
+    window: Duration,
+    generations: Mutex<Generations>,
+}
+
+struct Generations {
+    started: Instant,
+    newer: HashSet<u128>,
+    older: HashSet<u128>,
+}
+
+impl LocalReplays {
+    /// Proofs remembered for at least `window`.
+    pub fn new(window: Duration) -> Self {
+        Self {
+            window,
+            generations: Mutex::new(Generations {
+                started: Instant::now(),
+                newer: HashSet::new(),
+                older: HashSet::new(),
+            }),
+        }
+    }
+
+    fn first_use_now(&self, key: &str) -> bool {
+        let fingerprint = fingerprint(key);
+        let mut generations = self.generations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if generations.started.elapsed() >= self.window {
+            let newer = std::mem::take(&mut generations.newer);
+            generations.older = newer;
+            generations.started = Instant::now();
+        }
+        if generations.older.contains(&fingerprint) {
+            return false;
+        }
+        generations.newer.insert(fingerprint)
+    }
+}
+
+#[async_trait::async_trait]
+impl ProofReplays for LocalReplays {
+    async fn first_use(&self, key: &str) -> bool {
+        self.first_use_now(key)
+    }
+}
+
+/// Every key the service writes for proofs starts with this.
+const KEY_PREFIX: &str = "branch-atm:dpop";
+
+/// The proofs every instance has seen, in Redis: one `SET … NX PX` per proof, which
+/// Redis answers for all instances at once. While Redis cannot answer, the instance's
+/// own [`LocalReplays`] stands in (as the limits do), says so in the log, and Redis is
+/// asked again a second later.
+pub struct SharedReplays {
+    link: RedisLink,
+    health: RedisHealth,
+    local: LocalReplays,
+    ttl_ms: u64,
+}
+
+impl SharedReplays {
+    /// Proofs remembered for `window` in the Redis at `url`, and in this process while
+    /// it cannot answer.
+    ///
+    /// # Errors
+    /// The reason, for a URL that is not a Redis URL.
+    pub fn new(url: &str, window: Duration) -> Result<Self, String> {
+        Ok(Self {
+            link: RedisLink::new(url)?,
+            health: RedisHealth::new("the shared DPoP replay cache", "proofs are accepted once across instances"),
+            local: LocalReplays::new(window),
+            ttl_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
+        })
+    }
+
+    async fn ask(&self, key: &str) -> Result<bool, String> {
+        let mut command = redis::cmd("SET");
+        command.arg(format!("{KEY_PREFIX}:{key}")).arg(1).arg("NX").arg("PX").arg(self.ttl_ms);
+        let answer: Option<String> = self.link.query(&command).await?;
+        Ok(answer.is_some())
+    }
+}
+
+#[async_trait::async_trait]
+impl ProofReplays for SharedReplays {
+    async fn first_use(&self, key: &str) -> bool {
+        // Recorded here too, so that a proof seen while Redis answered is still known
+        // to this instance if Redis stops answering within its window.
+        let first_here = self.local.first_use_now(key);
+        if !self.health.ask_shared() {
+            return first_here;
+        }
+        match self.ask(key).await {
+            Ok(first) => {
+                self.health.answered();
+                first && first_here
+            }
+            Err(error) => {
+                self.health.failed(&error);
+                first_here
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_proof_is_new_once_within_its_window() {
+        let replays = LocalReplays::new(Duration::from_secs(60));
+        assert!(replays.first_use_now("key:jti-1"));
+        assert!(!replays.first_use_now("key:jti-1"));
+        assert!(replays.first_use_now("key:jti-2"));
+        assert!(replays.first_use_now("other-key:jti-1"), "a jti is another proof's under another key");
+    }
+
+    #[test]
+    fn a_proof_is_remembered_for_a_whole_window_and_then_forgotten() {
+        let replays = LocalReplays::new(Duration::from_millis(50));
+        assert!(replays.first_use_now("key:jti-1"));
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(!replays.first_use_now("key:jti-1"), "still known one generation later");
+        std::thread::sleep(Duration::from_millis(60));
+        // Forgotten after its second generation: a proof that old is refused by its iat.
+        assert!(replays.first_use_now("key:jti-2"));
+        std::thread::sleep(Duration::from_millis(60));
+        assert!(replays.first_use_now("key:jti-1"));
+    }
+}
