@@ -69,7 +69,7 @@ struct ProofKey {
     thumbprint: KeyThumbprint,
 }
 
-/// Verifies DPoP proofs signed with ES256 (P-256) or EdDSA (Ed25519).
+/// Verifies DPoP proofs signed with ES256 (P-256) or Ed25519 (`alg` `EdDSA` or `Ed25519`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DpopProofs;
 
@@ -144,7 +144,7 @@ fn proof_key(alg: &str, jwk: &serde_json::Map<String, Value>) -> Result<ProofKey
             let members = format!(r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#, canonical(&x), canonical(&y));
             Ok(ProofKey { algorithm: &ECDSA_P256_SHA256_FIXED, public_key, thumbprint: thumbprint(&members) })
         }
-        "EdDSA" => {
+        "EdDSA" | "Ed25519" => {
             if member("kty") != Some("OKP") || member("crv") != Some("Ed25519") {
                 return Err(ProofRefusal::Key);
             }

@@ -575,6 +575,28 @@ mod tests {
     }
 
     #[test]
+    fn a_nonce_is_accepted_for_one_to_two_minutes_by_every_instance_holding_the_keys() {
+        let start = 1_800_000_000_000; // on a minute boundary
+        let key = key_at(start / 1000).unwrap();
+        let (clock, other_clock) = (SetClock::at(start), SetClock::at(start));
+        let (here, there) =
+            (tokens_on(std::slice::from_ref(&key), clock.clone()), tokens_on(&[key], other_clock.clone()));
+        let nonce = here.issue().unwrap();
+        assert_eq!(nonce.len(), 32);
+        assert!(here.accepts(&nonce) && there.accepts(&nonce), "another instance on the same keys accepts it");
+        clock.set(start + 119_000);
+        assert!(here.accepts(&nonce), "still in the next minute");
+        clock.set(start + 120_000);
+        assert!(!here.accepts(&nonce), "not two minutes on");
+        clock.set(start + 60_000);
+        let other = tokens_on(&[key_at(start / 1000).unwrap()], clock.clone());
+        assert!(here.accepts(&nonce) && !other.accepts(&nonce), "nor by an instance on other keys");
+        for made_up in ["", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", &nonce[..31], "not base64url!"] {
+            assert!(!there.accepts(made_up), "{made_up:?}");
+        }
+    }
+
+    #[test]
     fn only_an_access_token_type_without_critical_extensions_is_accepted() {
         let key = key_at(now()).unwrap();
         let tokens = tokens_with(std::slice::from_ref(&key));

@@ -161,7 +161,7 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
         ("scope" = Option<String>, Query, pattern = "^visitor( visitor)*$", description = "Space-separated scopes; only `visitor` can be asked for, and it is always granted."),
         ("state" = Option<String>, Query, max_length = 1024, pattern = "^[ -~]+$", description = "Returned unchanged in the `state` response header (CSRF protection)."),
         ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
-        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4: `typ` `dpop+jwt`, `alg` ES256 or EdDSA, the public `jwk`; claims `jti`, `htm` `GET`, `htu` the authorization endpoint as the metadata names it, `iat`, and `nonce` when the server asks for one). The token is then bound to that key: `token_type` `DPoP`, `cnf.jkt` its RFC 7638 thumbprint. Required for clients registered with `--dpop required`."),
+        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4: `typ` `dpop+jwt`, `alg` ES256, EdDSA or Ed25519, the public `jwk`; claims `jti`, `htm` `GET`, `htu` the authorization endpoint as the metadata names it, `iat`, and `nonce` when the server asks for one). The token is then bound to that key: `token_type` `DPoP`, `cnf.jkt` its RFC 7638 thumbprint. Required for clients registered with `--dpop required`."),
     ),
     responses(
         (status = 200, description = "A pre-login visitor token.", body = TokenResponse, headers(

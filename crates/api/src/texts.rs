@@ -125,7 +125,7 @@ fn proof_refusal_es(refusal: &ProofRefusal) -> String {
         ProofRefusal::Malformed(reason) => format!("La prueba DPoP no es un JWT bien formado: {reason}"),
         ProofRefusal::Count => "Debe enviarse exactamente una cabecera DPoP".into(),
         ProofRefusal::Type => "El typ de la prueba DPoP debe ser dpop+jwt".into(),
-        ProofRefusal::Algorithm => "El alg de la prueba DPoP no es ES256 ni EdDSA".into(),
+        ProofRefusal::Algorithm => "El alg de la prueba DPoP no es ES256, EdDSA ni Ed25519".into(),
         ProofRefusal::Key => "El jwk de la prueba DPoP no es una clave pública P-256 o Ed25519 de su alg".into(),
         ProofRefusal::PrivateKey => "El jwk de la prueba DPoP contiene una clave privada".into(),
         ProofRefusal::Signature => "La firma de la prueba DPoP no se verifica con su jwk".into(),

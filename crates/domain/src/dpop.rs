@@ -102,7 +102,7 @@ pub enum ProofRefusal {
     #[error("the DPoP proof's typ must be dpop+jwt")]
     Type,
     /// `alg` is none, symmetric, or one not supported.
-    #[error("the DPoP proof's alg is not one of ES256, EdDSA")]
+    #[error("the DPoP proof's alg is not one of ES256, EdDSA, Ed25519")]
     Algorithm,
     /// No `jwk`, or one that is not a P-256 or Ed25519 public key matching `alg`.
     #[error("the DPoP proof's jwk is not a P-256 or Ed25519 public key for its alg")]
@@ -187,8 +187,10 @@ impl ProofRefusal {
     }
 }
 
-/// The algorithms a proof may be signed with, as metadata and challenges list them.
-pub const PROOF_ALGORITHMS: [&str; 2] = ["ES256", "EdDSA"];
+/// The algorithms a proof may be signed with, as metadata and challenges list them:
+/// ECDSA on P-256, and Ed25519 under both its names, `EdDSA` (RFC 8037) and the fully
+/// specified `Ed25519` (RFC 9864), which current libraries write (panva's `dpop` 2).
+pub const PROOF_ALGORITHMS: [&str; 3] = ["ES256", "EdDSA", "Ed25519"];
 
 #[cfg(test)]
 mod tests {

@@ -192,7 +192,7 @@ pub enum Challenge {
 }
 
 /// The proof algorithms, as a `DPoP` challenge lists them (RFC 9449 §7.1).
-const ALGS: &str = "ES256 EdDSA";
+const ALGS: &str = "ES256 EdDSA Ed25519";
 
 impl Challenge {
     /// The header's value, in the `DPoP` scheme when `dpop` (the request's own scheme).
@@ -200,7 +200,7 @@ impl Challenge {
     /// 6750 §3 allows in `error_description`.
     fn header_value(self, dpop: bool) -> HeaderValue {
         let (error, description) = match self {
-            Self::Bearer if dpop => return HeaderValue::from_static(r#"DPoP algs="ES256 EdDSA""#),
+            Self::Bearer if dpop => return HeaderValue::from_static(r#"DPoP algs="ES256 EdDSA Ed25519""#),
             Self::Bearer => return HeaderValue::from_static("Bearer"),
             Self::InvalidRequest(description) => ("invalid_request", description),
             Self::InvalidToken(description) => ("invalid_token", description),

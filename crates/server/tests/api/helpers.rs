@@ -350,3 +350,16 @@ pub async fn eventually_status(app: &TestApp, session: &Session, status: u16) ->
         .await
         .is_some()
 }
+
+/// Redis, from `TEST_REDIS_URL`, for a test of `what`; `None` (said) without it, a
+/// failure under `CI=true`.
+pub fn redis_url(what: &str) -> Option<String> {
+    match std::env::var("TEST_REDIS_URL") {
+        Ok(url) if !url.is_empty() => Some(url),
+        _ => {
+            assert!(std::env::var("CI").is_err(), "CI must run the tests of {what}: set TEST_REDIS_URL");
+            eprintln!("SKIPPED: {what} need Redis: set TEST_REDIS_URL=redis://host:port");
+            None
+        }
+    }
+}

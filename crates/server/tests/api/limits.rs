@@ -13,7 +13,9 @@ use std::time::{Duration, Instant};
 use domain::limits::{Rate, RateLimits};
 use serde_json::Value;
 
-use crate::helpers::{CLIENT, Session, TestApp, UUID, assert_error, assert_token_error, demo_authorize_query};
+use crate::helpers::{
+    CLIENT, Session, TestApp, UUID, assert_error, assert_token_error, demo_authorize_query, redis_url,
+};
 
 /// An HTTP client whose connections come from `address`.
 fn client_from(address: Ipv4Addr) -> reqwest::Client {
@@ -230,24 +232,11 @@ fn the_default_limits_are_the_documented_ones() {
     assert_eq!(pair(limits.per_client), (1000, 2000));
 }
 
-/// Redis for the shared limits, from `TEST_REDIS_URL`; `None` (said) without it, a
-/// failure under `CI=true`.
-fn redis_url() -> Option<String> {
-    match std::env::var("TEST_REDIS_URL") {
-        Ok(url) if !url.is_empty() => Some(url),
-        _ => {
-            assert!(std::env::var("CI").is_err(), "CI must run the shared-limit tests: set TEST_REDIS_URL");
-            eprintln!("SKIPPED: limits shared across instances need Redis: set TEST_REDIS_URL=redis://host:port");
-            None
-        }
-    }
-}
-
 /// With `--redis-url`, limits hold across instances: one session's calls spread over
 /// two instances get the session's burst once, not once per instance.
 #[tokio::test]
 async fn with_redis_a_sessions_burst_holds_across_instances() {
-    let Some(redis) = redis_url() else { return };
+    let Some(redis) = redis_url("limits shared across instances") else { return };
     let shared = |settings: &mut server::settings::Settings| {
         (settings.limits.session_rate_limit_per_second, settings.limits.session_rate_limit_burst) = (1, 6);
         settings.limits.redis_url = Some(redis.clone().parse().unwrap());

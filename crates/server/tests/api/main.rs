@@ -12,6 +12,7 @@ mod cli;
 mod clients;
 mod cors;
 mod docs_page;
+mod dpop;
 mod helpers;
 mod imports;
 mod instances;

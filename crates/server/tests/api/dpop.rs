@@ -1,0 +1,425 @@
+//! Tokens bound to the app's key (DPoP, RFC 9449): issued for a proof at authorize,
+//! accepted on the bearer operations only with a fresh proof of that key, every bad
+//! proof refused with what was wrong, replays refused on every instance, server nonces.
+
+use aws_lc_rs::digest::{SHA256, digest};
+use aws_lc_rs::rand::SystemRandom;
+use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
+use base64::Engine as _;
+use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::client::{ClientChanges, ClientId};
+use domain::dpop::DpopPolicy;
+use reqwest::Response;
+use serde_json::{Value, json};
+
+use crate::helpers::{
+    CLIENT, Session, TestApp, UUID, WAIT_TIME_PATH, assert_error, assert_token_error, demo_authorize_query, eventually,
+    now, redis_url, wait_time_headers,
+};
+
+/// A key pair an app made on the device.
+enum Signer {
+    P256(EcdsaKeyPair),
+    Ed25519(Ed25519KeyPair),
+}
+
+/// An app's key, and the proofs it makes.
+pub struct AppKey {
+    signer: Signer,
+    jwk: Value,
+}
+
+impl AppKey {
+    /// A new P-256 key (ES256), as WebCrypto or a phone's keystore makes.
+    pub fn p256() -> Self {
+        let rng = SystemRandom::new();
+        let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+        let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
+        let point = pair.public_key().as_ref().to_vec();
+        let jwk = json!({
+            "kty": "EC", "crv": "P-256",
+            "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..65]),
+        });
+        Self { signer: Signer::P256(pair), jwk }
+    }
+
+    /// A new Ed25519 key (EdDSA).
+    pub fn ed25519() -> Self {
+        let rng = SystemRandom::new();
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&rng).unwrap();
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let jwk = json!({"kty": "OKP", "crv": "Ed25519", "x": URL_SAFE_NO_PAD.encode(pair.public_key().as_ref())});
+        Self { signer: Signer::Ed25519(pair), jwk }
+    }
+
+    fn alg(&self) -> &'static str {
+        match self.signer {
+            Signer::P256(_) => "ES256",
+            Signer::Ed25519(_) => "EdDSA",
+        }
+    }
+
+    /// The RFC 7638 thumbprint, written out by hand from the RFC.
+    pub fn thumbprint(&self) -> String {
+        let members = match self.signer {
+            Signer::P256(_) => format!(
+                r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+                self.jwk["x"].as_str().unwrap(),
+                self.jwk["y"].as_str().unwrap()
+            ),
+            Signer::Ed25519(_) => {
+                format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#, self.jwk["x"].as_str().unwrap())
+            }
+        };
+        URL_SAFE_NO_PAD.encode(digest(&SHA256, members.as_bytes()))
+    }
+
+    fn sign(&self, message: &[u8]) -> Vec<u8> {
+        match &self.signer {
+            Signer::P256(pair) => pair.sign(&SystemRandom::new(), message).unwrap().as_ref().to_vec(),
+            Signer::Ed25519(pair) => pair.sign(message).as_ref().to_vec(),
+        }
+    }
+
+    /// A JWS of `header` and `claims`, signed with this key.
+    pub fn signed(&self, header: &Value, claims: &Value) -> String {
+        let signed =
+            format!("{}.{}", URL_SAFE_NO_PAD.encode(header.to_string()), URL_SAFE_NO_PAD.encode(claims.to_string()));
+        let signature = URL_SAFE_NO_PAD.encode(self.sign(signed.as_bytes()));
+        format!("{signed}.{signature}")
+    }
+
+    /// The header of this key's proofs.
+    pub fn header(&self) -> Value {
+        json!({"typ": "dpop+jwt", "alg": self.alg(), "jwk": self.jwk})
+    }
+
+    /// The claims of a fresh proof for `method` on `url`.
+    pub fn claims(method: &str, url: &str) -> Value {
+        json!({"jti": uuid::Uuid::new_v4().to_string(), "htm": method, "htu": url, "iat": now()})
+    }
+
+    /// A fresh proof for `method` on `url`, for `token` when given (`ath`), carrying
+    /// `nonce` when given.
+    pub fn proof(&self, method: &str, url: &str, token: Option<&str>, nonce: Option<&str>) -> String {
+        let mut claims = Self::claims(method, url);
+        if let Some(token) = token {
+            claims["ath"] = Value::from(URL_SAFE_NO_PAD.encode(digest(&SHA256, token.as_bytes())));
+        }
+        if let Some(nonce) = nonce {
+            claims["nonce"] = Value::from(nonce);
+        }
+        self.signed(&self.header(), &claims)
+    }
+}
+
+fn authorize_url(app: &TestApp) -> String {
+    format!("{}/api/v1/authorize", app.settings.http.public_base_url())
+}
+
+fn wait_url(app: &TestApp) -> String {
+    format!("{}{WAIT_TIME_PATH}", app.settings.http.public_base_url())
+}
+
+fn atms_url(app: &TestApp) -> String {
+    format!("{}/api/v1/atms", app.settings.http.public_base_url())
+}
+
+/// GET /api/v1/authorize for the demo client with `proofs` as `DPoP` headers.
+async fn authorize_with(app: &TestApp, proofs: &[&str]) -> Response {
+    let mut request =
+        app.http.get(format!("{}/api/v1/authorize", app.address)).header("uuid", UUID).query(&demo_authorize_query());
+    for proof in proofs {
+        request = request.header("DPoP", *proof);
+    }
+    request.send().await.unwrap()
+}
+
+/// A token bound to `key`, and its session.
+async fn bound_session(app: &TestApp, key: &AppKey) -> Session {
+    let response = authorize_with(app, &[&key.proof("GET", &authorize_url(app), None, None)]).await;
+    assert_eq!(response.status(), 200);
+    let sid = response.headers()["sid"].to_str().unwrap().to_owned();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["token_type"], "DPoP", "{body}");
+    Session { token: body["access_token"].as_str().unwrap().to_owned(), sid }
+}
+
+/// The claims of a token, read without verifying it (the tokens test verifies them).
+fn token_claims(token: &str) -> Value {
+    serde_json::from_slice(&URL_SAFE_NO_PAD.decode(token.split('.').nth(1).unwrap()).unwrap()).unwrap()
+}
+
+/// Wait times of branch 00001 with `authorization` and `proof` as sent.
+async fn wait_times_with(app: &TestApp, session: &Session, authorization: &str, proof: Option<&str>) -> Response {
+    let mut request = app.http.post(format!("{}{WAIT_TIME_PATH}", app.address));
+    for (name, value) in wait_time_headers() {
+        request = request.header(name, value);
+    }
+    request = request.header("Authorization", authorization).header("sid", &session.sid);
+    if let Some(proof) = proof {
+        request = request.header("DPoP", proof);
+    }
+    request.body(r#"{"branches":[{"branchId":"00001"}]}"#).send().await.unwrap()
+}
+
+/// Wait times with the bound token and a fresh proof of `key` for them.
+async fn wait_times_bound(app: &TestApp, session: &Session, key: &AppKey, nonce: Option<&str>) -> Response {
+    let proof = key.proof("POST", &wait_url(app), Some(&session.token), nonce);
+    wait_times_with(app, session, &format!("DPoP {}", session.token), Some(&proof)).await
+}
+
+/// Asserts a 401 on a bearer operation whose challenge is DPoP's with `error`.
+async fn assert_dpop_challenge(response: Response, error: &str) -> Value {
+    let challenge = response.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(challenge.starts_with(&format!(r#"DPoP error="{error}""#)), "{challenge}");
+    assert!(challenge.contains(r#"algs="ES256 EdDSA Ed25519""#), "{challenge}");
+    assert_error(response, 401, "unAuthorized", None).await
+}
+
+#[tokio::test]
+async fn a_proof_at_authorize_gets_a_dpop_token_bound_to_its_key_that_works_with_fresh_proofs() {
+    let app = TestApp::builder().start().await;
+    for key in [AppKey::p256(), AppKey::ed25519()] {
+        let session = bound_session(&app, &key).await;
+        let claims = token_claims(&session.token);
+        assert_eq!(claims["cnf"]["jkt"], key.thumbprint(), "RFC 7638 thumbprint of the proof's key");
+
+        let response = wait_times_bound(&app, &session, &key, None).await;
+        assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+        let proof = key.proof("GET", &atms_url(&app), Some(&session.token), None);
+        let atms = app
+            .http
+            .get(format!("{}/api/v1/atms?page=1", app.address))
+            .header("Authorization", format!("DPoP {}", session.token))
+            .header("client_id", CLIENT)
+            .header("DPoP", proof)
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(atms.status(), 200, "htu is the resource without its query");
+    }
+    // Without a proof, everything stays as it was.
+    let plain: Value = app.authorize(&demo_authorize_query()).await.json().await.unwrap();
+    assert_eq!(plain["token_type"], "Bearer");
+    assert!(token_claims(plain["access_token"].as_str().unwrap()).get("cnf").is_none());
+}
+
+#[tokio::test]
+async fn the_metadata_lists_the_proof_algorithms() {
+    let app = TestApp::builder().start().await;
+    let metadata: Value = app
+        .http
+        .get(format!("{}/.well-known/oauth-authorization-server/api", app.address))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(metadata["dpop_signing_alg_values_supported"], json!(["ES256", "EdDSA", "Ed25519"]));
+}
+
+#[tokio::test]
+async fn every_bad_proof_at_authorize_is_a_400_saying_what_was_wrong_and_gets_no_token() {
+    let app = TestApp::builder().start().await;
+    let key = AppKey::p256();
+    let url = authorize_url(&app);
+    let fresh = || AppKey::claims("GET", &url);
+    let with = |change: &dyn Fn(&mut Value)| {
+        let mut claims = fresh();
+        change(&mut claims);
+        key.signed(&key.header(), &claims)
+    };
+    let with_header = |change: &dyn Fn(&mut Value)| {
+        let mut header = key.header();
+        change(&mut header);
+        key.signed(&header, &fresh())
+    };
+    let good = key.proof("GET", &url, None, None);
+    let (signed, signature) = good.rsplit_once('.').unwrap();
+    let mut flipped = URL_SAFE_NO_PAD.decode(signature).unwrap();
+    flipped[5] ^= 1;
+    let mut private = key.header();
+    private["jwk"]["d"] = Value::from(URL_SAFE_NO_PAD.encode([7u8; 32]));
+    let used = key.proof("GET", &url, None, None);
+    assert_eq!(authorize_with(&app, &[&used]).await.status(), 200);
+
+    let cases: Vec<(&str, String, &str)> = vec![
+        ("malformed", "not-a-jwt".to_owned(), "well-formed"),
+        ("wrong typ", with_header(&|h| h["typ"] = Value::from("JWT")), "typ"),
+        ("alg none", with_header(&|h| h["alg"] = Value::from("none")), "alg"),
+        ("symmetric alg", with_header(&|h| h["alg"] = Value::from("HS256")), "alg"),
+        ("unsupported alg", with_header(&|h| h["alg"] = Value::from("RS256")), "alg"),
+        ("alg of another key type", with_header(&|h| h["alg"] = Value::from("EdDSA")), "jwk"),
+        ("private key in jwk", key.signed(&private, &fresh()), "private"),
+        ("bad signature", format!("{signed}.{}", URL_SAFE_NO_PAD.encode(&flipped)), "signature"),
+        ("wrong htm", with(&|c| c["htm"] = Value::from("POST")), "htm"),
+        ("wrong htu", with(&|c| c["htu"] = Value::from("https://elsewhere.example/api/v1/authorize")), "htu"),
+        ("too old", with(&|c| c["iat"] = Value::from(now() - 120)), "too old"),
+        ("too far ahead", with(&|c| c["iat"] = Value::from(now() + 120)), "future"),
+        ("missing jti", with(&|c| drop(c.as_object_mut().unwrap().remove("jti"))), "jti"),
+        ("replayed", used.clone(), "used before"),
+    ];
+    for (case, proof, says) in cases {
+        let body =
+            assert_token_error(authorize_with(&app, &[&proof]).await, 400, "invalid_dpop_proof", Some("DPoP")).await;
+        let details = body["details"].as_str().unwrap();
+        assert!(details.contains(says), "{case}: {details}");
+    }
+    let two = [key.proof("GET", &url, None, None), key.proof("GET", &url, None, None)];
+    let body =
+        assert_token_error(authorize_with(&app, &[&two[0], &two[1]]).await, 400, "invalid_dpop_proof", Some("DPoP"))
+            .await;
+    assert!(body["details"].as_str().unwrap().contains("exactly one"), "{body}");
+}
+
+#[tokio::test]
+async fn on_the_bearer_operations_a_bound_token_needs_a_fresh_proof_of_its_own_key() {
+    let app = TestApp::builder().start().await;
+    let key = AppKey::p256();
+    let session = bound_session(&app, &key).await;
+    let dpop = format!("DPoP {}", session.token);
+    let url = wait_url(&app);
+
+    // RFC 9449 §7.2: a bound token is not a bearer token.
+    let as_bearer = wait_times_with(&app, &session, &format!("Bearer {}", session.token), None).await;
+    assert!(as_bearer.headers()["www-authenticate"].to_str().unwrap().starts_with("Bearer error=\"invalid_token\""));
+    assert_error(as_bearer, 401, "unAuthorized", None).await;
+
+    let no_proof = wait_times_with(&app, &session, &dpop, None).await;
+    assert_dpop_challenge(no_proof, "invalid_dpop_proof").await;
+
+    let other_key = AppKey::ed25519().proof("POST", &url, Some(&session.token), None);
+    let body =
+        assert_dpop_challenge(wait_times_with(&app, &session, &dpop, Some(&other_key)).await, "invalid_dpop_proof")
+            .await;
+    assert!(body["details"].as_str().unwrap().contains("bound to"), "{body}");
+
+    let other_token = key.proof("POST", &url, Some("another.token"), None);
+    assert_dpop_challenge(wait_times_with(&app, &session, &dpop, Some(&other_token)).await, "invalid_dpop_proof").await;
+
+    let no_ath = key.proof("POST", &url, None, None);
+    assert_dpop_challenge(wait_times_with(&app, &session, &dpop, Some(&no_ath)).await, "invalid_dpop_proof").await;
+
+    let for_atms = key.proof("GET", &atms_url(&app), Some(&session.token), None);
+    assert_dpop_challenge(wait_times_with(&app, &session, &dpop, Some(&for_atms)).await, "invalid_dpop_proof").await;
+
+    let once = key.proof("POST", &url, Some(&session.token), None);
+    assert_eq!(wait_times_with(&app, &session, &dpop, Some(&once)).await.status(), 200);
+    let body =
+        assert_dpop_challenge(wait_times_with(&app, &session, &dpop, Some(&once)).await, "invalid_dpop_proof").await;
+    assert!(body["details"].as_str().unwrap().contains("used before"), "{body}");
+
+    // A bearer token sent with the DPoP scheme is refused too.
+    let bearer = app.session().await;
+    let proof = key.proof("POST", &url, Some(&bearer.token), None);
+    let response = wait_times_with(&app, &bearer, &format!("DPoP {}", bearer.token), Some(&proof)).await;
+    assert_dpop_challenge(response, "invalid_token").await;
+}
+
+#[tokio::test]
+async fn revocation_and_a_disabled_client_refuse_bound_tokens_as_they_do_bearer_ones() {
+    let app = TestApp::builder().start().await;
+    let key = AppKey::ed25519();
+    let session = bound_session(&app, &key).await;
+    assert_eq!(wait_times_bound(&app, &session, &key, None).await.status(), 200);
+    let revoked = app.revoke(&[("token", &session.token), ("client_id", CLIENT)]).await;
+    assert_eq!(revoked.status(), 200);
+    assert_dpop_challenge(wait_times_bound(&app, &session, &key, None).await, "invalid_token").await;
+
+    let live = bound_session(&app, &key).await;
+    let store = app.store().await;
+    let admin = domain::services::clients::ClientAdmin::new(
+        std::sync::Arc::clone(&store.clients),
+        std::sync::Arc::clone(&store.tokens),
+        std::sync::Arc::new(adapters::system::SystemClock),
+    );
+    admin.disable(&ClientId::parse(CLIENT).unwrap()).await.unwrap();
+    let refused =
+        eventually(|| async { (wait_times_bound(&app, &live, &key, None).await.status() == 401).then_some(()) }).await;
+    assert!(refused.is_some(), "a disabled client's bound token is refused");
+}
+
+#[tokio::test]
+async fn a_client_that_requires_dpop_gets_no_bearer_token_and_its_bearer_tokens_stop_working() {
+    let app = TestApp::builder().start().await;
+    let earlier = app.session().await;
+    let changed = ClientChanges { dpop: Some(DpopPolicy::Required), ..ClientChanges::default() };
+    assert!(app.store().await.clients.change(&ClientId::parse(CLIENT).unwrap(), &changed).await.unwrap());
+
+    let required =
+        eventually(|| async { (app.authorize(&demo_authorize_query()).await.status() == 400).then_some(()) }).await;
+    assert!(required.is_some(), "the policy is in force at the view's next refresh");
+    let body =
+        assert_token_error(app.authorize(&demo_authorize_query()).await, 400, "invalid_dpop_proof", Some("DPoP")).await;
+    assert!(body["details"].as_str().unwrap().contains("must send a DPoP proof"), "{body}");
+    let response = wait_times_with(&app, &earlier, &format!("Bearer {}", earlier.token), None).await;
+    assert_error(response, 401, "unAuthorized", None).await;
+
+    let key = AppKey::p256();
+    let session = bound_session(&app, &key).await;
+    assert_eq!(wait_times_bound(&app, &session, &key, None).await.status(), 200);
+}
+
+/// The nonce a 400 or 401 asked to be used, after checking the answer says so.
+fn nonce_asked(response: &Response) -> String {
+    response.headers()["dpop-nonce"].to_str().unwrap().to_owned()
+}
+
+fn with_nonces(settings: &mut server::settings::Settings) {
+    settings.tokens.dpop_nonce = true;
+}
+
+#[tokio::test]
+async fn with_server_nonces_a_proof_without_a_recent_one_is_answered_with_one_to_use() {
+    let app = TestApp::builder().settings(with_nonces).start().await;
+    let key = AppKey::p256();
+    let url = authorize_url(&app);
+
+    let first = authorize_with(&app, &[&key.proof("GET", &url, None, None)]).await;
+    let nonce = nonce_asked(&first);
+    assert_token_error(first, 400, "use_dpop_nonce", Some("DPoP")).await;
+    let made_up =
+        authorize_with(&app, &[&key.proof("GET", &url, None, Some("AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA"))]).await;
+    assert_token_error(made_up, 400, "use_dpop_nonce", Some("DPoP")).await;
+
+    let response = authorize_with(&app, &[&key.proof("GET", &url, None, Some(&nonce))]).await;
+    assert_eq!(response.status(), 200);
+    let sid = response.headers()["sid"].to_str().unwrap().to_owned();
+    let body: Value = response.json().await.unwrap();
+    let session = Session { token: body["access_token"].as_str().unwrap().to_owned(), sid };
+
+    let without = wait_times_bound(&app, &session, &key, None).await;
+    let nonce = nonce_asked(&without);
+    assert_dpop_challenge(without, "use_dpop_nonce").await;
+    assert_eq!(wait_times_bound(&app, &session, &key, Some(&nonce)).await.status(), 200);
+}
+
+#[tokio::test]
+async fn a_nonce_one_instance_hands_out_is_accepted_by_another_on_the_same_store() {
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(with_nonces).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(with_nonces).start().await;
+    let key = AppKey::ed25519();
+    let asked = authorize_with(&first, &[&key.proof("GET", &authorize_url(&first), None, None)]).await;
+    let nonce = nonce_asked(&asked);
+    let response = authorize_with(&second, &[&key.proof("GET", &authorize_url(&second), None, Some(&nonce))]).await;
+    assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+}
+
+#[tokio::test]
+async fn a_proof_used_on_one_instance_is_refused_on_another_sharing_redis() {
+    let Some(redis) = redis_url("replays refused across instances") else { return };
+    let shared = |settings: &mut server::settings::Settings| {
+        settings.limits.redis_url = Some(redis.parse().unwrap());
+    };
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(shared).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(shared).start().await;
+    assert_eq!(first.settings.http.public_base_url(), second.settings.http.public_base_url(), "one public name");
+    let key = AppKey::p256();
+    let proof = key.proof("GET", &authorize_url(&first), None, None);
+    assert_eq!(authorize_with(&first, &[&proof]).await.status(), 200);
+    let body =
+        assert_token_error(authorize_with(&second, &[&proof]).await, 400, "invalid_dpop_proof", Some("DPoP")).await;
+    assert!(body["details"].as_str().unwrap().contains("used before"), "{body}");
+}
