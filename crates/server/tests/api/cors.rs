@@ -18,7 +18,7 @@ use crate::helpers::{TestApp, WAIT_TIME_PATH, now};
 /// The demo web client's redirect URI is on this origin.
 const DEMO_WEB_ORIGIN: &str = "https://demo.bank.example.mx";
 
-async fn preflight(app: &TestApp, path: &str, origin: &str, method: &str) -> reqwest::Response {
+pub(crate) async fn preflight(app: &TestApp, path: &str, origin: &str, method: &str) -> reqwest::Response {
     app.http
         .request(Method::OPTIONS, format!("{}{path}", app.address))
         .header("Origin", origin)
@@ -107,7 +107,7 @@ async fn a_registered_origin_reads_the_answer_and_its_headers_only_for_its_own_c
 }
 
 /// Serves `page` to every request on a new loopback port until dropped; the port.
-async fn serve_page(page: String) -> (u16, tokio::task::JoinHandle<()>) {
+pub(crate) async fn serve_page(page: String) -> (u16, tokio::task::JoinHandle<()>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let port = listener.local_addr().unwrap().port();
     let server = tokio::spawn(async move {

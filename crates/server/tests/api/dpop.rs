@@ -423,3 +423,113 @@ async fn a_proof_used_on_one_instance_is_refused_on_another_sharing_redis() {
         assert_token_error(authorize_with(&second, &[&proof]).await, 400, "invalid_dpop_proof", Some("DPoP")).await;
     assert!(body["details"].as_str().unwrap().contains("used before"), "{body}");
 }
+
+/// A page that makes a P-256 key with WebCrypto (not extractable), gets a token bound to
+/// it, answering the server's request for a nonce (read from `DPoP-Nonce`), calls both
+/// bearer operations with fresh proofs, and tries the token as a bearer token; its
+/// `window.outcome` settles to a JSON summary. `base` is the service's public base URL,
+/// which proofs name; `api` where the page reaches it.
+fn dpop_page(api: &str, base: &str) -> String {
+    format!(
+        r#"<!doctype html><title>bank app with DPoP</title><script>
+window.outcome = (async () => {{
+  const api = "{api}", base = "{base}", uuid = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
+  try {{
+    const b64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes)))
+      .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
+    const utf8 = (text) => new TextEncoder().encode(text);
+    const keys = await crypto.subtle.generateKey({{name: "ECDSA", namedCurve: "P-256"}}, false, ["sign", "verify"]);
+    const {{kty, crv, x, y}} = await crypto.subtle.exportKey("jwk", keys.publicKey);
+    const header = b64url(utf8(JSON.stringify({{typ: "dpop+jwt", alg: "ES256", jwk: {{kty, crv, x, y}}}})));
+    let nonce;
+    const proof = async (htm, htu, token) => {{
+      const claims = {{jti: crypto.randomUUID(), htm, htu, iat: Math.floor(Date.now() / 1000)}};
+      if (nonce) claims.nonce = nonce;
+      if (token) claims.ath = b64url(await crypto.subtle.digest("SHA-256", utf8(token)));
+      const signed = `${{header}}.${{b64url(utf8(JSON.stringify(claims)))}}`;
+      const signature = await crypto.subtle.sign({{name: "ECDSA", hash: "SHA-256"}}, keys.privateKey, utf8(signed));
+      return `${{signed}}.${{b64url(signature)}}`;
+    }};
+    const query = new URLSearchParams({{response_type: "token", client_id: "browser-app", businessCode: "GCB",
+      countryCode: "MX", channelId: "WEB"}});
+    const authorize = async () => fetch(`${{api}}/api/v1/authorize?${{query}}`,
+      {{headers: {{uuid, DPoP: await proof("GET", `${{base}}/api/v1/authorize`)}}}});
+    const asked = await authorize();
+    const askedCode = (await asked.json()).code;
+    nonce = asked.headers.get("DPoP-Nonce");
+    const token = await authorize();
+    const sid = token.headers.get("sid");
+    const body = await token.json();
+    const access = body.access_token;
+    const waitPath = "/api/v1/open-banking/channels/branch/waittime/retrieve";
+    const waits = await fetch(`${{api}}${{waitPath}}`, {{
+      method: "POST",
+      headers: {{Authorization: `DPoP ${{access}}`, DPoP: await proof("POST", `${{base}}${{waitPath}}`, access),
+        client_id: "browser-app", uuid, sid, countryCode: "MX", businessCode: "GCB", ChannelId: "WEB",
+        Accept: "application/json", "Content-Type": "application/json"}},
+      body: JSON.stringify({{branches: [{{branchId: "00001"}}]}})
+    }});
+    const atms = await fetch(`${{api}}/api/v1/atms`, {{headers: {{Authorization: `DPoP ${{access}}`,
+      DPoP: await proof("GET", `${{base}}/api/v1/atms`, access), client_id: "browser-app"}}}});
+    const asBearer = await fetch(`${{api}}/api/v1/atms`, {{cache: "no-store",
+      headers: {{Authorization: `Bearer ${{access}}`, client_id: "browser-app"}}}});
+    return JSON.stringify({{asked: asked.status, askedCode, nonce, token: token.status, tokenType: body.token_type,
+      access, jkt: JSON.parse(atob(access.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).cnf.jkt,
+      waits: waits.status, atms: atms.status, asBearer: asBearer.status}});
+  }} catch (error) {{
+    return JSON.stringify({{blocked: String(error)}});
+  }}
+}})();
+</script>"#
+    )
+}
+
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs Chromium (apt-get install chromium); cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
+#[tokio::test]
+async fn a_page_binds_its_token_to_a_webcrypto_key_and_calls_both_operations_with_proofs() {
+    let Some(path) = crate::browser::chromium_for("the browser DPoP test") else { return };
+    let app = TestApp::builder().settings(with_nonces).start().await;
+    let base = app.settings.http.public_base_url();
+    let (port, server) = crate::cors::serve_page(dpop_page(&app.address, &base)).await;
+    let origin = format!("http://127.0.0.1:{port}");
+    let client = domain::client::ClientRegistration {
+        client_id: ClientId::parse("browser-app").unwrap(),
+        scope: domain::testing::scope("WEB"),
+        redirect_uris: vec![domain::client::RedirectUri::parse(&format!("{origin}/callback")).unwrap()],
+        allowed_origins: Vec::new(),
+        status: domain::client::ClientStatus::Active,
+        dpop: DpopPolicy::Required,
+    };
+    assert!(app.store().await.clients.insert(&client, now()).await.unwrap());
+    let served = eventually(|| async {
+        (crate::cors::preflight(&app, "/api/v1/atms", &origin, "GET").await.status() == 204).then_some(())
+    })
+    .await;
+    assert!(served.is_some(), "the new client's origin is served at the view's next refresh");
+
+    let outcome = tokio::task::spawn_blocking(move || {
+        let mut browser = crate::browser::Browser::launch(path);
+        let page = browser.open(&origin);
+        browser.wait_until(&page, "window.outcome !== undefined");
+        serde_json::from_str::<Value>(browser.evaluate(&page, "window.outcome").as_str().unwrap()).unwrap()
+    })
+    .await
+    .unwrap();
+    server.abort();
+
+    assert_eq!(
+        (outcome["asked"].as_u64(), outcome["askedCode"].as_str()),
+        (Some(400), Some("use_dpop_nonce")),
+        "{outcome}"
+    );
+    assert!(outcome["nonce"].as_str().is_some_and(|nonce| nonce.len() == 32), "the page read DPoP-Nonce: {outcome}");
+    assert_eq!((outcome["token"].as_u64(), outcome["tokenType"].as_str()), (Some(200), Some("DPoP")), "{outcome}");
+    assert_eq!(outcome["waits"], 200, "{outcome}");
+    assert_eq!(outcome["atms"], 200, "{outcome}");
+    assert_eq!(outcome["asBearer"], 401, "{outcome}");
+    // The key never left the page; what the service bound is its thumbprint.
+    assert_eq!(token_claims(outcome["access"].as_str().unwrap())["cnf"]["jkt"], outcome["jkt"]);
+}
