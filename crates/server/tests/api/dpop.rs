@@ -533,3 +533,75 @@ async fn a_page_binds_its_token_to_a_webcrypto_key_and_calls_both_operations_wit
     // The key never left the page; what the service bound is its thumbprint.
     assert_eq!(token_claims(outcome["access"].as_str().unwrap())["cnf"]["jkt"], outcome["jkt"]);
 }
+
+/// Node.js and npm, for the test `what`: where either is missing, the test says it
+/// skipped and passes outside CI only.
+fn node_for(what: &str) -> bool {
+    let found = ["node", "npm"].iter().all(|program| {
+        std::process::Command::new(program).arg("--version").output().is_ok_and(|output| output.status.success())
+    });
+    if !found {
+        assert!(std::env::var("CI").is_err(), "CI must have Node.js and npm (installed by .ci/run)");
+        eprintln!("SKIPPED: no Node.js or npm; install them to run {what}");
+    }
+    found
+}
+
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs Node.js, npm and the npm registry; cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
+#[tokio::test]
+async fn outside_libraries_make_proofs_call_with_a_bound_token_and_validate_it_as_a_resource_server() {
+    if !node_for("the DPoP interoperability test") {
+        return;
+    }
+    // The libraries' own proofs name the URL they send to: the service is reached at the
+    // public base URL it is told, on a port chosen here.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let base = format!("http://127.0.0.1:{port}");
+    let public = base.clone();
+    let app = TestApp::builder()
+        .settings(move |settings| {
+            settings.http.listen = format!("127.0.0.1:{port}").parse().unwrap();
+            settings.http.public_base_url = Some(public);
+        })
+        .start()
+        .await;
+    assert_eq!(app.address, base);
+
+    let folder = tempfile::tempdir().unwrap();
+    let source = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/interop");
+    for file in ["package.json", "package-lock.json", "dpop.mjs"] {
+        std::fs::copy(source.join(file), folder.path().join(file)).unwrap();
+    }
+    let at = folder.path().to_owned();
+    let run = move |program: &str, args: &[&str]| {
+        let output = std::process::Command::new(program).args(args).current_dir(&at).output().unwrap();
+        let text = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{program} {args:?}: {text}{}", String::from_utf8_lossy(&output.stderr));
+        text
+    };
+    let script = folder.path().join("dpop.mjs").to_string_lossy().into_owned();
+    let printed = tokio::task::spawn_blocking(move || {
+        run("npm", &["ci", "--no-audit", "--no-fund", "--loglevel=error"]);
+        run("node", &[&script, &base])
+    })
+    .await
+    .unwrap();
+
+    let results: Vec<Value> = printed.lines().map(|line| serde_json::from_str(line).unwrap()).collect();
+    assert_eq!(results.len(), 2, "{printed}");
+    for result in results {
+        assert_eq!(result["algs"], json!(["ES256", "EdDSA", "Ed25519"]), "{result}");
+        assert_eq!(
+            (result["authorize"].as_u64(), result["token_type"].as_str()),
+            (Some(200), Some("DPoP")),
+            "{result}"
+        );
+        assert_eq!(result["atms_by_oauth4webapi"], 200, "oauth4webapi's own proofs: {result}");
+        assert_eq!(result["atms"], 200, "dpop's proof: {result}");
+        assert_eq!(result["validated"], true, "oauth4webapi validates the token and its proof: {result}");
+        assert!(result["jkt"].as_str().is_some_and(|jkt| jkt.len() == 43), "{result}");
+    }
+}
