@@ -575,7 +575,7 @@ async fn a_clients_allowed_origins_are_added_listed_and_replaced() {
     assert!(added.status.success(), "{}", stderr(&added));
     let listed = stdout(&branch_atm(&url, &["clients", "list"]));
     let line = listed.lines().find(|line| line.starts_with("web-two\t")).unwrap();
-    assert!(line.ends_with("\thttps://two.example.mx https://cdn.example.mx"), "{line}");
+    assert!(line.ends_with("\thttps://two.example.mx https://cdn.example.mx\toptional"), "{line}");
     assert!(preflight_becomes(&app, "https://cdn.example.mx", true).await);
     assert!(preflight_becomes(&app, "https://two.example.mx", true).await, "its redirect URI's origin");
 
@@ -589,6 +589,46 @@ async fn a_clients_allowed_origins_are_added_listed_and_replaced() {
     assert!(stderr(&refused).contains("origin \"https://cdn.example.mx/\" is not valid"), "{}", stderr(&refused));
     let unknown = branch_atm(&url, &["clients", "update", "nobody", "--allowed-origin", "https://cdn.example.mx"]);
     assert!(stderr(&unknown).contains("client nobody does not exist"), "{}", stderr(&unknown));
+}
+
+#[tokio::test]
+async fn a_clients_dpop_policy_is_set_listed_and_in_force() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
+        return;
+    }
+    let app = TestApp::builder().start().await;
+    let url = app.database_url.clone();
+    let mut add = vec!["clients", "add", "--client-id", "bound-app", "--business-code", "GCB", "--country-code", "MX"];
+    add.extend(["--channel-id", "MOBILE", "--dpop", "required"]);
+    let added = branch_atm(&url, &add);
+    assert!(added.status.success(), "{}", stderr(&added));
+    let policy = |url: &str| {
+        let listed = stdout(&branch_atm(url, &["clients", "list"]));
+        assert!(listed.lines().next().unwrap().ends_with("\tdpop"), "the header names the column: {listed}");
+        listed.lines().find(|line| line.starts_with("bound-app\t")).unwrap().rsplit('\t').next().unwrap().to_owned()
+    };
+    assert_eq!(policy(&url), "required");
+    let query = [
+        ("response_type", "token"),
+        ("client_id", "bound-app"),
+        ("businessCode", "GCB"),
+        ("countryCode", "MX"),
+        ("channelId", "MOBILE"),
+    ];
+    let status = |wanted: u16| {
+        let app = &app;
+        async move { eventually(|| async { (app.authorize(&query).await.status() == wanted).then_some(()) }).await }
+    };
+    assert!(status(400).await.is_some(), "a client requiring DPoP gets no bearer token");
+
+    let updated = branch_atm(&url, &["clients", "update", "bound-app", "--dpop", "optional"]);
+    assert!(updated.status.success(), "{}", stderr(&updated));
+    assert_eq!(policy(&url), "optional");
+    assert!(status(200).await.is_some(), "and then does");
+
+    let refused = branch_atm(&url, &["clients", "update", "bound-app", "--dpop", "sometimes"]);
+    assert!(!refused.status.success());
+    assert!(stderr(&refused).contains("sometimes"), "{}", stderr(&refused));
 }
 
 /// The private key bytes of every signing key, as the store file holds them (a store

@@ -41,7 +41,7 @@ async fn a_preflight_from_a_registered_origin_names_that_origin_the_method_and_t
         assert_eq!(headers["access-control-allow-origin"], DEMO_WEB_ORIGIN, "{path}");
         assert_eq!(headers["access-control-allow-methods"], method, "{path}");
         let allowed = headers["access-control-allow-headers"].to_str().unwrap().to_ascii_lowercase();
-        for name in ["authorization", "client_id", "uuid", "sid", "countrycode", "businesscode", "channelid"] {
+        for name in ["authorization", "dpop", "client_id", "uuid", "sid", "countrycode", "businesscode", "channelid"] {
             assert!(allowed.contains(name), "{name} in {allowed}");
         }
         assert!(headers["access-control-max-age"].to_str().unwrap().parse::<u32>().unwrap() > 0);
@@ -81,7 +81,7 @@ async fn a_registered_origin_reads_the_answer_and_its_headers_only_for_its_own_c
     assert_eq!(response.status(), 200);
     assert_eq!(response.headers()["access-control-allow-origin"], DEMO_WEB_ORIGIN);
     let exposed = response.headers()["access-control-expose-headers"].to_str().unwrap().to_ascii_lowercase();
-    for name in ["sid", "state", "uuid", "etag", "last-modified", "retry-after", "www-authenticate"] {
+    for name in ["sid", "state", "uuid", "etag", "last-modified", "retry-after", "www-authenticate", "dpop-nonce"] {
         assert!(exposed.contains(name), "{name} in {exposed}");
     }
     // Another origin of the same host is another origin.
