@@ -179,13 +179,8 @@ impl TokenIssuance for TokenService {
 mod tests {
     use super::*;
     use crate::client::{BusinessCode, ChannelId, ClientRegistration, CountryCode, RedirectUri};
-    use std::time::Duration;
-
-    use crate::dpop::{KeyThumbprint, ProofClaims};
-    use crate::ports::{
-        MockClientRegistry, MockIdGenerator, MockProofReplays, MockProofVerifier, MockTokenLedger, MockTokenSigner,
-    };
-    use crate::services::dpop::ProofWindow;
+    use crate::dpop::KeyThumbprint;
+    use crate::ports::{MockClientRegistry, MockIdGenerator, MockTokenLedger, MockTokenSigner};
     use crate::testing::clock_at;
     use crate::token::{OpaqueToken, SessionId, TokenId};
 
@@ -249,22 +244,7 @@ mod tests {
     /// Proofs of `KEY` for the authorization endpoint, made now: accepted unless
     /// `replayed`.
     fn proofs_seen(replayed: bool) -> Arc<DpopCheck> {
-        let mut verifier = MockProofVerifier::new();
-        verifier.expect_verify().returning(|_| {
-            Ok(ProofClaims {
-                key: KeyThumbprint::parse(KEY).unwrap(),
-                jti: "jti".into(),
-                htm: "GET".into(),
-                htu: AUTHORIZE_URL.into(),
-                iat: 1_000,
-                nonce: None,
-                ath: None,
-            })
-        });
-        let mut replays = MockProofReplays::new();
-        replays.expect_first_use().returning(move |_| !replayed);
-        let window = ProofWindow { max_age: Duration::from_secs(60), skew: Duration::from_secs(5) };
-        Arc::new(DpopCheck::new(Arc::new(verifier), Arc::new(replays), None, Arc::new(clock_at(1_000)), window))
+        crate::services::dpop::tests::proofs_by(KEY, AUTHORIZE_URL, replayed)
     }
 
     fn proofs() -> Arc<DpopCheck> {

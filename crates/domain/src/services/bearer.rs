@@ -117,12 +117,8 @@ impl BearerAuthentication for BearerCheck {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use std::time::Duration;
-
-    use crate::dpop::{KeyThumbprint, ProofClaims};
-    use crate::ports::{MockClientRegistry, MockProofReplays, MockProofVerifier, MockTokenLedger, MockTokenVerifier};
-    use crate::services::dpop::ProofWindow;
-    use crate::testing::clock_at;
+    use crate::dpop::KeyThumbprint;
+    use crate::ports::{MockClientRegistry, MockTokenLedger, MockTokenVerifier};
 
     /// Claims of a live token issued to `demo-app` on MX/GCB/MOBILE in session `sid-1`.
     pub(crate) fn claims() -> AccessClaims {
@@ -151,25 +147,9 @@ pub(crate) mod tests {
         clients
     }
 
-    /// Proofs of `KEY` for any request, each new.
+    /// Proofs of `KEY` for the ATM list, each new.
     fn proofs() -> Arc<DpopCheck> {
-        let mut verifier = MockProofVerifier::new();
-        verifier.expect_verify().returning(|_| {
-            Ok(ProofClaims {
-                key: KeyThumbprint::parse(KEY).unwrap(),
-                jti: "jti".into(),
-                htm: "GET".into(),
-                htu: "https://api.example.mx/api/v1/atms".into(),
-                iat: 1_000,
-                nonce: None,
-                ath: Some("ath-of-token".into()),
-            })
-        });
-        verifier.expect_token_hash().returning(|token| format!("ath-of-{token}"));
-        let mut replays = MockProofReplays::new();
-        replays.expect_first_use().returning(|_| true);
-        let window = ProofWindow { max_age: Duration::from_secs(60), skew: Duration::from_secs(5) };
-        Arc::new(DpopCheck::new(Arc::new(verifier), Arc::new(replays), None, Arc::new(clock_at(1_000)), window))
+        crate::services::dpop::tests::proofs_by(KEY, "https://api.example.mx/api/v1/atms", false)
     }
 
     const KEY: &str = "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I";

@@ -133,13 +133,39 @@ fn same_resource(htu: &str, expected: &str) -> bool {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::dpop::ProofClaims;
     use crate::ports::{MockProofNonces, MockProofReplays, MockProofVerifier};
     use crate::testing::clock_at;
 
     const URI: &str = "https://api.example.mx/api/v1/authorize";
+
+    /// A check whose every proof is one by the key `key` for `htu`, made at the clock's
+    /// now (1,000), with `ath` `ath-of-token` (the verifier hashes a token `t` to
+    /// `ath-of-t`), new unless `replayed`.
+    pub(crate) fn proofs_by(key: &str, htu: &str, replayed: bool) -> Arc<DpopCheck> {
+        let claims = ProofClaims {
+            key: KeyThumbprint::parse(key).unwrap(),
+            jti: "jti".into(),
+            htm: "GET".into(),
+            htu: htu.into(),
+            iat: 1_000,
+            nonce: None,
+            ath: Some("ath-of-token".into()),
+        };
+        let mut verifier = MockProofVerifier::new();
+        verifier.expect_verify().returning(move |_| Ok(claims.clone()));
+        verifier.expect_token_hash().returning(|token| format!("ath-of-{token}"));
+        let window = ProofWindow { max_age: Duration::from_secs(60), skew: Duration::from_secs(5) };
+        Arc::new(DpopCheck::new(
+            Arc::new(verifier),
+            Arc::new(replays(!replayed)),
+            None,
+            Arc::new(clock_at(1_000)),
+            window,
+        ))
+    }
 
     fn key() -> KeyThumbprint {
         KeyThumbprint::parse("0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I").unwrap()
