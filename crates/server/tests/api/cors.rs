@@ -133,11 +133,11 @@ pub(crate) async fn serve_page(page: String) -> (u16, tokio::task::JoinHandle<()
 /// `window.outcome` settles to a JSON summary, or to `{"blocked": …}` when the browser
 /// refused to let it read an answer.
 fn browser_app_page(api: &str) -> String {
-    format!(
-        r#"<!doctype html><title>bank app</title><script>
-window.outcome = (async () => {{
+    outcome_page(
+        "bank app",
+        &format!(
+            r#"
   const api = "{api}", uuid = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
-  try {{
     const query = new URLSearchParams({{response_type: "token", client_id: "browser-app", businessCode: "GCB",
       countryCode: "MX", channelId: "WEB"}});
     const token = await fetch(`${{api}}/api/v1/authorize?${{query}}`, {{headers: {{uuid}}}});
@@ -159,7 +159,19 @@ window.outcome = (async () => {{
       headers: {{Authorization: `Bearer ${{access}}`, client_id: "browser-app"}}}});
     return JSON.stringify({{token: token.status, sid, waits: waits.status, branch: (await waits.json()).branches,
       atms: atms.status, etag: atms.headers.get("ETag"), brands: page.data.length, revoke: revoke.status,
-      after: after.status, challenge: after.headers.get("WWW-Authenticate")}});
+      after: after.status, challenge: after.headers.get("WWW-Authenticate")}});"#
+        ),
+    )
+}
+
+/// A page whose script runs `body` (the inside of an async function returning a string)
+/// and settles `window.outcome` to what it returns, or to `{"blocked": …}` when it
+/// throws (the browser refused to let it read an answer).
+pub(crate) fn outcome_page(title: &str, body: &str) -> String {
+    format!(
+        r#"<!doctype html><title>{title}</title><script>
+window.outcome = (async () => {{
+  try {{{body}
   }} catch (error) {{
     return JSON.stringify({{blocked: String(error)}});
   }}

@@ -430,11 +430,11 @@ async fn a_proof_used_on_one_instance_is_refused_on_another_sharing_redis() {
 /// `window.outcome` settles to a JSON summary. `base` is the service's public base URL,
 /// which proofs name; `api` where the page reaches it.
 fn dpop_page(api: &str, base: &str) -> String {
-    format!(
-        r#"<!doctype html><title>bank app with DPoP</title><script>
-window.outcome = (async () => {{
+    crate::cors::outcome_page(
+        "bank app with DPoP",
+        &format!(
+            r#"
   const api = "{api}", base = "{base}", uuid = "3fa85f64-5717-4562-b3fc-2c963f66afa6";
-  try {{
     const b64url = (bytes) => btoa(String.fromCharCode(...new Uint8Array(bytes)))
       .replace(/\+/g, "-").replace(/\//g, "_").replace(/=+$/, "");
     const utf8 = (text) => new TextEncoder().encode(text);
@@ -475,12 +475,8 @@ window.outcome = (async () => {{
       headers: {{Authorization: `Bearer ${{access}}`, client_id: "browser-app"}}}});
     return JSON.stringify({{asked: asked.status, askedCode, nonce, token: token.status, tokenType: body.token_type,
       access, jkt: JSON.parse(atob(access.split(".")[1].replace(/-/g, "+").replace(/_/g, "/"))).cnf.jkt,
-      waits: waits.status, atms: atms.status, asBearer: asBearer.status}});
-  }} catch (error) {{
-    return JSON.stringify({{blocked: String(error)}});
-  }}
-}})();
-</script>"#
+      waits: waits.status, atms: atms.status, asBearer: asBearer.status}});"#
+        ),
     )
 }
 
