@@ -8,7 +8,7 @@
 // Redis test's `redis_url`).
 
 /// Sets `cfg(machine_tests_ignored)` outside CI: the few tests that need something of
-/// the machine's own (Chromium, root for a tmpfs, PostgreSQL's programs for a server of
+/// the machine's own (Chromium, Node.js and the npm registry, root for a tmpfs, PostgreSQL's programs for a server of
 /// the test's own, HAProxy, or a quiet machine for a measurement of memory) are then
 /// compiled as ignored, and `--include-ignored` runs them. A
 /// build cannot tell whether such a program is there for good: cargo reruns a build
