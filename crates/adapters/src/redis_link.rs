@@ -74,7 +74,7 @@ pub async fn within<T>(answer: impl Future<Output = redis::RedisResult<T>>) -> R
 }
 
 /// Whether Redis is asked, for one use of it: after a failure the instance decides
-/// alone for [`SHARED_RETRY_AFTER`], saying so once in the log, and once more when
+/// alone for a second, saying so once in the log, and once more when
 /// Redis answers again.
 pub struct RedisHealth {
     what: &'static str,
