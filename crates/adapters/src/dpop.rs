@@ -40,8 +40,14 @@ struct ProofHeader {
     alg: String,
     #[serde(default)]
     jwk: Option<serde_json::Map<String, Value>>,
-    #[serde(default)]
-    crit: Option<serde::de::IgnoredAny>,
+    /// Whether `crit` is there, whatever its value (`null` too).
+    #[serde(default, deserialize_with = "present")]
+    crit: bool,
+}
+
+/// `true` for a member that is there, whatever it holds.
+fn present<'de, D: serde::Deserializer<'de>>(member: D) -> Result<bool, D::Error> {
+    serde::de::IgnoredAny::deserialize(member).map(|_| true)
 }
 
 /// The claims of a proof, as sent: each checked for its presence and type afterwards.
@@ -88,7 +94,7 @@ impl ProofVerifier for DpopProofs {
         if !header.typ.as_deref().is_some_and(|typ| typ.eq_ignore_ascii_case(PROOF_TYPE)) {
             return Err(ProofRefusal::Type);
         }
-        if header.crit.is_some() {
+        if header.crit {
             return Err(ProofRefusal::Malformed("crit names extensions this service does not understand"));
         }
         let jwk = header.jwk.ok_or(ProofRefusal::Key)?;
@@ -149,11 +155,52 @@ fn proof_key(alg: &str, jwk: &serde_json::Map<String, Value>) -> Result<ProofKey
                 return Err(ProofRefusal::Key);
             }
             let x = coordinate("x")?;
+            if small_order(&x) {
+                return Err(ProofRefusal::Key);
+            }
             let members = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#, canonical(&x));
             Ok(ProofKey { algorithm: &ED25519, public_key: x.to_vec(), thumbprint: thumbprint(&members) })
         }
         _ => Err(ProofRefusal::Algorithm),
     }
+}
+
+/// Whether an Ed25519 public key is a point of small order (libsodium's list, the sign
+/// bit aside): with such a key a signature of `S = 0` verifies for any message under a
+/// cofactorless check, so a proof "by" it proves nothing.
+fn small_order(key: &[u8; 32]) -> bool {
+    const SMALL_ORDER: [[u8; 32]; 7] = [
+        // 0 (order 4)
+        [0; 32],
+        // 1 (order 1)
+        [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
+        // order 8
+        [
+            0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0, 0xd5, 0xdf,
+            0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05,
+        ],
+        // order 8
+        [
+            0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f, 0x2a, 0x20,
+            0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a,
+        ],
+        // p - 1 (order 2)
+        [
+            0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ],
+        // p (0, order 4, not canonical)
+        [
+            0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ],
+        // p + 1 (1, order 1, not canonical)
+        [
+            0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
+        ],
+    ];
+    SMALL_ORDER.iter().any(|listed| listed[..31] == key[..31] && listed[31] == key[31] & 0x7f)
 }
 
 fn thumbprint(members: &str) -> KeyThumbprint {
@@ -284,7 +331,8 @@ impl SharedReplays {
 
     async fn ask(&self, key: &str) -> Result<bool, String> {
         let mut command = redis::cmd("SET");
-        command.arg(format!("{KEY_PREFIX}:{key}")).arg(1).arg("NX").arg("PX").arg(self.ttl_ms);
+        // The fingerprint, not the `jti` sent: every key the same 32 characters.
+        command.arg(format!("{KEY_PREFIX}:{:032x}", fingerprint(key))).arg(1).arg("NX").arg("PX").arg(self.ttl_ms);
         let answer: Option<String> = self.link.query(&command).await?;
         Ok(answer.is_some())
     }
@@ -314,7 +362,171 @@ impl ProofReplays for SharedReplays {
 
 #[cfg(test)]
 mod tests {
+    use aws_lc_rs::rand::SystemRandom;
+    use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED_SIGNING, EcdsaKeyPair, Ed25519KeyPair, KeyPair as _};
+    use serde_json::json;
+
     use super::*;
+
+    /// A P-256 key, its JWK, and proofs signed with it.
+    struct P256 {
+        pair: EcdsaKeyPair,
+        jwk: Value,
+    }
+
+    impl P256 {
+        fn new() -> Self {
+            let rng = SystemRandom::new();
+            let pkcs8 = EcdsaKeyPair::generate_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, &rng).unwrap();
+            let pair = EcdsaKeyPair::from_pkcs8(&ECDSA_P256_SHA256_FIXED_SIGNING, pkcs8.as_ref()).unwrap();
+            let point = pair.public_key().as_ref().to_vec();
+            let jwk = json!({"kty": "EC", "crv": "P-256",
+                "x": URL_SAFE_NO_PAD.encode(&point[1..33]), "y": URL_SAFE_NO_PAD.encode(&point[33..])});
+            Self { pair, jwk }
+        }
+
+        fn header(&self) -> Value {
+            json!({"typ": "dpop+jwt", "alg": "ES256", "jwk": self.jwk})
+        }
+
+        fn signed(&self, header: &Value, claims: &Value) -> String {
+            let input = format!(
+                "{}.{}",
+                URL_SAFE_NO_PAD.encode(header.to_string()),
+                URL_SAFE_NO_PAD.encode(claims.to_string())
+            );
+            let signature = self.pair.sign(&SystemRandom::new(), input.as_bytes()).unwrap();
+            format!("{input}.{}", URL_SAFE_NO_PAD.encode(signature.as_ref()))
+        }
+    }
+
+    fn claims() -> Value {
+        json!({"jti": "a-b-c", "htm": "GET", "htu": "https://api.example.mx/api/v1/atms", "iat": 1_800_000_000})
+    }
+
+    fn refusal(proof: &str) -> ProofRefusal {
+        DpopProofs.verify(proof).unwrap_err()
+    }
+
+    #[test]
+    fn a_proof_gives_its_claims_and_the_rfc_7638_thumbprint_of_its_key() {
+        let key = P256::new();
+        let verified = DpopProofs.verify(&key.signed(&key.header(), &claims())).unwrap();
+        let members = format!(
+            r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#,
+            key.jwk["x"].as_str().unwrap(),
+            key.jwk["y"].as_str().unwrap()
+        );
+        assert_eq!(verified.key.as_str(), URL_SAFE_NO_PAD.encode(digest(&SHA256, members.as_bytes())));
+        assert_eq!((verified.jti.as_str(), verified.htm.as_str(), verified.iat), ("a-b-c", "GET", 1_800_000_000));
+        let mut float = claims();
+        float["iat"] = json!(1_800_000_000.7);
+        assert_eq!(DpopProofs.verify(&key.signed(&key.header(), &float)).unwrap().iat, 1_800_000_000, "whole seconds");
+    }
+
+    #[test]
+    fn the_thumbprint_of_rfc_9449s_example_key_is_the_rfcs() {
+        // RFC 9449 §4.1 (Figure 4) and §6.1: this key's thumbprint.
+        let jwk = json!({"kty": "EC", "crv": "P-256",
+            "x": "l8tFrhx-34tV3hRICRDY9zCkDlpBhF42UQUfWVAWBFs", "y": "9VE4jf_Ok_o64zbTTlcuNJajHmt6v9TDVrU0CdvGRDA"});
+        let key = proof_key("ES256", jwk.as_object().unwrap()).unwrap();
+        assert_eq!(key.thumbprint.as_str(), "0ZcOCORZNYy-DWpqq30jZyJGHTN0d2HglBV3uiguA4I");
+    }
+
+    #[test]
+    fn every_malformed_or_misdeclared_proof_is_refused_for_its_own_reason() {
+        let key = P256::new();
+        let with_header = |change: &dyn Fn(&mut Value)| {
+            let mut header = key.header();
+            change(&mut header);
+            key.signed(&header, &claims())
+        };
+        let with_claims = |change: &dyn Fn(&mut Value)| {
+            let mut body = claims();
+            change(&mut body);
+            key.signed(&key.header(), &body)
+        };
+        let crit = ProofRefusal::Malformed("crit names extensions this service does not understand");
+        let cases: Vec<(&str, String, ProofRefusal)> = vec![
+            ("two parts", "a.b".into(), ProofRefusal::Malformed("not three base64url parts separated by dots")),
+            ("too long", "a".repeat(MAX_PROOF_LEN + 1), ProofRefusal::Malformed("longer than any proof")),
+            ("no typ", with_header(&|h| drop(h.as_object_mut().unwrap().remove("typ"))), ProofRefusal::Type),
+            ("crit", with_header(&|h| h["crit"] = json!(["exp"])), crit.clone()),
+            ("crit null", with_header(&|h| h["crit"] = Value::Null), crit),
+            ("no jwk", with_header(&|h| drop(h.as_object_mut().unwrap().remove("jwk"))), ProofRefusal::Key),
+            ("RS256", with_header(&|h| h["alg"] = json!("RS256")), ProofRefusal::Algorithm),
+            ("Ed25519 alg on a P-256 key", with_header(&|h| h["alg"] = json!("Ed25519")), ProofRefusal::Key),
+            ("P-384", with_header(&|h| h["jwk"]["crv"] = json!("P-384")), ProofRefusal::Key),
+            ("short x", with_header(&|h| h["jwk"]["x"] = json!(URL_SAFE_NO_PAD.encode([1u8; 31]))), ProofRefusal::Key),
+            (
+                "padded y",
+                with_header(&|h| h["jwk"]["y"] = json!(format!("{}=", h["jwk"]["y"].as_str().unwrap()))),
+                ProofRefusal::Key,
+            ),
+            ("p", with_header(&|h| h["jwk"]["p"] = json!("AQAB")), ProofRefusal::PrivateKey),
+            ("k", with_header(&|h| h["jwk"]["k"] = json!("AQAB")), ProofRefusal::PrivateKey),
+            ("no htm", with_claims(&|c| drop(c.as_object_mut().unwrap().remove("htm"))), ProofRefusal::Missing("htm")),
+            ("no htu", with_claims(&|c| drop(c.as_object_mut().unwrap().remove("htu"))), ProofRefusal::Missing("htu")),
+            ("no iat", with_claims(&|c| drop(c.as_object_mut().unwrap().remove("iat"))), ProofRefusal::Missing("iat")),
+            ("empty jti", with_claims(&|c| c["jti"] = json!("")), ProofRefusal::Missing("jti")),
+            (
+                "long jti",
+                with_claims(&|c| c["jti"] = json!("j".repeat(129))),
+                ProofRefusal::Malformed("jti is longer than 128 bytes"),
+            ),
+            ("numeric htm", with_claims(&|c| c["htm"] = json!(1)), ProofRefusal::Malformed("htm is not a string")),
+            (
+                "iat as text",
+                with_claims(&|c| c["iat"] = json!("1800000000")),
+                ProofRefusal::Malformed("iat is not a number of seconds"),
+            ),
+        ];
+        for (case, proof, expected) in cases {
+            assert_eq!(refusal(&proof), expected, "{case}");
+        }
+    }
+
+    #[test]
+    fn an_ed25519_proof_verifies_under_both_names_and_a_small_order_key_is_refused() {
+        let pkcs8 = Ed25519KeyPair::generate_pkcs8(&SystemRandom::new()).unwrap();
+        let pair = Ed25519KeyPair::from_pkcs8(pkcs8.as_ref()).unwrap();
+        let x = URL_SAFE_NO_PAD.encode(pair.public_key().as_ref());
+        let signed = |alg: &str, x: &str, sign: &dyn Fn(&[u8]) -> Vec<u8>| {
+            let header = json!({"typ": "dpop+jwt", "alg": alg, "jwk": {"kty": "OKP", "crv": "Ed25519", "x": x}});
+            let input = format!(
+                "{}.{}",
+                URL_SAFE_NO_PAD.encode(header.to_string()),
+                URL_SAFE_NO_PAD.encode(claims().to_string())
+            );
+            format!("{input}.{}", URL_SAFE_NO_PAD.encode(sign(input.as_bytes())))
+        };
+        let by_pair = |input: &[u8]| pair.sign(input).as_ref().to_vec();
+        for alg in ["EdDSA", "Ed25519"] {
+            assert!(DpopProofs.verify(&signed(alg, &x, &by_pair)).is_ok(), "{alg}");
+        }
+        // The identity point as the key, R the identity and S = 0: under a cofactorless
+        // check, a signature of every message.
+        let mut identity = [0u8; 32];
+        identity[0] = 1;
+        let forged = |_: &[u8]| {
+            let mut signature = identity.to_vec();
+            signature.extend([0u8; 32]);
+            signature
+        };
+        assert_eq!(refusal(&signed("EdDSA", &URL_SAFE_NO_PAD.encode(identity), &forged)), ProofRefusal::Key);
+        let real: [u8; 32] = pair.public_key().as_ref().try_into().unwrap();
+        assert!(small_order(&[0u8; 32]) && !small_order(&real));
+    }
+
+    #[test]
+    fn a_signature_of_other_bytes_is_refused() {
+        let key = P256::new();
+        let proof = key.signed(&key.header(), &claims());
+        let (input, _) = proof.rsplit_once('.').unwrap();
+        let other = key.signed(&key.header(), &json!({"jti": "x", "htm": "GET", "htu": "h", "iat": 1}));
+        let signature = other.rsplit_once('.').unwrap().1;
+        assert_eq!(refusal(&format!("{input}.{signature}")), ProofRefusal::Signature);
+    }
 
     #[test]
     fn a_proof_is_new_once_within_its_window() {

@@ -12,11 +12,11 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
+use crate::AppState;
 use crate::conditional::{StrongTag, not_modified, strong_tag};
 use crate::errors::bodies::ObieErrorBody as AtmError;
 use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, mime_json};
-use crate::request::{Query, authenticate, optional_uuid};
-use crate::{AppState, rate_limit};
+use crate::request::{Query, authenticate, optional_uuid, with_fresh_nonce};
 
 /// The query parameters read; others are ignored.
 const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
@@ -363,8 +363,7 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     // 1. Extract: optional uuid, credentials, the client's rate, the query.
     let headers = request.headers();
     optional_uuid(headers).map_err(|bad| fail(bad.into()))?;
-    let claims = authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
-    rate_limit::bearer_request(state, &request, &claims).await.map_err(|over| fail(over.into()))?;
+    authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
     // 2. Domain values.
     let listing = listing_of(request.query_string()).map_err(|bad| fail(bad.into()))?;
     // 3. Call the use case: the set as served now. A page's bytes are a function of the
@@ -388,6 +387,7 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     };
     // 4. Map to the wire.
     atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base)
+        .map(|answer| with_fresh_nonce(state, &request, answer))
         .map_err(|cause| fail(Failure::unwritable(cause)))
 }
 

@@ -10,7 +10,7 @@ use utoipa::ToSchema;
 
 use crate::errors::bodies::TokenErrorBody as TokenError;
 use crate::errors::{ApiError, Authorize, BadRequest, Failure, Message, mime_json};
-use crate::request::{Query, presented_proof, require_uuid};
+use crate::request::{Query, presented_proof, require_uuid, with_fresh_nonce};
 use crate::{AppState, rate_limit};
 
 /// The only `response_type` served: a visitor token in the JSON body (docs/contract.md).
@@ -199,7 +199,9 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
     crate::observe::token_issued();
     // 4. Map to the wire.
-    token_answer(&grant, call.state).map_err(|cause| fail(Failure::unwritable(cause)))
+    token_answer(&grant, call.state)
+        .map(|answer| with_fresh_nonce(state, &request, answer))
+        .map_err(|cause| fail(Failure::unwritable(cause)))
 }
 
 /// The 200 of a token `grant`: its JSON, its session in `sid`, the caller's `state`

@@ -4,7 +4,9 @@
 //! - issuing tokens (and revoking them): per caller address, under a per-client-id
 //!   ceiling;
 //! - the bearer operations: per session (the token's `sid`), per caller address, under
-//!   a per-client-id ceiling.
+//!   a per-client-id ceiling; counted by the domain's bearer check
+//!   (`domain::services::bearer`), once the token is known and before a DPoP proof's
+//!   signature is verified, with the caller's key made here ([`caller_key`]).
 //!
 //! The narrowest limit is checked first, so a request refused there takes nothing from
 //! the limits others share. The caller's address is the peer's, or the one a trusted
@@ -19,7 +21,6 @@ use actix_web::HttpRequest;
 use domain::client::ClientId;
 use domain::limits::{Admission, LimitCheck, LimitError, LimitExceeded};
 use domain::ports::RequestLimiter;
-use domain::token::AccessClaims;
 
 use crate::AppState;
 
@@ -42,24 +43,6 @@ pub fn caller_key(address: IpAddr) -> IpAddr {
 pub async fn token_request(state: &AppState, request: &HttpRequest, client: &ClientId) -> Result<(), LimitExceeded> {
     let caller = caller_key(state.proxies.caller(request));
     let checks = [LimitCheck::IssuePerCaller(caller), LimitCheck::IssuePerClient(client)];
-    admitted(state.limits.as_ref(), &checks).await
-}
-
-/// Counts a bearer request made with `claims` from the caller of `request`.
-///
-/// # Errors
-/// [`LimitExceeded`] when the session, the caller or the client is over its rate.
-pub async fn bearer_request(
-    state: &AppState,
-    request: &HttpRequest,
-    claims: &AccessClaims,
-) -> Result<(), LimitExceeded> {
-    let caller = caller_key(state.proxies.caller(request));
-    let checks = [
-        LimitCheck::PerSession(&claims.session),
-        LimitCheck::PerCaller(caller),
-        LimitCheck::PerClient(&claims.client_id),
-    ];
     admitted(state.limits.as_ref(), &checks).await
 }
 

@@ -3,8 +3,9 @@
 
 use std::borrow::Cow;
 
+use actix_web::HttpResponse;
 use actix_web::http::Method;
-use actix_web::http::header::{self, HeaderMap, HeaderName};
+use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
 use actix_web::web::{Bytes, Payload};
 use domain::client::ClientId;
 use domain::dpop::ProofRefusal;
@@ -159,11 +160,14 @@ pub enum Scheme {
     Dpop,
 }
 
-/// Whether the request's `Authorization` header uses the `DPoP` scheme.
+/// Whether the request's `Authorization` header uses the `DPoP` scheme (with a token or
+/// without).
 pub fn sent_with_dpop(headers: &HeaderMap) -> bool {
-    headers
-        .get(AUTHORIZATION.key())
-        .is_some_and(|value| value.as_bytes().get(..5).is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"DPoP ")))
+    headers.get(AUTHORIZATION.key()).is_some_and(|value| {
+        let value = value.as_bytes();
+        value.get(..4).is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"DPoP"))
+            && value.get(4).is_none_or(|after| *after == b' ')
+    })
 }
 
 /// The scheme and token of the `Authorization: Bearer <token>` or `DPoP <token>`
@@ -195,6 +199,19 @@ pub fn access_token(headers: &HeaderMap) -> Result<(Scheme, &str), Unauthenticat
     Ok((scheme, token))
 }
 
+/// `response` with a fresh `DPoP-Nonce` when server nonces are on and the request sent
+/// a proof (RFC 9449 §8.2): an app then always holds a current nonce, and is not refused
+/// once a minute for want of one. Without nonces, one field read.
+pub fn with_fresh_nonce(state: &AppState, request: &HttpRequest, mut response: HttpResponse) -> HttpResponse {
+    if let Some(nonces) = &state.dpop_nonces
+        && request.headers().contains_key(DPOP.key())
+        && let Some(nonce) = nonces.issue().and_then(|nonce| HeaderValue::from_str(&nonce).ok())
+    {
+        response.headers_mut().insert(DPOP_NONCE, nonce);
+    }
+    response
+}
+
 /// The DPoP proof a request sends, if any, with what it must name: the request's method
 /// and the resource's URL under the public base URL (without query).
 ///
@@ -218,8 +235,10 @@ pub fn presented_proof(request: &HttpRequest, public_base_url: &str) -> Result<O
 
 /// The check every protected operation starts with: `Authorization: Bearer` (or
 /// `DPoP` with its proof), the `client_id` header, then the domain's
-/// [`domain::services::bearer::BearerAuthentication`]. Why a token was refused is for
-/// the log only (the observer's), never the caller; why a proof was, the caller is told.
+/// [`domain::services::bearer::BearerAuthentication`], which also counts the call
+/// against the session's, the caller's and the client's rates before it verifies a
+/// proof. Why a token was refused is for the log only (the observer's), never the
+/// caller; why a proof was, the caller is told.
 ///
 /// # Errors
 /// [`Unauthenticated`]: no usable token, a missing or malformed `client_id`, a `DPoP`
@@ -236,7 +255,8 @@ pub async fn authenticate(state: &AppState, request: &HttpRequest) -> Result<Acc
                 .map_err(|refusal| Unauthenticated::Bearer(BearerError::Proof(refusal)))?,
         ),
     };
-    state.bearer.authenticate(token, proof, &client_id).await.map_err(Unauthenticated::Bearer)
+    let caller = crate::rate_limit::caller_key(state.proxies.caller(request));
+    state.bearer.authenticate(token, proof, &client_id, caller).await.map_err(Unauthenticated::Bearer)
 }
 
 /// Whether a media-type header value (`Content-Type`) is JSON.

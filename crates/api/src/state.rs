@@ -4,7 +4,7 @@ use std::sync::Arc;
 
 use actix_web::http::header;
 use actix_web::{HttpRequest, web};
-use domain::ports::RequestLimiter;
+use domain::ports::{ProofNonces, RequestLimiter};
 use domain::services::atms::AtmInformation;
 use domain::services::authorize::TokenIssuance;
 use domain::services::bearer::BearerAuthentication;
@@ -50,6 +50,9 @@ pub struct AppState {
     pub public_base_url: String,
     /// How long a request body may take to arrive.
     pub body_timeout: std::time::Duration,
+    /// Server nonces for DPoP proofs, when `serve --dpop-nonce` asks for them: every
+    /// answer to a request with a proof then carries a fresh one (RFC 9449 §8.2).
+    pub dpop_nonces: Option<Arc<dyn ProofNonces>>,
 }
 
 impl AppState {

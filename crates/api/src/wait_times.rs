@@ -11,13 +11,13 @@ use domain::token::SessionId;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
+use crate::AppState;
 use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
 use crate::errors::{ApiError, BadRequest, Failure, Message, WaitTimes, mime_json};
 use crate::request::{
     BUSINESS_CODE, CHANNEL_ID, CONTENT_TYPE, COUNTRY_CODE, SESSION_ID, accepts_json_header, authenticate,
-    is_json_content_type, parsed_header, read_body, require_uuid, required_header,
+    is_json_content_type, parsed_header, read_body, require_uuid, required_header, with_fresh_nonce,
 };
-use crate::{AppState, rate_limit};
 
 // Required fields are `Option`s so that a missing one is located here, at its own path,
 // rather than by serde at the object that lacks it (`branches[0]`); the schema still says
@@ -389,7 +389,6 @@ pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<Htt
     let headers = request.headers();
     require_uuid(headers).map_err(|bad| fail(bad.into()))?;
     let claims = authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
-    rate_limit::bearer_request(state, &request, &claims).await.map_err(|over| fail(over.into()))?;
     let (scope, session) = headers_of(&request).map_err(|bad| fail(bad.into()))?;
     // 2. Domain values.
     let body = read_body(headers, payload, state.body_timeout).await.map_err(|bad| fail(bad.into()))?;
@@ -397,10 +396,11 @@ pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<Htt
     // 3. Call the use case.
     let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| fail(error.into()))?;
     // 4. Map to the wire.
-    Ok(HttpResponse::Ok()
+    let answer = HttpResponse::Ok()
         .content_type(mime_json())
         .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .body(response_body(&known)))
+        .body(response_body(&known));
+    Ok(with_fresh_nonce(state, &request, answer))
 }
 
 #[cfg(test)]

@@ -62,14 +62,14 @@ impl Mocks {
     /// Bearer checks that let the demo client's session [`SID`] through.
     fn admitting() -> Self {
         let mut mocks = Self::default();
-        mocks.bearer.expect_authenticate().returning(|_, _, _| Ok(domain::testing::claims(CLIENT, SID, 0, 1800)));
+        mocks.bearer.expect_authenticate().returning(|_, _, _, _| Ok(domain::testing::claims(CLIENT, SID, 0, 1800)));
         mocks
     }
 
     /// Bearer checks that end in `error`.
     fn refusing(error: fn() -> BearerError) -> Self {
         let mut mocks = Self::default();
-        mocks.bearer.expect_authenticate().returning(move |_, _, _| Err(error()));
+        mocks.bearer.expect_authenticate().returning(move |_, _, _, _| Err(error()));
         mocks
     }
 
@@ -96,6 +96,7 @@ impl Mocks {
             proxies: TrustedProxies::default(),
             public_base_url: "https://api.example.mx".to_owned(),
             body_timeout: Duration::from_secs(5),
+            dpop_nonces: None,
         })
     }
 
@@ -395,6 +396,21 @@ async fn a_bearer_refusal_or_outage_is_each_operations_own_status_and_body() {
     let (status, body, headers) = Mocks::refusing(down).call(bearer_get("/api/v1/atms")).await;
     assert_eq!((status, body["status"].as_str()), (503, Some("503")), "an ATM outage is a 503: {body}");
     assert_eq!(headers["retry-after"], "5");
+
+    // Over a rate (counted by the bearer check, before any proof is verified): 429.
+    let over = || {
+        BearerError::Limited(LimitExceeded { limit: Limit::PerSession, wait: std::time::Duration::from_millis(1500) })
+    };
+    let (status, body, headers) = Mocks::refusing(over).call(wait_times_post(ONE_BRANCH)).await;
+    assert_eq!((status, body["code"].as_str()), (429, Some("tooManyRequests")));
+    assert_eq!(headers["retry-after"], "2", "whole seconds, rounded up");
+    let (status, _, _) = Mocks::refusing(over).call(bearer_get("/api/v1/atms")).await;
+    assert_eq!(status, 429);
+    // A refused proof: 401, DPoP's challenge, and what was wrong.
+    let replayed = || BearerError::Proof(domain::dpop::ProofRefusal::Replayed);
+    let (status, body, headers) = Mocks::refusing(replayed).call(wait_times_post(ONE_BRANCH)).await;
+    assert_eq!((status, body["details"].as_str()), (401, Some("the DPoP proof was used before (jti).")));
+    assert!(headers["www-authenticate"].starts_with(r#"DPoP error="invalid_dpop_proof""#), "{headers:?}");
 
     let not_bearer = bearer_get("/api/v1/atms").insert_header(("Authorization", "Basic x"));
     let (status, _, headers) = Mocks::default().call(not_bearer).await;

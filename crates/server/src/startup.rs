@@ -497,6 +497,7 @@ impl Application {
         let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
         let (limits, local_limits) = request_limiter(&settings)?;
         let proofs = proof_check(&settings, &jwt, Arc::clone(&clock))?;
+        let dpop_nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(&jwt) as Arc<dyn ProofNonces>);
         let state = web::Data::new(AppState {
             tokens: Arc::new(TokenService::new(
                 view.clone(),
@@ -514,7 +515,7 @@ impl Application {
                 view.clone(),
                 Arc::clone(&clock),
             )),
-            bearer: Arc::new(BearerCheck::new(jwt.clone(), ledger, view.clone(), proofs)),
+            bearer: Arc::new(BearerCheck::new(jwt.clone(), ledger, view.clone(), Arc::clone(&limits), proofs)),
             wait_times: Arc::new(WaitTimeService::new(
                 view.clone(),
                 view.clone(),
@@ -536,6 +537,7 @@ impl Application {
             proxies: TrustedProxies::new(settings.http.trusted_proxies(), settings.http.forwarded_header),
             public_base_url: public_base_url.clone(),
             body_timeout: settings.http.client_request_timeout(),
+            dpop_nonces,
         });
         spawn_rate_limit_sweeper(local_limits);
         crate::memory::spawn_trimmer();

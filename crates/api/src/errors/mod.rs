@@ -446,6 +446,7 @@ impl<Op: Operation> From<BearerError> for Failure<Op> {
                     )
                 }
             }
+            BearerError::Limited(over) => over.into(),
             BearerError::Unavailable(cause) => Self::outage_because("revocations could not be read", cause),
         }
     }

@@ -33,9 +33,10 @@ pub struct ProofWindow {
 }
 
 impl ProofWindow {
-    /// How long a proof's `jti` must be remembered: as long as its `iat` is acceptable.
+    /// How long a proof's `jti` must be remembered: as long as its `iat` is acceptable,
+    /// and a skew longer, for another instance whose clock is that far behind.
     pub fn replay_ttl(self) -> Duration {
-        self.max_age + self.skew
+        self.max_age + self.skew * 2
     }
 }
 
@@ -120,8 +121,10 @@ impl DpopCheck {
 }
 
 /// Whether a proof's `htu` names `expected` (RFC 9449 §4.3 step 9): both compared after
-/// RFC 3986's syntax- and scheme-based normalisation (scheme and host case, the
-/// default port, percent-encoding), the proof's query and fragment ignored.
+/// the normalisation the `url` crate does (RFC 3986 §6.2.2–6.2.3 in part: scheme and
+/// host case, the default port, dot segments, an empty path; not the case of percent
+/// escapes, nor decoding unreserved ones, which only refuses more), the proof's query
+/// and fragment ignored.
 fn same_resource(htu: &str, expected: &str) -> bool {
     if htu == expected {
         return true;

@@ -362,7 +362,7 @@ async fn a_client_that_requires_dpop_gets_no_bearer_token_and_its_bearer_tokens_
     assert_eq!(wait_times_bound(&app, &session, &key, None).await.status(), 200);
 }
 
-/// The nonce a 400 or 401 asked to be used, after checking the answer says so.
+/// The nonce an answer gives to use next (`DPoP-Nonce`).
 fn nonce_asked(response: &Response) -> String {
     response.headers()["dpop-nonce"].to_str().unwrap().to_owned()
 }
@@ -393,7 +393,13 @@ async fn with_server_nonces_a_proof_without_a_recent_one_is_answered_with_one_to
     let without = wait_times_bound(&app, &session, &key, None).await;
     let nonce = nonce_asked(&without);
     assert_dpop_challenge(without, "use_dpop_nonce").await;
-    assert_eq!(wait_times_bound(&app, &session, &key, Some(&nonce)).await.status(), 200);
+    let answered = wait_times_bound(&app, &session, &key, Some(&nonce)).await;
+    assert_eq!(answered.status(), 200);
+    // RFC 9449 §8.2: every answer to a call with a proof carries a nonce to use next.
+    let next = nonce_asked(&answered);
+    assert_eq!(wait_times_bound(&app, &session, &key, Some(&next)).await.status(), 200);
+    let plain = app.session().await;
+    assert!(app.wait_times(&plain, &["00001"]).await.headers().get("dpop-nonce").is_none(), "none without a proof");
 }
 
 #[tokio::test]
