@@ -191,9 +191,8 @@ pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     let state = AppState::serving::<Authorize>(&request)?;
 
     // 1. Extract and 2. parse into domain values.
-    let call = token_call(&request).map_err(|bad| fail(bad.into()))?;
+    let mut call = token_call(&request).map_err(|bad| fail(bad.into()))?;
     rate_limit::token_request(state, &request, &call.request.client_id).await.map_err(|over| fail(over.into()))?;
-    let mut call = call;
     call.request.proof = presented_proof(&request, &state.public_base_url).map_err(|refusal| fail(refusal.into()))?;
     // 3. Call the use case.
     let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;

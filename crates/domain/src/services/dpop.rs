@@ -113,11 +113,6 @@ impl DpopCheck {
         }
         Ok(claims.key)
     }
-
-    /// A nonce for a response to carry (`DPoP-Nonce`), when nonces are required.
-    pub fn fresh_nonce(&self) -> Option<String> {
-        self.nonces.as_ref().and_then(|nonces| nonces.issue())
-    }
 }
 
 /// Whether a proof's `htu` names `expected` (RFC 9449 §4.3 step 9): both compared after
