@@ -333,7 +333,7 @@ impl SharedReplays {
         let mut command = redis::cmd("SET");
         // The fingerprint, not the `jti` sent: every key the same 32 characters.
         command.arg(format!("{KEY_PREFIX}:{:032x}", fingerprint(key))).arg(1).arg("NX").arg("PX").arg(self.ttl_ms);
-        let answer: Option<String> = self.link.query(&command).await?;
+        let answer: Option<String> = self.link.query("SET", &command).await?;
         Ok(answer.is_some())
     }
 }

@@ -80,7 +80,7 @@ impl RedisLimits {
                 .arg(rate.burst.get());
         }
         let mut connection = self.link.connection();
-        match within(invocation.invoke_async::<(u64, u64)>(&mut connection)).await {
+        match within("EVALSHA", invocation.invoke_async::<(u64, u64)>(&mut connection)).await {
             Ok((0, _)) => Ok(()),
             Ok((refused_by, wait)) => {
                 let check = usize::try_from(refused_by).ok().and_then(|i| checks.get(i.checked_sub(1)?));

@@ -10,7 +10,10 @@ use std::time::Duration;
 
 use domain::ports::{StoreFailure, StoreUnavailable, TokenArchive};
 use domain::token::IssuedToken;
+use opentelemetry::trace::{SpanContext, TraceContextExt as _};
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument as _;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 
 /// The histogram of records per group commit.
 pub const BATCH_SIZE_METRIC: &str = "branch_atm_token_batch_size";
@@ -33,6 +36,10 @@ const QUEUE_CAPACITY: usize = 8 * MAX_BATCH;
 const RECORD_DEADLINE: Duration = Duration::from_secs(2);
 
 type Reply = oneshot::Sender<Result<(), Failed>>;
+
+/// A queued record: the token, who waits for it, and the traced request's span it came
+/// from, if any (the group commit that carries it links to that span).
+type Queued = (IssuedToken, Reply, Option<SpanContext>);
 
 /// Why a batch was not stored, as each of its waiters is told: the cause's text and its
 /// kind (a store that refused the data is not one that is unavailable).
@@ -59,7 +66,7 @@ impl Failed {
 /// Queues token records for the group-commit task.
 #[derive(Clone)]
 pub struct TokenWriter {
-    queue: mpsc::Sender<(IssuedToken, Reply)>,
+    queue: mpsc::Sender<Queued>,
 }
 
 impl TokenWriter {
@@ -77,12 +84,20 @@ impl TokenWriter {
     /// [`StoreUnavailable`] if the batch it was in could not be committed, or was not
     /// committed in time.
     pub async fn record(&self, token: IssuedToken) -> Result<(), StoreUnavailable> {
+        // Under a traced request, the span of its wait, which the group commit links to;
+        // disabled (one check) when traces are off.
+        let span = tracing::trace_span!("token record");
+        let traced = (!span.is_disabled()).then(|| span.context().span().span_context().clone());
         let recorded = async {
             let (reply, answer) = oneshot::channel();
-            self.queue.send((token, reply)).await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
+            self.queue
+                .send((token, reply, traced.filter(SpanContext::is_sampled)))
+                .await
+                .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
             answer.await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?.map_err(Failed::into_error)
         };
         tokio::time::timeout(RECORD_DEADLINE, recorded)
+            .instrument(span)
             .await
             .map_err(|_| StoreUnavailable::new("the token record was not durable within the deadline"))?
     }
@@ -106,8 +121,8 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// gone, each write waits out the pool's connection deadline (the pool retries a
 /// refused PostgreSQL connection until then), and one write at a time is enough to find
 /// out whether the store is back.
-async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver<(IssuedToken, Reply)>) {
-    let mut gathering: Vec<(IssuedToken, Reply)> = Vec::with_capacity(MAX_BATCH);
+async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver<Queued>) {
+    let mut gathering: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
     let mut write: Option<Write> = None;
     let mut failed_at: Option<tokio::time::Instant> = None;
@@ -116,21 +131,27 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
         if write.is_none() {
             // Callers that gave up (deadline passed, client gone) were refused: their
             // tokens are never handed out, so they need not be written.
-            gathering.retain(|(_, reply)| !reply.is_closed());
+            gathering.retain(|(_, reply, _)| !reply.is_closed());
             if !gathering.is_empty() {
                 let batch = gathering.len().min(MAX_BATCH);
-                let (tokens, replies): (Vec<_>, Vec<_>) = gathering.drain(..batch).unzip();
+                let mut tokens = Vec::with_capacity(batch);
+                let mut traced = Vec::new();
+                for (token, reply, span) in gathering.drain(..batch) {
+                    tokens.push(token);
+                    waiting.push(reply);
+                    traced.extend(span);
+                }
                 metrics::histogram!(BATCH_SIZE_METRIC).record(tokens.len() as f64);
-                waiting = replies;
                 let archive = Arc::clone(&archive);
-                write = Some(Box::pin(async move { archive.record(&tokens).await }));
+                let span = group_commit_span(traced, tokens.len());
+                write = Some(Box::pin(async move { archive.record(&tokens).await }.instrument(span)));
             } else if !open {
                 return;
             }
         }
         tokio::select! {
             received = queue.recv(), if open && gathering.len() < QUEUE_CAPACITY => match received {
-                Some((_, reply)) if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER) => {
+                Some((_, reply, _)) if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER) => {
                     let _ = reply.send(Err(Failed { cause: FAILING.to_owned(), kind: StoreFailure::Unavailable }));
                 }
                 Some(record) => gathering.push(record),
@@ -152,6 +173,20 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
             }
         }
     }
+}
+
+/// The span of a group commit that carried records of traced requests: a root of its own
+/// (it serves many requests), linked to each of their spans (OpenTelemetry span links),
+/// and kept because they were. None (no span) when no traced request rode in it.
+fn group_commit_span(traced: Vec<SpanContext>, records: usize) -> tracing::Span {
+    if traced.is_empty() {
+        return tracing::Span::none();
+    }
+    let span = tracing::info_span!(target: domain::TRACE_ROOT, parent: None, "token records group commit", records);
+    for request in traced {
+        span.add_link(request);
+    }
+    span
 }
 
 /// The outcome of the write in flight; never resolves when there is none.

@@ -14,6 +14,7 @@ use std::collections::HashSet;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
+use tracing::Instrument as _;
 
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
@@ -162,8 +163,14 @@ impl StoreView {
     /// [`StoreUnavailable`] if the store could not be read; the view is unchanged for
     /// the topics that failed and they are retried next time.
     pub async fn refresh(&self) -> Result<(), StoreUnavailable> {
-        let mut seen = self.seen.lock().await;
-        self.refresh_from(&mut seen).await
+        // A trace of its own (sampled at the configured ratio), whatever asked for it.
+        let span = tracing::info_span!(target: domain::TRACE_ROOT, parent: None, "view refresh");
+        async {
+            let mut seen = self.seen.lock().await;
+            self.refresh_from(&mut seen).await
+        }
+        .instrument(span)
+        .await
     }
 
     /// Reloads every topic whose counter differs from `seen` (all of them when `seen` is

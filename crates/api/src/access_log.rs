@@ -9,6 +9,8 @@ use std::net::IpAddr;
 
 use actix_web::http::Method;
 
+use crate::trace::TraceIds;
+
 /// Where access lines go.
 pub trait AccessWriter: Send + Sync {
     /// Whether a request answered `status` is written (`--access-log errors` keeps only
@@ -35,4 +37,6 @@ pub struct AccessLine<'a> {
     pub client_id: Option<&'a str>,
     /// The caller's address (the peer, or what a trusted proxy reports).
     pub caller: Option<IpAddr>,
+    /// The request's trace and span ids, when the service traces requests.
+    pub trace: Option<&'a TraceIds>,
 }

@@ -23,6 +23,7 @@
 //! - [`middleware`] — security headers, correlation id, draining; [`observe`] — the one
 //!   place requests and refusals are logged and counted ([`log_summary`]: one line a
 //!   second per cause); [`access_log`] — its lines, handed to the server's writer.
+//! - [`trace`] — each request's server span, for OpenTelemetry traces.
 //! - [`cors`] — browser pages of registered clients.
 //! - [`rate_limit`] — which limits a request counts against (the counting is a port,
 //!   `domain::ports::RequestLimiter`); [`caller`] — who the caller is behind proxies.
@@ -48,6 +49,7 @@ pub mod revoke;
 pub mod routes;
 pub mod state;
 pub mod texts;
+pub mod trace;
 pub mod wait_times;
 
 pub use routes::{not_found, routes, well_known_routes};

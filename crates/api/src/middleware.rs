@@ -17,6 +17,7 @@ use crate::correlation::{UUID_HEADER, valid_uuid_header};
 use crate::errors::ApiError;
 use crate::log_summary::LogSummaries;
 use crate::meta::Readiness;
+use crate::trace::Sampling;
 
 /// The security headers docs/contract.md puts on every response (OWASP Secure Headers).
 /// `X-XSS-Protection: 0` turns off the legacy browser filter, which OWASP now advises.
@@ -51,6 +52,7 @@ pub struct Observer {
     access: Option<Arc<dyn AccessWriter>>,
     metrics: bool,
     summaries: LogSummaries,
+    tracing: Option<Sampling>,
 }
 
 impl Observer {
@@ -58,7 +60,14 @@ impl Observer {
     /// to `access` (none when `None`), and recording metrics when `metrics` (the server
     /// installed a recorder, `--metrics-listen`).
     pub fn new(readiness: Arc<Readiness>, access: Option<Arc<dyn AccessWriter>>, metrics: bool) -> Self {
-        Self { readiness, access, metrics, summaries: LogSummaries::start(crate::observe::summarise) }
+        Self { readiness, access, metrics, summaries: LogSummaries::start(crate::observe::summarise), tracing: None }
+    }
+
+    /// The same observer, also giving each request a span for OpenTelemetry traces,
+    /// sampled as `sampling` says ([`crate::trace`]).
+    #[must_use]
+    pub fn traced(self, sampling: Sampling) -> Self {
+        Self { tracing: Some(sampling), ..self }
     }
 }
 
@@ -80,20 +89,30 @@ pub async fn observe(
     let uuid = valid_uuid_header(request.headers()).cloned();
     // The span carries the correlation id into whatever the request logs; a request
     // without one (health checks, most probes) has nothing to correlate and gets none.
-    let span = match uuid.as_ref().and_then(|v| v.to_str().ok()) {
-        Some(uuid) => tracing::info_span!("request", uuid),
-        None => tracing::Span::none(),
+    let uuid_text = uuid.as_ref().and_then(|v| v.to_str().ok());
+    let (span, trace) = match (observer.tracing, uuid_text) {
+        (Some(sampling), _) => {
+            let (span, ids) = crate::trace::request_span(&request, sampling, uuid_text);
+            (span, Some(ids))
+        }
+        (None, Some(uuid)) => (tracing::info_span!("request", uuid), None),
+        (None, None) => (tracing::Span::none(), None),
     };
-    let mut response = next.call(request).instrument(span).await?;
+    let mut response = next.call(request).instrument(span.clone()).await?;
     // After the handler: the revocation form names its client in the body it read.
     let page = crate::cors::allowed_origin(response.request()).await;
     let who =
         access.is_some().then(|| (crate::request::named_client(response.request()), caller_of(response.request())));
     if let Some(failure) = response.response().error().and_then(|error| error.as_error::<ApiError>()) {
         let uuid = uuid.as_ref().and_then(|v| v.to_str().ok());
+        // Inside the request's span when traced: the line carries its trace.
+        let _traced = trace.is_some().then(|| span.enter());
         crate::observe::failure(failure, uuid, &observer.summaries, metrics);
     }
     let status = response.status().as_u16();
+    if trace.is_some() {
+        crate::trace::answered(&span, status);
+    }
     if let Some(method) = method {
         let route = response.request().match_pattern();
         let elapsed = started.elapsed();
@@ -110,6 +129,7 @@ pub async fn observe(
                 uuid: uuid.as_ref().and_then(|v| v.to_str().ok()),
                 client_id: client_id.as_ref().map(ClientId::as_str),
                 caller,
+                trace: trace.as_ref(),
             });
         }
     }

@@ -63,7 +63,7 @@ thread_local! {
 
 /// The method label: the request's method when it is a known one, `_OTHER` otherwise
 /// (OpenTelemetry's rule, so that no client can invent series).
-fn method_label(method: &actix_web::http::Method) -> &'static str {
+pub(crate) fn method_label(method: &actix_web::http::Method) -> &'static str {
     use actix_web::http::Method;
     match *method {
         Method::GET => "GET",

@@ -50,7 +50,7 @@ pub async fn token_request(state: &AppState, request: &HttpRequest, client: &Cli
 /// limiter could not count it).
 async fn admitted(limiter: &dyn RequestLimiter, checks: &[LimitCheck<'_>]) -> Result<(), LimitExceeded> {
     let answer: Admission<'_> = limiter.admit(checks);
-    match answer.await {
+    match tracing::Instrument::instrument(answer, tracing::trace_span!("rate limits")).await {
         Err(LimitError::Exceeded(over)) => Err(over),
         Ok(()) | Err(LimitError::Unavailable(_)) => Ok(()),
     }

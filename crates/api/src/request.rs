@@ -2,6 +2,7 @@
 //! [`BadRequest`] naming its location.
 
 use std::borrow::Cow;
+use tracing::Instrument as _;
 
 use actix_web::HttpResponse;
 use actix_web::http::Method;
@@ -256,7 +257,12 @@ pub async fn authenticate(state: &AppState, request: &HttpRequest) -> Result<Acc
         ),
     };
     let caller = crate::rate_limit::caller_key(state.proxies.caller(request));
-    state.bearer.authenticate(token, proof, &client_id, caller).await.map_err(Unauthenticated::Bearer)
+    state
+        .bearer
+        .authenticate(token, proof, &client_id, caller)
+        .instrument(tracing::trace_span!("bearer check"))
+        .await
+        .map_err(Unauthenticated::Bearer)
 }
 
 /// Whether a media-type header value (`Content-Type`) is JSON.

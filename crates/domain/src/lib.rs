@@ -40,3 +40,11 @@ pub mod store_contents;
 #[cfg(any(test, feature = "mock"))]
 pub mod testing;
 pub mod token;
+
+/// The `tracing` target of the spans that start a trace (docs/operations.md, "Traces"):
+/// a sampled request's server span, and the roots of background work (a group commit, a
+/// view refresh, an import). The server's trace layer exports these, and every span of
+/// the service's crates made while one of them is current; a span of the service made
+/// outside them (at TRACE level, the work beneath a request) is never made at all. A
+/// naming convention of every layer, so it lives in the innermost one.
+pub const TRACE_ROOT: &str = "branch_atm::trace";

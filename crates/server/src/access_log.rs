@@ -90,8 +90,13 @@ pub fn format(access: &AccessLine<'_>, format: LogFormat) -> String {
     if let Some(ip) = access.caller {
         push_ip(&mut caller, ip);
     }
-    let fields =
-        [("uuid", access.uuid), ("client_id", access.client_id), ("caller", access.caller.map(|_| caller.as_str()))];
+    let fields = [
+        ("uuid", access.uuid),
+        ("client_id", access.client_id),
+        ("caller", access.caller.map(|_| caller.as_str())),
+        ("trace_id", access.trace.map(|ids| ids.trace_id.as_str())),
+        ("span_id", access.trace.map(|ids| ids.span_id.as_str())),
+    ];
     match format {
         LogFormat::Json => {
             text.push_str(r#"{"timestamp":""#);
@@ -280,6 +285,10 @@ mod tests {
     use super::*;
 
     fn line(format: LogFormat) -> String {
+        let trace = api::trace::TraceIds {
+            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".to_owned(),
+            span_id: "00f067aa0ba902b7".to_owned(),
+        };
         let access = AccessLine {
             method: &Method::POST,
             route: Some("/api/v1/open-banking/channels/branch/waittime/retrieve"),
@@ -288,6 +297,7 @@ mod tests {
             uuid: Some("3fa85f64-5717-4562-b3fc-2c963f66afa6"),
             client_id: Some("demo-mobile-app"),
             caller: Some("192.0.2.7".parse().unwrap()),
+            trace: Some(&trace),
         };
         self::format(&access, format)
     }
@@ -301,6 +311,10 @@ mod tests {
         assert_eq!(json["uuid"], "3fa85f64-5717-4562-b3fc-2c963f66afa6");
         assert_eq!((json["client_id"].as_str(), json["caller"].as_str()), (Some("demo-mobile-app"), Some("192.0.2.7")));
         assert!(json["timestamp"].as_str().unwrap().ends_with('Z'));
+        assert_eq!(
+            (json["trace_id"].as_str(), json["span_id"].as_str()),
+            (Some("4bf92f3577b34da6a3ce929d0e0e4736"), Some("00f067aa0ba902b7"))
+        );
     }
 
     #[test]

@@ -39,6 +39,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
                 common.logs.log_filter.as_deref().unwrap_or("info"),
                 common.logs.log_format,
                 Sink::Stdout,
+                common.logs.traces().as_ref(),
             );
             let served = serve(settings).await;
             // The workers have stopped: their last access lines go to the log writer.
@@ -47,9 +48,17 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         }
         Some(command) => command,
     };
-    if let Some(filter) = &common.logs.log_filter {
-        telemetry::init(filter, common.logs.log_format, Sink::Stderr);
-    }
+    // A command logs only when asked to; it exports traces when given a collector (an
+    // import's spans), with its log off unless a filter is given.
+    let traces = common.logs.traces();
+    let _telemetry = (common.logs.log_filter.is_some() || traces.is_some()).then(|| {
+        telemetry::init(
+            common.logs.log_filter.as_deref().unwrap_or("off"),
+            common.logs.log_format,
+            Sink::Stderr,
+            traces.as_ref(),
+        )
+    });
     if let Command::HealthCheck = command {
         let address = server::probe::probe_address(settings.http.listen);
         let tls_cert = settings.http.tls_cert.as_deref();

@@ -565,11 +565,15 @@ impl Application {
             None => None,
         };
 
-        let observer = Arc::new(Observer::new(
+        let observer = Observer::new(
             Arc::clone(&readiness),
             crate::access_log::writer(settings.observability.access_log),
             settings.observability.metrics_listen.is_some(),
-        ));
+        );
+        let observer = Arc::new(match settings.trace_sampling {
+            Some(sampling) => observer.traced(sampling),
+            None => observer,
+        });
         let well_known = api::well_known_routes(&public_base_url);
         let mut server = HttpServer::new(move || {
             let observer = Arc::clone(&observer);

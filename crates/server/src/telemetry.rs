@@ -56,19 +56,36 @@ pub fn dropped_log_messages() -> usize {
     LOG_WRITER.get().map_or(0, |(writer, _)| writer.error_counter().dropped_lines())
 }
 
+/// What [`init`] returns: dropping it writes the log writer's last lines and sends the
+/// last spans. Keep it until exit.
+#[must_use = "dropping it at once stops the log writer and the trace exporter"]
+pub struct Telemetry {
+    _log: Option<WorkerGuard>,
+    traces: Option<crate::traces::Exporter>,
+}
+
+impl Drop for Telemetry {
+    fn drop(&mut self) {
+        if let Some(traces) = self.traces.take() {
+            traces.shut_down();
+        }
+    }
+}
+
 /// Installs the global subscriber. `format` defaults to pretty on a terminal and JSON
 /// otherwise. A second call (tests) is a no-op. For the service (`Sink::Stdout`) the
-/// returned guard flushes the log writer's last lines when dropped: keep it until exit.
-pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) -> Option<WorkerGuard> {
+/// returned guard flushes the log writer's last lines when dropped. With `traces`, spans
+/// are also exported over OTLP ([`crate::traces`]): the log then filters per layer, so
+/// the spans only traces need (TRACE level, made only inside a traced request) never
+/// reach the log, and with no `traces` nothing of them runs.
+pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink, traces: Option<&TraceExport>) -> Telemetry {
     let terminal = match sink {
         Sink::Stdout => std::io::stdout().is_terminal(),
         Sink::Stderr => std::io::stderr().is_terminal(),
     };
     let format = format.unwrap_or(if terminal { LogFormat::Pretty } else { LogFormat::Json });
-    let filter = EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
+    let env_filter = || EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
     let malformed = MalformedRequests::start(SUMMARY_INTERVAL);
-    let registry = tracing_subscriber::registry().with(malformed).with(filter);
-    let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal);
     let mut guard = None;
     if let Sink::Stdout = sink {
         let (writer, flusher) = NonBlockingBuilder::default()
@@ -80,22 +97,56 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink) -> Option<Worke
             guard = Some(flusher);
         }
     }
-    let stdout = || LOG_WRITER.get().map(|(writer, _)| writer.clone());
-    let _ = match (format, sink, stdout()) {
-        (LogFormat::Json, Sink::Stdout, Some(writer)) => {
-            registry.with(fmt.json().with_current_span(true).with_span_list(false).with_writer(writer)).try_init()
-        }
-        (LogFormat::Pretty, Sink::Stdout, Some(writer)) => registry.with(fmt.compact().with_writer(writer)).try_init(),
-        (LogFormat::Json, Sink::Stdout, None) => registry
-            .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout))
-            .try_init(),
-        (LogFormat::Json, Sink::Stderr, _) => registry
-            .with(fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr))
-            .try_init(),
-        (LogFormat::Pretty, Sink::Stdout, None) => registry.with(fmt.compact().with_writer(std::io::stdout)).try_init(),
-        (LogFormat::Pretty, Sink::Stderr, _) => registry.with(fmt.compact().with_writer(std::io::stderr)).try_init(),
+    let Some(traces) = traces else {
+        let _ = tracing_subscriber::registry()
+            .with(malformed)
+            .with(env_filter())
+            .with(log_layer(format, sink, terminal))
+            .try_init();
+        return Telemetry { _log: guard, traces: None };
     };
-    guard
+    let (exporter, layer) = crate::traces::start(traces);
+    let installed = tracing_subscriber::registry()
+        .with(malformed.with_filter(env_filter()))
+        .with(log_layer(format, sink, terminal).with_filter(env_filter()))
+        .with(layer)
+        .try_init();
+    Telemetry { _log: guard, traces: installed.is_ok().then_some(exporter) }
+}
+
+/// Where and how spans are exported: [`crate::settings::Logs`]'s trace settings.
+#[derive(Debug, Clone)]
+pub struct TraceExport {
+    /// The collector's OTLP/HTTP base URL; spans go to `{endpoint}/v1/traces`.
+    pub endpoint: String,
+    /// The `service.name` of every span.
+    pub service_name: String,
+    /// The share of new traces kept.
+    pub ratio: f64,
+}
+
+/// The log's layer: JSON or compact text, to the service's log writer (stdout) or to
+/// standard error.
+fn log_layer<S>(format: LogFormat, sink: Sink, terminal: bool) -> Box<dyn Layer<S> + Send + Sync>
+where
+    S: Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
+{
+    let fmt = tracing_subscriber::fmt::layer().with_ansi(terminal);
+    let stdout = LOG_WRITER.get().map(|(writer, _)| writer.clone());
+    match (format, sink, stdout) {
+        (LogFormat::Json, Sink::Stdout, Some(writer)) => {
+            fmt.json().with_current_span(true).with_span_list(false).with_writer(writer).boxed()
+        }
+        (LogFormat::Pretty, Sink::Stdout, Some(writer)) => fmt.compact().with_writer(writer).boxed(),
+        (LogFormat::Json, Sink::Stdout, None) => {
+            fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stdout).boxed()
+        }
+        (LogFormat::Json, Sink::Stderr, _) => {
+            fmt.json().with_current_span(true).with_span_list(false).with_writer(std::io::stderr).boxed()
+        }
+        (LogFormat::Pretty, Sink::Stdout, None) => fmt.compact().with_writer(std::io::stdout).boxed(),
+        (LogFormat::Pretty, Sink::Stderr, _) => fmt.compact().with_writer(std::io::stderr).boxed(),
+    }
 }
 
 /// At most one summary line of malformed requests per this interval.

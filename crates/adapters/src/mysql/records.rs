@@ -58,6 +58,7 @@ impl MysqlStore {
 impl SqlDialect for MysqlStore {
     type Database = MySql;
 
+    const SYSTEM: &'static str = "mysql";
     const SYNTAX: Syntax = Syntax {
         placeholders: Placeholders::Positional,
         upsert: |_keys| "ON DUPLICATE KEY UPDATE".to_owned(),

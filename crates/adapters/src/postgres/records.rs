@@ -63,6 +63,7 @@ async fn write_atms(connection: &mut sqlx::PgConnection, atms: &[StoredAtm]) -> 
 impl SqlDialect for PostgresStore {
     type Database = Postgres;
 
+    const SYSTEM: &'static str = "postgresql";
     const SYNTAX: Syntax = Syntax::ON_CONFLICT;
 
     fn meaning(error: &sqlx::Error) -> Meaning {

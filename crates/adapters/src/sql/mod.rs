@@ -73,6 +73,9 @@ pub(crate) trait SqlDialect: Send + Sync {
     /// How this database phrases what the shared statements need ([`Statements`]).
     const SYNTAX: Syntax;
 
+    /// OpenTelemetry's `db.system.name` of this database, for its spans.
+    const SYSTEM: &'static str;
+
     /// What `error`, raised by this backend's driver, means: a lost connection, data the
     /// database refused, or another failure, as this database's codes say.
     fn meaning(error: &sqlx::Error) -> Meaning;
@@ -144,4 +147,26 @@ pub(crate) trait SqlDialect: Send + Sync {
     async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
         Ok(None)
     }
+}
+
+/// A CLIENT span of one store statement, `name` being `"{operation} {table}"`, with
+/// OpenTelemetry's database attributes (`db.system.name`, `db.operation.name`,
+/// `db.collection.name`). At TRACE level: made only beneath a traced request or
+/// background task (the server's trace layer), and disabled, at the cost of one check,
+/// otherwise.
+pub(crate) fn db_span(system: &'static str, name: &'static str) -> tracing::Span {
+    let span = tracing::trace_span!(
+        "db",
+        otel.name = name,
+        otel.kind = "client",
+        db.system.name = system,
+        db.operation.name = tracing::field::Empty,
+        db.collection.name = tracing::field::Empty,
+    );
+    if !span.is_disabled() {
+        let (operation, table) = name.split_once(' ').unwrap_or((name, ""));
+        span.record("db.operation.name", operation);
+        span.record("db.collection.name", table);
+    }
+    span
 }

@@ -21,6 +21,7 @@ macro_rules! shared_sql_records {
             };
             use domain::store_contents::StoreContents;
             use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
+            use tracing::Instrument as _;
             use $crate::rows;
             use $crate::sql::{SqlDialect, Statements};
             use $crate::store::{AtmSet, ChangeFeed, KeyVault, Revisions, StoreLifecycle, ViewSource};
@@ -30,6 +31,13 @@ macro_rules! shared_sql_records {
                 static STATEMENTS: std::sync::LazyLock<Statements> =
                     std::sync::LazyLock::new(|| Statements::new(&<$store as SqlDialect>::SYNTAX));
                 &STATEMENTS
+            }
+
+            /// A CLIENT span of one statement (OpenTelemetry's database conventions),
+            /// named `"{operation} {table}"`: seen only under a traced request or a traced
+            /// background task.
+            fn db(name: &'static str) -> tracing::Span {
+                $crate::sql::db_span(<$store as SqlDialect>::SYSTEM, name)
             }
 
             /// A driver's error, as this backend reads it.
@@ -86,17 +94,24 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl ViewSource for $store {
                 async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
-                    let rows: Vec<(String, i64)> =
-                        sqlx::query_as(sql().revisions).fetch_all(self.pool()).await.map_err(unavailable)?;
+                    let rows: Vec<(String, i64)> = sqlx::query_as(sql().revisions)
+                        .fetch_all(self.pool())
+                        .instrument(db("SELECT changes"))
+                        .await
+                        .map_err(unavailable)?;
                     Ok(Revisions::from_topics(rows))
                 }
 
                 async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
                     // One snapshot for both reads, so the set and its date belong together.
-                    let mut transaction = SqlDialect::begin_atm_read(self).await?;
-                    let set = read_atm_set(&mut transaction).await?;
-                    transaction.commit().await.map_err(unavailable)?;
-                    Ok(set)
+                    async {
+                        let mut transaction = SqlDialect::begin_atm_read(self).await?;
+                        let set = read_atm_set(&mut transaction).await?;
+                        transaction.commit().await.map_err(unavailable)?;
+                        Ok(set)
+                    }
+                    .instrument(db("SELECT atms"))
+                    .await
                 }
 
                 async fn subscribe(&self) -> Result<Option<Box<dyn ChangeFeed>>, StoreUnavailable> {
@@ -118,6 +133,7 @@ macro_rules! shared_sql_records {
                         .bind(outcome.label())
                         .bind(at)
                         .execute(self.pool())
+                        .instrument(db("INSERT import_runs"))
                         .await
                         .map_err(unavailable)?;
                     Ok(())
@@ -158,8 +174,11 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
-                    let found: Vec<rows::ClientRow> =
-                        sqlx::query_as(sql().clients).fetch_all(self.pool()).await.map_err(unavailable)?;
+                    let found: Vec<rows::ClientRow> = sqlx::query_as(sql().clients)
+                        .fetch_all(self.pool())
+                        .instrument(db("SELECT clients"))
+                        .await
+                        .map_err(unavailable)?;
                     found.into_iter().map(rows::client).collect()
                 }
 
@@ -211,8 +230,11 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {
-                    let found: Vec<(String, String, String)> =
-                        sqlx::query_as(sql().channels).fetch_all(self.pool()).await.map_err(unavailable)?;
+                    let found: Vec<(String, String, String)> = sqlx::query_as(sql().channels)
+                        .fetch_all(self.pool())
+                        .instrument(db("SELECT channels"))
+                        .await
+                        .map_err(unavailable)?;
                     found.iter().map(|(country, business, channel)| rows::scope(country, business, channel)).collect()
                 }
             }
@@ -220,15 +242,21 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl WaitTimeRecords for $store {
                 async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-                    let mut transaction = SqlDialect::begin_wait_time_edit(self).await?;
-                    <$store as SqlDialect>::write_wait_times(&mut transaction, estimates).await?;
-                    transaction.commit().await.map_err(unavailable)
+                    async {
+                        let mut transaction = SqlDialect::begin_wait_time_edit(self).await?;
+                        <$store as SqlDialect>::write_wait_times(&mut transaction, estimates).await?;
+                        transaction.commit().await.map_err(unavailable)
+                    }
+                    .instrument(db("UPSERT wait_times"))
+                    .await
                 }
 
-                #[tracing::instrument(skip(self))]
                 async fn all(&self) -> Result<Vec<WaitTimeEstimate>, StoreUnavailable> {
-                    let found: Vec<rows::WaitTimeRow> =
-                        sqlx::query_as(sql().wait_times).fetch_all(self.pool()).await.map_err(unavailable)?;
+                    let found: Vec<rows::WaitTimeRow> = sqlx::query_as(sql().wait_times)
+                        .fetch_all(self.pool())
+                        .instrument(db("SELECT wait_times"))
+                        .await
+                        .map_err(unavailable)?;
                     found.into_iter().map(rows::wait_time).collect()
                 }
 
@@ -253,11 +281,19 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl AtmRecords for $store {
                 async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
-                    let mut transaction = SqlDialect::begin_atm_edit(self).await?;
-                    sqlx::query(sql().delete_every_atm).execute(&mut *transaction).await.map_err(unavailable)?;
-                    <$store as SqlDialect>::write_atms(&mut transaction, atms).await?;
-                    sqlx::query(sql().date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable)?;
-                    transaction.commit().await.map_err(unavailable)
+                    async {
+                        let mut transaction = SqlDialect::begin_atm_edit(self).await?;
+                        sqlx::query(sql().delete_every_atm).execute(&mut *transaction).await.map_err(unavailable)?;
+                        <$store as SqlDialect>::write_atms(&mut transaction, atms).await?;
+                        sqlx::query(sql().date_atm_set)
+                            .bind(now)
+                            .execute(&mut *transaction)
+                            .await
+                            .map_err(unavailable)?;
+                        transaction.commit().await.map_err(unavailable)
+                    }
+                    .instrument(db("REPLACE atms"))
+                    .await
                 }
 
                 async fn current(&self) -> Result<AtmSet, StoreUnavailable> {
@@ -290,6 +326,7 @@ macro_rules! shared_sql_records {
                     let found: Vec<rows::SigningKeyRow> = sqlx::query_as(sql().published_keys)
                         .bind(retired_after)
                         .fetch_all(self.pool())
+                        .instrument(db("SELECT signing_keys"))
                         .await
                         .map_err(unavailable)?;
                     Ok(found.into_iter().map(rows::signing_key).collect())
@@ -387,29 +424,34 @@ macro_rules! shared_sql_records {
             #[async_trait]
             impl TokenArchive for $store {
                 async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
-                    SqlDialect::record_tokens(self, tokens).await
+                    SqlDialect::record_tokens(self, tokens).instrument(db("INSERT token_records")).await
                 }
 
                 async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
                     let found: Option<rows::TokenRow> = sqlx::query_as(sql().find_token)
                         .bind(opaque.as_str())
                         .fetch_optional(self.pool())
+                        .instrument(db("SELECT token_records"))
                         .await
                         .map_err(unavailable)?;
                     found.map(rows::token).transpose()
                 }
 
                 async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
-                    let mut transaction = SqlDialect::begin_revocation(self).await?;
-                    let changed = sqlx::query(sql().revoke_token)
-                        .bind(now)
-                        .bind(token_id.as_str())
-                        .execute(&mut *transaction)
-                        .await
-                        .map_err(unavailable)?
-                        .rows_affected();
-                    transaction.commit().await.map_err(unavailable)?;
-                    Ok(changed == 1)
+                    async {
+                        let mut transaction = SqlDialect::begin_revocation(self).await?;
+                        let changed = sqlx::query(sql().revoke_token)
+                            .bind(now)
+                            .bind(token_id.as_str())
+                            .execute(&mut *transaction)
+                            .await
+                            .map_err(unavailable)?
+                            .rows_affected();
+                        transaction.commit().await.map_err(unavailable)?;
+                        Ok(changed == 1)
+                    }
+                    .instrument(db("UPDATE token_records"))
+                    .await
                 }
 
                 async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
@@ -430,6 +472,7 @@ macro_rules! shared_sql_records {
                     let found: Vec<(String,)> = sqlx::query_as(sql().revoked_live)
                         .bind(now)
                         .fetch_all(self.pool())
+                        .instrument(db("SELECT token_records"))
                         .await
                         .map_err(unavailable)?;
                     Ok(found.into_iter().map(|(jti,)| TokenId::new(jti)).collect())

@@ -46,6 +46,7 @@ const EDIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 impl SqlDialect for SqliteStore {
     type Database = Sqlite;
 
+    const SYSTEM: &'static str = "sqlite";
     const SYNTAX: Syntax = Syntax::ON_CONFLICT;
 
     fn meaning(error: &sqlx::Error) -> Meaning {

@@ -1,6 +1,7 @@
 //! Token issuance: the first call of a pre-login session.
 
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use async_trait::async_trait;
 
@@ -116,7 +117,13 @@ impl TokenIssuance for TokenService {
         // The proof first: a request's own fault (400) is told before its client's (401),
         // and a token request whose proof fails gets no token whoever the client is.
         let bound_to = match &request.proof {
-            Some(proof) => Some(self.proofs.check(proof, None).await.map_err(AuthorizeError::Proof)?),
+            Some(proof) => Some(
+                self.proofs
+                    .check(proof, None)
+                    .instrument(tracing::trace_span!("dpop proof"))
+                    .await
+                    .map_err(AuthorizeError::Proof)?,
+            ),
             None => None,
         };
         let client = self
@@ -151,7 +158,7 @@ impl TokenIssuance for TokenService {
             expires_at: now + i64::from(self.lifetime_seconds),
             bound_to,
         };
-        let access_token = self.signer.sign(&claims)?;
+        let access_token = tracing::trace_span!("sign token").in_scope(|| self.signer.sign(&claims))?;
         let opaque_token = self.ids.opaque_token();
         self.ledger
             .record(IssuedToken {

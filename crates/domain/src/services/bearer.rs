@@ -1,6 +1,7 @@
 //! The bearer check every protected operation starts with.
 
 use std::sync::Arc;
+use tracing::Instrument as _;
 
 use async_trait::async_trait;
 
@@ -130,13 +131,17 @@ impl BearerAuthentication for BearerCheck {
             LimitCheck::PerCaller(caller),
             LimitCheck::PerClient(&claims.client_id),
         ];
-        match self.limits.admit(&checks).await {
+        match self.limits.admit(&checks).instrument(tracing::trace_span!("rate limits")).await {
             Err(LimitError::Exceeded(over)) => return Err(BearerError::Limited(over)),
             // A limiter that cannot count lets the call through, never refusing everything.
             Ok(()) | Err(LimitError::Unavailable(_)) => {}
         }
         if let Some((key, proof)) = proof {
-            self.proofs.check(&proof, Some((token, key))).await.map_err(BearerError::Proof)?;
+            self.proofs
+                .check(&proof, Some((token, key)))
+                .instrument(tracing::trace_span!("dpop proof"))
+                .await
+                .map_err(BearerError::Proof)?;
         }
         Ok(claims)
     }

@@ -1,6 +1,7 @@
 //! `atms …`: importing an OBIE ATM file as the ATM set, and exporting the set.
 
 use std::path::Path;
+use tracing::Instrument as _;
 
 use adapters::formats::atm_file;
 use adapters::formats::shown::escaped;
@@ -65,8 +66,10 @@ pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), Comman
     for warning in &read.warnings {
         println!("warning: {}", escaped(warning));
     }
+    let span = tracing::info_span!(target: domain::TRACE_ROOT, "atms import", dry_run = rules.dry_run);
     let outcome = imports
         .atms(&read.feed, rules)
+        .instrument(span)
         .await
         .map_err(|e| CommandError(format!("{}: {}", file.display(), one_line(&e))))?;
     match outcome {

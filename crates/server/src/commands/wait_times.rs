@@ -4,6 +4,7 @@ use adapters::formats::shown::quoted;
 use adapters::formats::wait_time_csv::{self, WaitTimeFileError};
 use domain::ports::ImportKind;
 use domain::services::imports::ImportWaitTimesError;
+use tracing::Instrument as _;
 
 use super::{CommandError, english, open};
 use crate::cli::WaitTimesAction;
@@ -52,6 +53,7 @@ pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Resul
     let changes = operators
         .imports
         .wait_times(&read.estimates, dry_run)
+        .instrument(tracing::info_span!(target: domain::TRACE_ROOT, "wait times import", dry_run))
         .await
         .map_err(|e| in_file(refused_import(&e, &read.lines)))?;
     let counts = format!("{} added, {} changed, {} unchanged", changes.added, changes.changed, changes.unchanged);

@@ -178,6 +178,14 @@ impl<'de> Deserialize<'de> for SecretUrl {
 /// The prefix of the environment variables that are settings.
 const ENV_PREFIX: &str = "BRANCH_ATM_";
 
+/// OpenTelemetry's standard variables that set a trace setting, and the setting (as its
+/// `BRANCH_ATM_*` name after the prefix), which wins when both are given.
+const OTEL_VARIABLES: [(&str, &str); 3] = [
+    ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP_ENDPOINT"),
+    ("OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"),
+    ("OTEL_TRACES_SAMPLER_ARG", "TRACE_SAMPLE_RATIO"),
+];
+
 /// The `BRANCH_ATM_*` variables settings are read from: the process's own for the
 /// binary, exactly those a test gives for a test.
 #[derive(Debug, Clone, Default)]
@@ -196,16 +204,28 @@ impl Environment {
         )
     }
 
-    /// The `BRANCH_ATM_*` variables among `vars`; any other is left out.
+    /// The `BRANCH_ATM_*` variables among `vars`, and OpenTelemetry's standard ones for
+    /// the trace settings ([`OTEL_VARIABLES`]) where no `BRANCH_ATM_*` one sets the same;
+    /// any other is left out.
     pub fn of<N: AsRef<str>, V: Into<String>>(vars: impl IntoIterator<Item = (N, V)>) -> Self {
-        let vars = vars
+        let mut standard = Vec::new();
+        let mut vars: Vec<(String, String)> = vars
             .into_iter()
             .filter_map(|(name, value)| {
                 let name = name.as_ref().trim().to_ascii_uppercase();
+                if let Some((_, setting)) = OTEL_VARIABLES.iter().find(|(otel, _)| *otel == name) {
+                    standard.push((String::from(*setting), value.into()));
+                    return None;
+                }
                 let setting = name.strip_prefix(ENV_PREFIX).filter(|rest| !rest.is_empty())?.to_owned();
                 Some((setting, value.into()))
             })
             .collect();
+        for (setting, value) in standard {
+            if !vars.iter().any(|(name, _)| *name == setting) {
+                vars.push((setting, value));
+            }
+        }
         Self { vars }
     }
 
@@ -267,13 +287,16 @@ pub struct Settings {
     pub catalog: Catalog,
     /// Access log and metrics.
     pub observability: Observability,
+    /// How requests are sampled for traces, when traces are exported (`--otlp-endpoint`,
+    /// a setting of every command, [`Logs`]).
+    pub trace_sampling: Option<api::trace::Sampling>,
 }
 
 impl Settings {
     /// `serve`'s settings: the shared ones and its own.
     fn of(store: Store, serve: ServeOptions) -> Self {
         let ServeOptions { view, http, tokens, limits, catalog, observability } = serve;
-        Self { store, view, http, tokens, limits, catalog, observability }
+        Self { store, view, http, tokens, limits, catalog, observability, trace_sampling: None }
     }
 
     /// How long after publishing a new signing key it may start signing: every
@@ -390,11 +413,13 @@ pub fn resolve(
         });
         return Err(SettingsError(format!("unknown setting {key:?}{source}")));
     }
-    let settings = Settings::of(common.store.clone(), serve);
+    let mut settings = Settings::of(common.store.clone(), serve);
+    settings.trace_sampling = common.logs.traces().map(|traces| api::trace::Sampling { ratio: traces.ratio });
     settings.tokens.check()?;
     settings.http.check()?;
     settings.view.check()?;
     settings.catalog.check()?;
     settings.limits.check()?;
+    common.logs.check()?;
     Ok((common, settings))
 }

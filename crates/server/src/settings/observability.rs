@@ -5,9 +5,11 @@ use std::net::SocketAddr;
 use clap::Args;
 use serde::{Deserialize, Serialize};
 
-use super::{AccessLog, LogFormat};
+use super::{AccessLog, LogFormat, SettingsError};
+use crate::telemetry::TraceExport;
 
-/// The log (options of every command).
+/// The log and traces (options of every command: an import run by a command is traced
+/// too).
 #[derive(Debug, Clone, Args, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 pub struct Logs {
@@ -18,6 +20,49 @@ pub struct Logs {
     /// Log format [default: pretty on a terminal, else json].
     #[arg(long, global = true, value_enum)]
     pub log_format: Option<LogFormat>,
+    /// OTLP/HTTP collector to send traces to (protobuf, to `URL/v1/traces`); also read
+    /// from `OTEL_EXPORTER_OTLP_ENDPOINT` [default: none (no traces)].
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// The `service.name` of the traces; also read from `OTEL_SERVICE_NAME`.
+    #[arg(long, global = true, value_name = "NAME", default_value = DEFAULT_SERVICE_NAME)]
+    pub otel_service_name: String,
+    /// Share of new traces kept, 0 to 1 (a request with a `traceparent` follows its
+    /// caller's decision); also read from `OTEL_TRACES_SAMPLER_ARG`.
+    #[arg(long, global = true, value_name = "RATIO", default_value_t = 0.01)]
+    pub trace_sample_ratio: f64,
+}
+
+/// The service name traces carry unless told otherwise.
+const DEFAULT_SERVICE_NAME: &str = "branch-atm";
+
+impl Logs {
+    /// Where and how traces go, when a collector is given.
+    pub fn traces(&self) -> Option<TraceExport> {
+        let endpoint = self.otlp_endpoint.as_deref().filter(|url| !url.trim().is_empty())?;
+        Some(TraceExport {
+            endpoint: endpoint.trim().to_owned(),
+            service_name: self.otel_service_name.clone(),
+            ratio: self.trace_sample_ratio,
+        })
+    }
+
+    pub(super) fn check(&self) -> Result<(), SettingsError> {
+        if !(0.0..=1.0).contains(&self.trace_sample_ratio) {
+            return Err(SettingsError("trace-sample-ratio must be from 0 to 1".to_owned()));
+        }
+        if self.otel_service_name.trim().is_empty() {
+            return Err(SettingsError("otel-service-name must not be empty".to_owned()));
+        }
+        if let Some(endpoint) = self.otlp_endpoint.as_deref().filter(|url| !url.trim().is_empty()) {
+            let url = url::Url::parse(endpoint.trim())
+                .map_err(|error| SettingsError(format!("otlp-endpoint is not a URL ({error})")))?;
+            if !matches!(url.scheme(), "http" | "https") {
+                return Err(SettingsError("otlp-endpoint must be an http or https URL".to_owned()));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// `serve`'s access log and metrics.

@@ -25,4 +25,5 @@ mod routes;
 mod store;
 mod tls;
 mod tokens;
+mod traces;
 mod wait_times;

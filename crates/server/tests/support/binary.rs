@@ -8,12 +8,14 @@ use std::process::Command;
 /// The binary under test.
 pub const BINARY: &str = env!("CARGO_BIN_EXE_branch-atm");
 
-/// A command running the binary with none of the caller's `BRANCH_ATM_*` variables:
+/// A command running the binary with none of the caller's `BRANCH_ATM_*` (nor
+/// OpenTelemetry's `OTEL_*`) variables:
 /// a test sets the ones it means.
 pub fn branch_atm_command() -> Command {
     let mut command = Command::new(BINARY);
     for (name, _) in std::env::vars_os() {
-        if name.to_string_lossy().to_ascii_uppercase().starts_with("BRANCH_ATM_") {
+        let name_upper = name.to_string_lossy().to_ascii_uppercase();
+        if name_upper.starts_with("BRANCH_ATM_") || name_upper.starts_with("OTEL_") {
             command.env_remove(name);
         }
     }

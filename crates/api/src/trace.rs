@@ -1,0 +1,176 @@
+//! Traces (OpenTelemetry, docs/operations.md "Traces"): each request's server span, made
+//! by [`crate::middleware::observe`] when the server exports traces (`--otlp-endpoint`).
+//!
+//! A request that carries a W3C `traceparent` follows its caller's sampling decision; one
+//! without starts a trace of its own, sampled at the configured ratio. A sampled request
+//! gets a span the server's exporter sees ([`EXPORTED`]), with OpenTelemetry's HTTP
+//! server attributes, and the work beneath it (the bearer check, limits, signing, the
+//! store) adds children. An unsampled one gets only a plain span that carries the trace
+//! and span ids into its log lines ([`LOGGED`]): nothing beneath it makes a span for the
+//! exporter, so a trace that is not kept costs little more than its ids.
+//!
+//! With tracing off, none of this runs: the middleware keeps its one span per request
+//! that sent a `uuid`.
+
+use actix_web::dev::ServiceRequest;
+use actix_web::http::header::{self, HeaderMap};
+use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
+use opentelemetry::trace::{SpanContext, TraceContextExt as _};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use tracing::field::Empty;
+use tracing_opentelemetry::OpenTelemetrySpanExt as _;
+
+/// The target of a sampled request's server span: [`domain::TRACE_ROOT`], the target of
+/// every span that starts an exported trace.
+pub const EXPORTED: &str = domain::TRACE_ROOT;
+
+/// The target of an unsampled request's span: seen by the log only.
+pub const LOGGED: &str = "branch_atm::request";
+
+/// How requests are traced: the share of new traces sampled.
+#[derive(Debug, Clone, Copy)]
+pub struct Sampling {
+    /// The share of requests without a `traceparent` whose trace is kept, 0 to 1.
+    pub ratio: f64,
+}
+
+/// A request's trace and span ids, as hex, for its access line.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct TraceIds {
+    /// 32 hex digits.
+    pub trace_id: String,
+    /// 16 hex digits.
+    pub span_id: String,
+}
+
+/// The request's span and its ids: a child of the caller's span when it sent a
+/// `traceparent`, sampled as the caller decided; otherwise the root of a new trace,
+/// sampled at `sampling`'s ratio. `uuid` is the request's valid `uuid` header, the spec's
+/// correlation id, recorded so that an app developer's uuid leads to the trace.
+pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&str>) -> (tracing::Span, TraceIds) {
+    let parent = TraceContextPropagator::new().extract(&Headers(request.headers()));
+    let remote = parent.span().span_context().clone();
+    let sampled = if remote.is_valid() { remote.is_sampled() } else { rand::random::<f64>() < sampling.ratio };
+    if !sampled {
+        let ids = unsampled_ids(&remote);
+        let span = tracing::info_span!(
+            target: LOGGED,
+            "request",
+            uuid,
+            trace_id = ids.trace_id.as_str(),
+            span_id = ids.span_id.as_str()
+        );
+        return (span, ids);
+    }
+    let method = crate::observe::method_label(request.method());
+    let route = request.match_pattern();
+    let name = match &route {
+        Some(route) => format!("{method} {route}"),
+        None => method.to_owned(),
+    };
+    let scheme = if request.app_config().secure() { "https" } else { "http" };
+    let caller = crate::AppState::of(request.request()).ok().map(|state| state.proxies.caller(request.request()));
+    let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()).map(host_name);
+    let user_agent = request.headers().get(header::USER_AGENT).and_then(|agent| agent.to_str().ok());
+    let span = tracing::info_span!(
+        target: EXPORTED,
+        "request",
+        otel.name = name.as_str(),
+        otel.kind = "server",
+        otel.status_code = Empty,
+        http.request.method = method,
+        http.route = route.as_deref(),
+        http.response.status_code = Empty,
+        url.path = request.path(),
+        url.scheme = scheme,
+        client.address = caller.map(tracing::field::display),
+        server.address = host,
+        user_agent.original = user_agent,
+        "error.type" = Empty,
+        uuid,
+        trace_id = Empty,
+        span_id = Empty,
+    );
+    if remote.is_valid() {
+        // Fails only when no trace layer is installed (tests without one): the span is
+        // then a root, as it would be anyway.
+        let _ = span.set_parent(parent);
+    }
+    let context = span.context();
+    let own = context.span().span_context().clone();
+    let ids = if own.is_valid() { ids_of(&own) } else { unsampled_ids(&remote) };
+    span.record("trace_id", ids.trace_id.as_str());
+    span.record("span_id", ids.span_id.as_str());
+    (span, ids)
+}
+
+/// Records the answer on the request's span: its status, and on a 5xx (only, as
+/// OpenTelemetry's HTTP conventions say) the error type and the span's status Error.
+pub fn answered(span: &tracing::Span, status: u16) {
+    span.record("http.response.status_code", status);
+    if status >= 500 {
+        span.record("error.type", crate::observe::status_label(status));
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// The host of a `Host` header's value, without its port.
+fn host_name(host: &str) -> &str {
+    if host.starts_with('[') {
+        return host.split_once(']').map_or(host, |(v6, _)| v6.trim_start_matches('['));
+    }
+    host.rsplit_once(':').map_or(host, |(name, _)| name)
+}
+
+/// Ids for a request whose trace is not kept: the caller's trace id when it sent one
+/// (its log lines then match the caller's), a new random one otherwise, and a new span
+/// id.
+fn unsampled_ids(remote: &SpanContext) -> TraceIds {
+    let trace_id =
+        if remote.is_valid() { remote.trace_id().to_string() } else { format!("{:032x}", rand::random::<u128>()) };
+    TraceIds { trace_id, span_id: format!("{:016x}", rand::random::<u64>() | 1) }
+}
+
+fn ids_of(context: &SpanContext) -> TraceIds {
+    TraceIds { trace_id: context.trace_id().to_string(), span_id: context.span_id().to_string() }
+}
+
+/// A request's headers as the W3C propagator reads them.
+struct Headers<'a>(&'a HeaderMap);
+
+impl Extractor for Headers<'_> {
+    fn get(&self, key: &str) -> Option<&str> {
+        self.0.get(key).and_then(|value| value.to_str().ok())
+    }
+
+    fn keys(&self) -> Vec<&str> {
+        self.0.keys().map(header::HeaderName::as_str).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_host_is_named_without_its_port() {
+        assert_eq!(host_name("api.example.com:8443"), "api.example.com");
+        assert_eq!(host_name("api.example.com"), "api.example.com");
+        assert_eq!(host_name("[::1]:8080"), "::1");
+        assert_eq!(host_name("[::1]"), "::1");
+    }
+
+    #[test]
+    fn an_unsampled_request_keeps_its_callers_trace_id() {
+        let parent = TraceContextPropagator::new().extract(&Headers(&HeaderMap::from_iter([(
+            header::HeaderName::from_static("traceparent"),
+            header::HeaderValue::from_static("00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-00"),
+        )])));
+        let remote = parent.span().span_context().clone();
+        assert!(remote.is_valid() && !remote.is_sampled());
+        let ids = unsampled_ids(&remote);
+        assert_eq!(ids.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(ids.span_id.len(), 16);
+        assert_ne!(ids.span_id, "00f067aa0ba902b7");
+    }
+}

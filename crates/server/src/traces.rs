@@ -1,0 +1,374 @@
+//! Traces over OTLP/HTTP (protobuf): the sampler, the export thread, and the layer that
+//! turns the service's `tracing` spans into OpenTelemetry spans (docs/operations.md,
+//! "Traces").
+//!
+//! What is exported: a sampled request's server span ([`api::trace`]) and every span
+//! of the service's crates made inside it; the roots of background work (a group
+//! commit of token records, linked to the requests whose records it carried; a view
+//! refresh; an import). Nothing else reaches the trace layer: its filter turns away
+//! every event and every span outside those.
+//!
+//! A collector that is down or slow costs the callers nothing. Finished spans go into a
+//! bounded queue with a non-blocking send; one thread batches them and exports. When
+//! the queue is full, the span is dropped and counted
+//! (`branch_atm_trace_spans_dropped_total`). The SDK's own batch processor does the same
+//! but keeps its count to itself, so this module has its own, of about a hundred lines.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
+use std::task::{Context as TaskContext, Poll, Wake, Waker};
+use std::time::{Duration, Instant};
+
+use opentelemetry::trace::{Link, SpanKind, TraceContextExt as _, TraceId};
+use opentelemetry::trace::{TraceState, TracerProvider as _};
+use opentelemetry::{Context, KeyValue};
+use opentelemetry_otlp::{Protocol, WithExportConfig as _};
+use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::error::{OTelSdkError, OTelSdkResult};
+use opentelemetry_sdk::trace::{
+    Sampler, SamplingDecision, SamplingResult, SdkTracerProvider, ShouldSample, Span, SpanData, SpanExporter,
+    SpanProcessor,
+};
+use tracing::Subscriber;
+use tracing_subscriber::Layer;
+use tracing_subscriber::filter::DynFilterFn;
+use tracing_subscriber::registry::LookupSpan;
+
+use crate::telemetry::TraceExport;
+
+/// Finished spans held for export before new ones are dropped (OpenTelemetry's default
+/// for a batch processor).
+const QUEUE: usize = 2048;
+/// Spans per export request, at most.
+const BATCH: usize = 512;
+/// How long a span waits for its batch, at most.
+const INTERVAL: Duration = Duration::from_secs(1);
+/// How long one export may take before it is given up.
+const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
+/// How long the last export may hold up the process's exit.
+const SHUTDOWN_TIMEOUT: Duration = Duration::from_secs(3);
+
+/// The running exporter: [`Exporter::shut_down`] sends what is queued and stops it.
+pub struct Exporter {
+    provider: SdkTracerProvider,
+}
+
+impl Exporter {
+    /// Sends the spans still queued (waiting at most a few seconds for the collector)
+    /// and stops the export thread.
+    pub fn shut_down(self) {
+        let _ = self.provider.shutdown_with_timeout(SHUTDOWN_TIMEOUT);
+    }
+}
+
+/// Starts exporting to `export`'s collector: the exporter to keep until exit, and the
+/// layer to add to the subscriber.
+pub fn start<S>(export: &TraceExport) -> (Exporter, Box<dyn Layer<S> + Send + Sync>)
+where
+    S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
+{
+    let resource = Resource::builder().with_service_name(export.service_name.clone()).build();
+    let endpoint = format!("{}/v1/traces", export.endpoint.trim_end_matches('/'));
+    let provider = SdkTracerProvider::builder()
+        .with_sampler(ServiceSampler::new(export.ratio))
+        .with_span_processor(BoundedExport::start(endpoint, resource.clone()))
+        .with_resource(resource)
+        .build();
+    let tracer = provider.tracer("branch-atm");
+    let layer = tracing_opentelemetry::layer()
+        .with_tracer(tracer)
+        .with_location(false)
+        .with_threads(false)
+        .with_tracked_inactivity(false)
+        .with_filter(exported_spans())
+        .boxed();
+    (Exporter { provider }, layer)
+}
+
+/// The trace layer's filter: spans only; a root of an exported trace
+/// ([`api::trace::EXPORTED`]), or a span of the service's crates made while one is
+/// current. Events, other crates' spans and an unsampled request's work never reach it.
+fn exported_spans<S>()
+-> DynFilterFn<S, impl Fn(&tracing::Metadata<'_>, &tracing_subscriber::layer::Context<'_, S>) -> bool>
+where
+    S: Subscriber + for<'span> LookupSpan<'span>,
+{
+    tracing_subscriber::filter::dynamic_filter_fn(|metadata: &tracing::Metadata<'_>, context| {
+        metadata.is_span()
+            && (metadata.target() == api::trace::EXPORTED
+                || (ours(metadata.target()) && context.lookup_current().is_some()))
+    })
+    .with_callsite_filter(|metadata| {
+        if metadata.is_span() {
+            tracing::subscriber::Interest::sometimes()
+        } else {
+            tracing::subscriber::Interest::never()
+        }
+    })
+}
+
+/// Whether a target is one of the service's crates.
+fn ours(target: &str) -> bool {
+    ["domain", "adapters", "api", "server"]
+        .iter()
+        .any(|krate| target.strip_prefix(krate).is_some_and(|rest| rest.is_empty() || rest.starts_with("::")))
+}
+
+/// Whether a span is sampled: as its parent was, when it has one (a request's caller
+/// decided, through its `traceparent`); a server span without a parent is sampled (the
+/// middleware made it only for a request it sampled, [`api::trace`]); a span with links
+/// and no parent (a group commit) when any request it links to was; any other root (a
+/// refresh, an import) at the configured ratio.
+#[derive(Debug, Clone)]
+struct ServiceSampler {
+    ratio: Sampler,
+}
+
+impl ServiceSampler {
+    fn new(ratio: f64) -> Self {
+        Self { ratio: Sampler::TraceIdRatioBased(ratio) }
+    }
+}
+
+impl ShouldSample for ServiceSampler {
+    fn should_sample(
+        &self,
+        parent: Option<&Context>,
+        trace_id: TraceId,
+        name: &str,
+        kind: &SpanKind,
+        attributes: &[KeyValue],
+        links: &[Link],
+    ) -> SamplingResult {
+        let decide = |sampled: bool, trace_state: TraceState| SamplingResult {
+            decision: if sampled { SamplingDecision::RecordAndSample } else { SamplingDecision::Drop },
+            attributes: Vec::new(),
+            trace_state,
+        };
+        if let Some(parent) = parent.filter(|parent| parent.has_active_span()) {
+            let parent = parent.span();
+            let context = parent.span_context();
+            return decide(context.is_sampled(), context.trace_state().clone());
+        }
+        if *kind == SpanKind::Server {
+            return decide(true, TraceState::default());
+        }
+        if !links.is_empty() {
+            return decide(links.iter().any(|link| link.span_context.is_sampled()), TraceState::default());
+        }
+        self.ratio.should_sample(None, trace_id, name, kind, attributes, links)
+    }
+}
+
+/// What the export thread is sent.
+enum Message {
+    Span(Box<SpanData>),
+    Flush(SyncSender<()>),
+    Stop(SyncSender<()>),
+}
+
+/// The span processor: a bounded queue to one export thread.
+#[derive(Debug)]
+struct BoundedExport {
+    queue: SyncSender<Message>,
+    stopped: AtomicBool,
+}
+
+impl BoundedExport {
+    /// Starts the export thread, which makes the OTLP/HTTP exporter for `endpoint`
+    /// (there, not on a runtime's thread: the blocking HTTP client may not be made or
+    /// dropped inside one).
+    fn start(endpoint: String, resource: Resource) -> Self {
+        let (queue, spans) = mpsc::sync_channel(QUEUE);
+        let started = std::thread::Builder::new().name("trace-export".into()).spawn(move || {
+            let exporter = opentelemetry_otlp::SpanExporter::builder()
+                .with_http()
+                .with_protocol(Protocol::HttpBinary)
+                .with_endpoint(endpoint)
+                .with_timeout(EXPORT_TIMEOUT)
+                .build();
+            match exporter {
+                Ok(mut exporter) => {
+                    exporter.set_resource(&resource);
+                    export_loop(&exporter, &spans);
+                }
+                Err(error) => {
+                    tracing::error!(%error, "traces: the OTLP exporter could not be made; no span is exported")
+                }
+            }
+        });
+        if let Err(error) = started {
+            tracing::error!(%error, "traces: the export thread could not start; no span is exported");
+        }
+        Self { queue, stopped: AtomicBool::new(false) }
+    }
+
+    /// Asks the export thread for `message`'s answer, waiting at most `timeout`.
+    fn ask(&self, message: impl FnOnce(SyncSender<()>) -> Message, timeout: Duration) -> OTelSdkResult {
+        let (done, answer) = mpsc::sync_channel(1);
+        let deadline = Instant::now() + timeout;
+        let mut message = message(done);
+        // Not a blocking send: with the queue full behind a stuck collector, that would
+        // wait for as long as the collector does.
+        loop {
+            match self.queue.try_send(message) {
+                Ok(()) => break,
+                Err(TrySendError::Full(back)) if Instant::now() < deadline => {
+                    message = back;
+                    std::thread::sleep(Duration::from_millis(10));
+                }
+                Err(TrySendError::Full(_)) => return Err(OTelSdkError::Timeout(timeout)),
+                Err(TrySendError::Disconnected(_)) => return Err(OTelSdkError::AlreadyShutdown),
+            }
+        }
+        answer
+            .recv_timeout(deadline.saturating_duration_since(Instant::now()))
+            .map_err(|_| OTelSdkError::Timeout(timeout))
+    }
+}
+
+impl SpanProcessor for BoundedExport {
+    fn on_start(&self, _span: &mut Span, _cx: &Context) {}
+
+    fn on_end(&self, span: SpanData) {
+        if !span.span_context.is_sampled() || self.stopped.load(Ordering::Relaxed) {
+            return;
+        }
+        match self.queue.try_send(Message::Span(Box::new(span))) {
+            Ok(()) => {}
+            Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                metrics::counter!("branch_atm_trace_spans_dropped_total").increment(1);
+            }
+        }
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.ask(Message::Flush, EXPORT_TIMEOUT)
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        if self.stopped.swap(true, Ordering::Relaxed) {
+            return Err(OTelSdkError::AlreadyShutdown);
+        }
+        self.ask(Message::Stop, timeout)
+    }
+}
+
+/// The export thread: a batch goes when it is full, when its oldest span has waited
+/// [`INTERVAL`], or when asked to flush or stop.
+fn export_loop(exporter: &opentelemetry_otlp::SpanExporter, spans: &Receiver<Message>) {
+    let mut batch = Vec::with_capacity(BATCH);
+    let mut deadline = Instant::now() + INTERVAL;
+    loop {
+        let message = spans.recv_timeout(deadline.saturating_duration_since(Instant::now()));
+        match message {
+            Ok(Message::Span(span)) => {
+                if batch.is_empty() {
+                    deadline = Instant::now() + INTERVAL;
+                }
+                batch.push(*span);
+                if batch.len() >= BATCH {
+                    export(exporter, &mut batch);
+                }
+            }
+            Ok(Message::Flush(done)) => {
+                export(exporter, &mut batch);
+                let _ = done.send(());
+            }
+            Ok(Message::Stop(done)) => {
+                export(exporter, &mut batch);
+                let _ = done.send(());
+                return;
+            }
+            Err(RecvTimeoutError::Timeout) => {
+                export(exporter, &mut batch);
+                deadline = Instant::now() + INTERVAL;
+            }
+            Err(RecvTimeoutError::Disconnected) => return,
+        }
+    }
+}
+
+/// Sends `batch` (emptying it) and counts what went and what failed.
+fn export(exporter: &opentelemetry_otlp::SpanExporter, batch: &mut Vec<SpanData>) {
+    if batch.is_empty() {
+        return;
+    }
+    let spans = batch.len() as u64;
+    match block_on(exporter.export(std::mem::replace(batch, Vec::with_capacity(BATCH)))) {
+        Ok(()) => metrics::counter!("branch_atm_trace_spans_exported_total").increment(spans),
+        Err(error) => {
+            metrics::counter!("branch_atm_trace_spans_failed_total").increment(spans);
+            tracing::debug!(%error, spans, "traces: an export failed");
+        }
+    }
+}
+
+/// Runs a future to its end on this thread. The exporter's blocking HTTP client does
+/// its work inside `poll`, so this parks at most briefly; no runtime is needed.
+fn block_on<F: std::future::Future>(future: F) -> F::Output {
+    struct Unpark(std::thread::Thread);
+    impl Wake for Unpark {
+        fn wake(self: Arc<Self>) {
+            self.0.unpark();
+        }
+    }
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut context = TaskContext::from_waker(&waker);
+    let mut future = std::pin::pin!(future);
+    loop {
+        if let Poll::Ready(output) = future.as_mut().poll(&mut context) {
+            return output;
+        }
+        std::thread::park();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use opentelemetry::trace::{SpanContext, SpanId, TraceFlags};
+
+    use super::*;
+
+    fn remote(sampled: bool) -> Context {
+        let flags = if sampled { TraceFlags::SAMPLED } else { TraceFlags::default() };
+        let context = SpanContext::new(TraceId::from(7), SpanId::from(9), flags, true, TraceState::default());
+        Context::new().with_remote_span_context(context)
+    }
+
+    fn decision(sampler: &ServiceSampler, parent: Option<&Context>, kind: SpanKind, links: &[Link]) -> bool {
+        sampler.should_sample(parent, TraceId::from(1), "x", &kind, &[], links).decision
+            == SamplingDecision::RecordAndSample
+    }
+
+    #[test]
+    fn a_span_follows_its_parents_decision() {
+        let never = ServiceSampler::new(0.0);
+        let always = ServiceSampler::new(1.0);
+        assert!(decision(&never, Some(&remote(true)), SpanKind::Internal, &[]));
+        assert!(!decision(&always, Some(&remote(false)), SpanKind::Server, &[]));
+    }
+
+    #[test]
+    fn a_root_server_span_was_sampled_by_the_middleware_and_other_roots_by_the_ratio() {
+        let never = ServiceSampler::new(0.0);
+        assert!(decision(&never, None, SpanKind::Server, &[]));
+        assert!(!decision(&never, None, SpanKind::Internal, &[]));
+        assert!(decision(&ServiceSampler::new(1.0), None, SpanKind::Internal, &[]));
+    }
+
+    #[test]
+    fn a_group_commit_is_kept_when_a_request_it_carried_was() {
+        let never = ServiceSampler::new(0.0);
+        let link = |sampled: bool| Link::with_context(remote(sampled).span().span_context().clone());
+        assert!(decision(&never, None, SpanKind::Internal, &[link(false), link(true)]));
+        assert!(!decision(&ServiceSampler::new(1.0), None, SpanKind::Internal, &[link(false)]));
+    }
+
+    #[test]
+    fn only_the_services_crates_are_traced_beneath_a_request() {
+        assert!(ours("adapters::jwt") && ours("domain") && ours("api::request"));
+        assert!(!ours("sqlx::query") && !ours("domainish") && !ours("actix_http::h1"));
+    }
+}
