@@ -34,6 +34,8 @@ async fn metrics_are_served_on_their_own_listener_with_route_templates_and_the_s
     let text = scrape(&app).await;
     let route = r#"http_server_request_duration_seconds_bucket{http_request_method="GET",http_route="/api/v1/authorize",http_response_status_code="200",le="0.005"}"#;
     assert!(sample(&text, route).is_some(), "OTel's first bucket for the authorize route:\n{text}");
+    let bound = route.replace(r#"le="0.005""#, r#"le="0.3""#);
+    assert!(sample(&text, &bound).is_some(), "the latency objective's 300 ms (docs/prometheus-slo-rules.yml)");
     assert!(text.contains(
         r#"http_route="/api/v1/open-banking/channels/branch/waittime/retrieve",http_response_status_code="401""#
     ));
