@@ -198,7 +198,8 @@ pub fn outage((id, starts_at, duration, partial, explanation): OutageRow) -> Res
     Ok(PlannedOutage {
         id: OutageId::parse(&id).map_err(|_| corrupt("outage id", &id))?,
         starts_at,
-        duration: OutageDuration::from_seconds(duration).map_err(|_| corrupt("outage duration", &duration.to_string()))?,
+        duration: OutageDuration::from_seconds(duration)
+            .map_err(|_| corrupt("outage duration", &duration.to_string()))?,
         partial: partial != 0,
         explanation: OutageExplanation::parse(&explanation).map_err(|_| corrupt("outage explanation", &explanation))?,
     })

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable,
-    TokenArchive, WaitTimeRecords,
+    AtmRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, SigningKeyRecords, StoreInventory,
+    StoreUnavailable, TokenArchive, WaitTimeRecords,
 };
 
 pub use crate::key_seal::KeyVault;

@@ -12,11 +12,12 @@ use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
+use domain::outage::{OutageId, PlannedOutage};
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome, ImportTally,
-    OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _, WaitTimeRecords,
+    OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _,
+    WaitTimeRecords,
 };
-use domain::outage::{OutageId, PlannedOutage};
 use domain::store_contents::StoreContents;
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 

@@ -264,8 +264,8 @@ mod tests {
             partial,
             explanation: OutageExplanation::parse("Upgrade").unwrap(),
         };
-        let wire = serde_json::to_value(OutagesResponse::of(&[outage(false), outage(true)], "https://api.bank.mx"))
-            .unwrap();
+        let wire =
+            serde_json::to_value(OutagesResponse::of(&[outage(false), outage(true)], "https://api.bank.mx")).unwrap();
         assert_eq!(
             wire["data"]["outages"],
             serde_json::json!([

@@ -29,9 +29,9 @@ use domain::services::bearer::{BearerError, MockBearerAuthentication};
 use domain::services::keys::MockKeyPublication;
 use domain::services::origins::MockBrowserOrigins;
 use domain::services::outages::MockServiceDiscovery;
-use domain::status::{ServiceCondition, ServiceStatus};
 use domain::services::revocation::{MockTokenRevocation, RevocationError, RevocationOutcome};
 use domain::services::wait_times::{MockWaitTimeEnquiry, RetrieveWaitTimesError};
+use domain::status::{ServiceCondition, ServiceStatus};
 use domain::token::{OpaqueToken, Scope, SessionId, TokenGrant};
 use serde_json::Value;
 
@@ -541,7 +541,8 @@ async fn an_application_assembled_without_its_state_answers_each_operations_outa
 
 #[actix_web::test]
 async fn the_status_is_answered_as_derived_in_cdrs_shape_to_any_origin() {
-    let request = test::TestRequest::get().uri("/api/v1/discovery/status").insert_header(("Origin", "https://x.example"));
+    let request =
+        test::TestRequest::get().uri("/api/v1/discovery/status").insert_header(("Origin", "https://x.example"));
     let (status, body, headers) = Mocks::default().call(request).await;
     assert_eq!(status, 200);
     assert_eq!(
@@ -556,5 +557,8 @@ async fn the_status_is_answered_as_derived_in_cdrs_shape_to_any_origin() {
     assert_eq!(headers["cache-control"], "public, max-age=2");
     let post = test::TestRequest::post().uri("/api/v1/discovery/outages");
     let (status, body, headers) = Mocks::default().call(post).await;
-    assert_eq!((status, body["code"].as_str(), headers["allow"].as_str()), (405, Some("methodNotAllowed"), "GET, HEAD"));
+    assert_eq!(
+        (status, body["code"].as_str(), headers["allow"].as_str()),
+        (405, Some("methodNotAllowed"), "GET, HEAD")
+    );
 }

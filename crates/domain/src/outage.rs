@@ -19,7 +19,10 @@ pub enum OutageInputError {
     #[error("the duration must be longer than zero and at most {} days", OutageDuration::MAX_DAYS)]
     DurationRange,
     /// An explanation that is blank, too long or holds control characters.
-    #[error("the explanation must be 1 to {} characters of text, without control characters", OutageExplanation::MAX_CHARS)]
+    #[error(
+        "the explanation must be 1 to {} characters of text, without control characters",
+        OutageExplanation::MAX_CHARS
+    )]
     Explanation,
     /// An id that cannot be one of ours.
     #[error("an outage id is 1 to 64 letters, digits, `-` or `_`")]
@@ -107,7 +110,10 @@ impl OutageDuration {
                         b'M' => 60,
                         _ => 1,
                     };
-                    seconds = value.checked_mul(unit).and_then(|s| seconds.checked_add(s)).ok_or(OutageInputError::DurationRange)?;
+                    seconds = value
+                        .checked_mul(unit)
+                        .and_then(|s| seconds.checked_add(s))
+                        .ok_or(OutageInputError::DurationRange)?;
                     // A week stands alone (ISO 8601 does not mix weeks with other units).
                     order = if designator == b'W' { b"".as_slice() } else { &order[position + 1..] };
                     any = true;
@@ -251,7 +257,10 @@ mod tests {
 
     #[test]
     fn durations_outside_the_calendar_free_subset_are_refused() {
-        for raw in ["", "P", "PT", "2H", "pt2h", "PT2", "P1Y", "P1M", "PT1.5H", "PT-1H", "-PT1H", "PT1H2H", "PT1M1H", "P1DT", "P1WT1H", "PT 2H", "P1D2D"] {
+        for raw in [
+            "", "P", "PT", "2H", "pt2h", "PT2", "P1Y", "P1M", "PT1.5H", "PT-1H", "-PT1H", "PT1H2H", "PT1M1H", "P1DT",
+            "P1WT1H", "PT 2H", "P1D2D",
+        ] {
             assert_eq!(seconds(raw), Err(OutageInputError::Duration), "{raw:?}");
         }
     }
@@ -267,14 +276,19 @@ mod tests {
 
     #[test]
     fn a_duration_is_written_back_in_its_shortest_iso_form() {
-        for (raw, written) in [("PT2H", "PT2H"), ("PT90M", "PT1H30M"), ("P1DT0H5S", "P1DT5S"), ("P1W", "P7D"), ("PT61S", "PT1M1S")] {
+        for (raw, written) in
+            [("PT2H", "PT2H"), ("PT90M", "PT1H30M"), ("P1DT0H5S", "P1DT5S"), ("P1W", "P7D"), ("PT61S", "PT1M1S")]
+        {
             assert_eq!(OutageDuration::parse_iso8601(raw).map(|d| d.to_string()).as_deref(), Ok(written), "{raw}");
         }
     }
 
     #[test]
     fn an_explanation_is_trimmed_and_a_blank_or_multi_line_one_is_refused() {
-        assert_eq!(OutageExplanation::parse("  Database upgrade ").map(|e| e.as_str().to_owned()), Ok("Database upgrade".to_owned()));
+        assert_eq!(
+            OutageExplanation::parse("  Database upgrade ").map(|e| e.as_str().to_owned()),
+            Ok("Database upgrade".to_owned())
+        );
         assert_eq!(OutageExplanation::parse("   "), Err(OutageInputError::Explanation));
         assert_eq!(OutageExplanation::parse("one\ntwo"), Err(OutageInputError::Explanation));
         assert_eq!(OutageExplanation::parse(&"x".repeat(501)), Err(OutageInputError::Explanation));

@@ -137,7 +137,12 @@ pub fn assess(facts: &HealthFacts, bounds: &HealthBounds, outages: &[PlannedOuta
             expected_resolution: Some(outage.ends_at()),
             began_at: Some(outage.starts_at),
         },
-        None => Assessment { condition: seen, explanation: why.map(str::to_owned), expected_resolution: None, began_at: None },
+        None => Assessment {
+            condition: seen,
+            explanation: why.map(str::to_owned),
+            expected_resolution: None,
+            began_at: None,
+        },
     }
 }
 

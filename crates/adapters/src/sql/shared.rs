@@ -18,7 +18,8 @@ macro_rules! shared_sql_records {
             use domain::outage::{OutageId, PlannedOutage};
             use domain::ports::{
                 AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
-                ImportTally, OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+                ImportTally, OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
+                WaitTimeRecords,
             };
             use domain::store_contents::StoreContents;
             use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -148,8 +149,11 @@ macro_rules! shared_sql_records {
                 }
 
                 async fn not_over(&self, now: i64) -> Result<Vec<PlannedOutage>, StoreUnavailable> {
-                    let found: Vec<rows::OutageRow> =
-                        sqlx::query_as(sql().outages_not_over).bind(now).fetch_all(self.pool()).await.map_err(unavailable)?;
+                    let found: Vec<rows::OutageRow> = sqlx::query_as(sql().outages_not_over)
+                        .bind(now)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
                     found.into_iter().map(rows::outage).collect()
                 }
 

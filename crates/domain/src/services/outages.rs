@@ -242,7 +242,12 @@ mod tests {
         records.expect_schedule().never();
         let admin = OutageAdmin::new(Arc::new(records), clock(), ids());
         let refused = admin
-            .schedule(NOW - 7_200, OutageDuration::from_seconds(3_600).unwrap(), false, OutageExplanation::parse("x").unwrap())
+            .schedule(
+                NOW - 7_200,
+                OutageDuration::from_seconds(3_600).unwrap(),
+                false,
+                OutageExplanation::parse("x").unwrap(),
+            )
             .await;
         assert!(matches!(refused, Err(ScheduleOutageError::AlreadyOver)));
     }

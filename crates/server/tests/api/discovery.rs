@@ -163,7 +163,8 @@ async fn outages_scheduled_by_the_cli_are_served_soonest_first_and_leave_when_ca
 
     let schedule = |start: i64, duration: &str, explanation: &str, partial: bool| {
         let start = utc(start);
-        let mut args = vec!["outages", "schedule", "--start", &start, "--duration", duration, "--explanation", explanation];
+        let mut args =
+            vec!["outages", "schedule", "--start", &start, "--duration", duration, "--explanation", explanation];
         if partial {
             args.push("--partial");
         }
