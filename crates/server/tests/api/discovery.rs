@@ -243,3 +243,41 @@ fn bad_outage_input_is_refused_in_one_line_and_changes_nothing() {
     assert!(listed.status.success(), "{}", stderr(&listed));
     assert_eq!(stdout(&listed), "", "nothing was scheduled");
 }
+
+#[tokio::test]
+async fn two_instances_on_one_store_publish_the_same_planned_outage_status() {
+    let fast = |settings: &mut server::settings::Settings| settings.view.refresh_interval_ms = 100;
+    let first = TestApp::builder().settings(fast).start().await;
+    let second = TestApp::builder().on_store(&first.database_url).settings(fast).start().await;
+    let started = now() - 30;
+    let outage = PlannedOutage {
+        id: OutageId::parse("both").unwrap(),
+        starts_at: started,
+        duration: OutageDuration::parse_iso8601("PT30M").unwrap(),
+        partial: true,
+        explanation: OutageExplanation::parse("Token issuance paused for a key ceremony").unwrap(),
+    };
+    first.store().await.outages.schedule(&outage, now()).await.unwrap();
+
+    let seen_by_first = eventually_status(&first, "SCHEDULED_OUTAGE").await.expect("the first instance");
+    let seen_by_second = eventually_status(&second, "SCHEDULED_OUTAGE").await.expect("the second instance");
+    assert_eq!(seen_by_first["data"], seen_by_second["data"], "the same status, to the second");
+    assert_eq!(outages(&first).await, outages(&second).await);
+}
+
+#[tokio::test]
+async fn shared_request_limits_that_cannot_be_reached_are_a_partial_failure() {
+    // Nothing listens on port 1: every count falls back to this instance's own.
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.view.refresh_interval_ms = 100;
+            settings.limits.redis_url = Some("redis://127.0.0.1:1".parse().unwrap());
+        })
+        .start()
+        .await;
+    assert_eq!(status(&app).await["data"]["status"], "OK", "Redis is not known lost before it is asked");
+    assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 200, "counted locally");
+    let partial = eventually_status(&app, "PARTIAL_FAILURE").await.expect("the lost limits are published");
+    let explanation = partial["data"]["explanation"].as_str().unwrap();
+    assert!(explanation.contains("Request limits are counted by each server on its own"), "{partial}");
+}
