@@ -162,26 +162,27 @@ pub struct ServiceStatus {
     pub update_time: i64,
 }
 
-/// The status after `assessment` at `now`, given the one before: while the condition
-/// and its explanation stay, the moment they began stays (`detectionTime`,
-/// `updateTime`); a change starts a new state at `now` (or at the state's own start, a
-/// planned outage's, so every instance says the same).
+/// The status after `assessment` at `now`, given the one before. While the condition
+/// stays a failure, the moment it was first detected stays (`detectionTime`), even if
+/// its cause changes (Redis lost, then the store); `updateTime` moves whenever the
+/// condition or its explanation change. A planned outage's state begins at the outage's
+/// start, so every instance says the same.
 pub fn next_status(previous: Option<&ServiceStatus>, assessment: Assessment, now: i64) -> ServiceStatus {
-    let unchanged = previous.filter(|previous| {
-        previous.condition == assessment.condition && previous.explanation == assessment.explanation
-    });
-    let began = match (unchanged, assessment.began_at) {
-        (_, Some(began_at)) => began_at,
-        (Some(previous), None) => previous.update_time,
+    let same_condition = previous.filter(|previous| previous.condition == assessment.condition);
+    let unchanged = same_condition.filter(|previous| previous.explanation == assessment.explanation);
+    let update_time = match (assessment.began_at, unchanged) {
+        (Some(began_at), _) => began_at,
+        (None, Some(previous)) => previous.update_time,
         (None, None) => now,
     };
     let failing = matches!(assessment.condition, ServiceCondition::PartialFailure | ServiceCondition::Unavailable);
+    let detection_time = failing.then(|| same_condition.and_then(|previous| previous.detection_time).unwrap_or(now));
     ServiceStatus {
         condition: assessment.condition,
         explanation: assessment.explanation,
-        detection_time: failing.then_some(began),
+        detection_time,
         expected_resolution_time: assessment.expected_resolution,
-        update_time: began,
+        update_time,
     }
 }
 
@@ -266,6 +267,17 @@ mod tests {
         assert_eq!((worse.condition, worse.detection_time), (ServiceCondition::Unavailable, Some(1_012)));
         let back = next_status(Some(&worse), assess(&healthy(), &BOUNDS, &[], 1_020), 1_020);
         assert_eq!((back.condition, back.detection_time, back.update_time), (ServiceCondition::Ok, None, 1_020));
+    }
+
+    #[test]
+    fn a_failure_whose_cause_changes_keeps_its_detection_time_and_moves_its_update_time() {
+        let no_redis = HealthFacts { shared_limits_lost: true, ..healthy() };
+        let first = next_status(None, assess(&no_redis, &BOUNDS, &[], 1_000), 1_000);
+        let store_too = HealthFacts { store_answers: false, ..no_redis };
+        let worse = next_status(Some(&first), assess(&store_too, &BOUNDS, &[], 1_004), 1_004);
+        assert_eq!(worse.condition, ServiceCondition::PartialFailure);
+        assert_eq!(worse.explanation.as_deref(), Some(TOKENS_UNAVAILABLE));
+        assert_eq!((worse.detection_time, worse.update_time), (Some(1_000), 1_004));
     }
 
     #[test]
