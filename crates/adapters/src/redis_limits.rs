@@ -125,6 +125,12 @@ impl SharedOrLocal {
         Self { shared, local, health: RedisHealth::new("the shared request limits", "limits hold across instances") }
     }
 
+    /// Whether the limits are counted by this instance alone now: Redis failed when last
+    /// asked and has not answered since.
+    pub fn shared_counts_lost(&self) -> bool {
+        self.health.is_down()
+    }
+
     /// Redis's answer, or the local one when Redis fails (and then for a second).
     async fn count<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Result<(), LimitError> {
         match self.shared.count(checks).await {

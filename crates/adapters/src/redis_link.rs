@@ -113,6 +113,11 @@ impl RedisHealth {
         down_until == 0 || self.elapsed_ms() >= down_until
     }
 
+    /// Whether Redis failed last time it was asked and has not answered since.
+    pub fn is_down(&self) -> bool {
+        self.down_until.load(Ordering::Relaxed) != 0
+    }
+
     /// Redis could not answer: decide alone for a while.
     pub fn failed(&self, error: &str) {
         let until = self.elapsed_ms() + SHARED_RETRY_AFTER.as_millis() as u64;

@@ -8,6 +8,7 @@ use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, Origin, RedirectUri,
 };
 use domain::dpop::DpopPolicy;
+use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
 use domain::ports::StoreUnavailable;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
 
@@ -184,4 +185,22 @@ pub fn import_tally(rows: Vec<ImportRunRow>) -> Vec<domain::ports::ImportTally> 
             })
         })
         .collect()
+}
+
+/// `planned_outages`: id, start, duration in seconds, partial (0 or 1), explanation.
+pub type OutageRow = (String, i64, i64, i64, String);
+
+/// A planned outage.
+///
+/// # Errors
+/// [`StoreUnavailable`] for a row the domain refuses (written around the service).
+pub fn outage((id, starts_at, duration, partial, explanation): OutageRow) -> Result<PlannedOutage, StoreUnavailable> {
+    Ok(PlannedOutage {
+        id: OutageId::parse(&id).map_err(|_| corrupt("outage id", &id))?,
+        starts_at,
+        duration: OutageDuration::from_seconds(duration)
+            .map_err(|_| corrupt("outage duration", &duration.to_string()))?,
+        partial: partial != 0,
+        explanation: OutageExplanation::parse(&explanation).map_err(|_| corrupt("outage explanation", &explanation))?,
+    })
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, ImportLog, SigningKeyRecords, StoreInventory, StoreUnavailable,
-    TokenArchive, WaitTimeRecords,
+    AtmRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, SigningKeyRecords, StoreInventory,
+    StoreUnavailable, TokenArchive, WaitTimeRecords,
 };
 
 pub use crate::key_seal::KeyVault;
@@ -199,6 +199,8 @@ pub struct Store {
     pub inventory: Arc<dyn StoreInventory>,
     /// Imports run against the store, by outcome.
     pub imports: Arc<dyn ImportLog>,
+    /// Planned outages.
+    pub outages: Arc<dyn OutageRecords>,
 }
 
 impl Store {
@@ -215,6 +217,7 @@ impl Store {
             + TokenArchive
             + StoreInventory
             + ImportLog
+            + OutageRecords
             + KeyVault
             + 'static,
     {
@@ -230,6 +233,7 @@ impl Store {
             vault: backend.clone(),
             tokens: backend.clone(),
             imports: backend.clone(),
+            outages: backend.clone(),
             inventory: backend,
         }
     }

@@ -37,6 +37,8 @@ pub struct CopyReport {
     pub tokens: usize,
     /// Of those, the revoked ones.
     pub revoked: usize,
+    /// Planned outages not over.
+    pub outages: usize,
 }
 
 /// Why a copy did not happen, or did not finish.
@@ -63,6 +65,7 @@ struct Contents {
     atms: crate::store::AtmSet,
     keys: Vec<SigningKey>,
     tokens: Vec<TokenRecord>,
+    outages: Vec<domain::outage::PlannedOutage>,
 }
 
 async fn read(store: &Store, now: i64) -> Result<Contents, StoreUnavailable> {
@@ -81,12 +84,14 @@ async fn read(store: &Store, now: i64) -> Result<Contents, StoreUnavailable> {
         atms: store.view.atms().await?,
         keys,
         tokens: store.tokens.live(now).await?,
+        outages: store.outages.not_over(now).await?,
     })
 }
 
 /// Copies everything `from` holds into `to` (migrated and readied first), which must be
 /// empty: clients, supported channels, wait times, the ATM set, signing keys, and the
-/// records of tokens not expired at `now` with their revocations. Reads `to` back
+/// records of tokens not expired at `now` with their revocations, and the planned
+/// outages not over. Reads `to` back
 /// afterwards and compares.
 ///
 /// # Errors
@@ -132,14 +137,19 @@ pub async fn copy(from: &Store, to: &Store, now: i64) -> Result<CopyReport, Copy
         }
     }
 
+    for outage in &source.outages {
+        to.outages.schedule(outage, now).await?;
+    }
+
     let copied = read(to, now).await?;
-    let checks: [(&'static str, bool); 6] = [
+    let checks: [(&'static str, bool); 7] = [
         ("clients", copied.clients == source.clients),
         ("channels", copied.channels == source.channels),
         ("wait times", copied.wait_times == source.wait_times),
         ("ATMs", copied.atms == source.atms),
         ("signing keys", copied.keys == source.keys),
         ("token records", copied.tokens == source.tokens),
+        ("planned outages", copied.outages == source.outages),
     ];
     if let Some((what, _)) = checks.iter().find(|(_, same)| !same) {
         return Err(CopyError::Mismatch(what));
@@ -152,6 +162,7 @@ pub async fn copy(from: &Store, to: &Store, now: i64) -> Result<CopyReport, Copy
         keys: source.keys.len(),
         tokens: source.tokens.len(),
         revoked,
+        outages: source.outages.len(),
     })
 }
 

@@ -12,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use domain::ports::ServingHealth;
+use domain::ports::{HealthSignals, ServingHealth};
+use domain::status::HealthFacts;
 use tokio::sync::watch;
 
 use crate::store::StoreLifecycle;
@@ -68,6 +69,41 @@ impl ServingHealth for StoreHealth {
 
     fn can_serve_reads(&self) -> bool {
         self.view.is_current()
+    }
+}
+
+/// What the published status is derived from ([`domain::status`]): the store's probe
+/// (readiness's, so a status refresh costs no extra query while checks come), the age
+/// of the data the view holds, the token writer's last outcome, and, with Redis, whether
+/// the shared request limits answer.
+pub struct ServiceSignals {
+    watch: Arc<StoreWatch>,
+    view: Arc<StoreView>,
+    shared_limits: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+}
+
+impl ServiceSignals {
+    /// Signals of the service answering from `view` over the store `watch` probes;
+    /// `shared_limits_lost` says whether the shared request limits are lost (none without
+    /// Redis).
+    pub fn new(
+        watch: Arc<StoreWatch>,
+        view: Arc<StoreView>,
+        shared_limits_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    ) -> Self {
+        Self { watch, view, shared_limits: shared_limits_lost }
+    }
+}
+
+#[async_trait]
+impl HealthSignals for ServiceSignals {
+    async fn observe(&self) -> HealthFacts {
+        HealthFacts {
+            store_answers: self.watch.answers().await,
+            data_age: self.view.age(),
+            token_writes_failing: self.view.token_writes_failing(),
+            shared_limits_lost: self.shared_limits.as_ref().is_some_and(|lost| lost()),
+        }
     }
 }
 

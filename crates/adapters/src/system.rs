@@ -4,6 +4,7 @@ use std::time::{SystemTime, UNIX_EPOCH};
 
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
+use domain::outage::OutageId;
 use domain::ports::{Clock, IdGenerator};
 use domain::token::{OpaqueToken, SessionId, TokenId};
 use time::OffsetDateTime;
@@ -52,6 +53,12 @@ impl IdGenerator for RandomIds {
         // that sort in time order, so the store's unique index on opaque tokens also
         // grows at its end. The time is no secret: the JWT carries it in `iat`.
         OpaqueToken::new(format!("{:012x}{}", unix_millis(), random_base64url::<32>()))
+    }
+
+    fn outage_id(&self) -> OutageId {
+        // 40 random bits as 10 lowercase hex digits: typed by an operator, never guessed
+        // by anyone (outages are public), unique among the few a store holds.
+        OutageId::from_bytes(rand::random::<[u8; 5]>())
     }
 }
 

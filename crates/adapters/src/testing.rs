@@ -12,9 +12,11 @@ use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
+use domain::outage::{OutageId, PlannedOutage};
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome, ImportTally,
-    SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _, WaitTimeRecords,
+    OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _,
+    WaitTimeRecords,
 };
 use domain::store_contents::StoreContents;
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -248,6 +250,24 @@ impl ImportLog for Switched {
     async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable> {
         self.switch.check()?;
         self.inner.imports.tally().await
+    }
+}
+
+#[async_trait]
+impl OutageRecords for Switched {
+    async fn schedule(&self, outage: &PlannedOutage, now: i64) -> Result<(), StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.outages.schedule(outage, now).await
+    }
+
+    async fn not_over(&self, now: i64) -> Result<Vec<PlannedOutage>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.outages.not_over(now).await
+    }
+
+    async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.outages.cancel(id).await
     }
 }
 

@@ -6,6 +6,7 @@
 //! is shared by the whole batch and issuance scales with load instead of disk latency.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use domain::ports::{StoreFailure, StoreUnavailable, TokenArchive};
@@ -67,6 +68,8 @@ impl Failed {
 #[derive(Clone)]
 pub struct TokenWriter {
     queue: mpsc::Sender<Queued>,
+    /// Set when a write fails, cleared when one succeeds.
+    failing: Arc<AtomicBool>,
 }
 
 impl TokenWriter {
@@ -74,8 +77,15 @@ impl TokenWriter {
     /// `TokenWriter` clone is dropped.
     pub fn spawn(archive: Arc<dyn TokenArchive>) -> Self {
         let (queue, pending) = mpsc::channel(QUEUE_CAPACITY);
-        tokio::spawn(write_batches(archive, pending));
-        Self { queue }
+        let failing = Arc::new(AtomicBool::new(false));
+        tokio::spawn(write_batches(archive, pending, Arc::clone(&failing)));
+        Self { queue, failing }
+    }
+
+    /// Whether the last write of token records failed (and none has succeeded since):
+    /// tokens cannot be issued now. For the published status.
+    pub fn is_failing(&self) -> bool {
+        self.failing.load(Ordering::Relaxed)
     }
 
     /// Queues `token` and waits until it is durable, for at most `RECORD_DEADLINE`.
@@ -121,7 +131,7 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// gone, each write waits out the pool's connection deadline (the pool retries a
 /// refused PostgreSQL connection until then), and one write at a time is enough to find
 /// out whether the store is back.
-async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver<Queued>) {
+async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver<Queued>, failing: Arc<AtomicBool>) {
     let mut gathering: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
     let mut write: Option<Write> = None;
@@ -160,6 +170,7 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
             outcome = finish(&mut write) => {
                 write = None;
                 failed_at = outcome.is_err().then(tokio::time::Instant::now);
+                failing.store(outcome.is_err(), Ordering::Relaxed);
                 let outcome = outcome.map_err(|error| {
                     store_error("token_record");
                     tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");

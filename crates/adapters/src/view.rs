@@ -260,6 +260,11 @@ impl StoreView {
         self.started.elapsed().saturating_sub(Duration::from_millis(self.refreshed_at.load(Ordering::Relaxed)))
     }
 
+    /// Whether the last write of token records failed and none has succeeded since.
+    pub fn token_writes_failing(&self) -> bool {
+        self.writer.is_failing()
+    }
+
     /// Whether the view still vouches for what it holds (the store answered a refresh
     /// within `max_staleness`).
     pub fn is_current(&self) -> bool {

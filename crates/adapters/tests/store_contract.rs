@@ -18,6 +18,7 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientChanges, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
 use domain::dpop::DpopPolicy;
+use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
 use domain::ports::{
     AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
     TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
@@ -768,6 +769,55 @@ async fn prepared(store: Store) -> Store {
 
 /// Runs every contract check on each backend listed, one module of tests per backend,
 /// each check on a fresh store; and checks that every registered backend is listed.
+fn outage(id: &str, starts_at: i64, seconds: i64, partial: bool, explanation: &str) -> PlannedOutage {
+    PlannedOutage {
+        id: OutageId::parse(id).unwrap(),
+        starts_at,
+        duration: OutageDuration::from_seconds(seconds).unwrap(),
+        partial,
+        explanation: OutageExplanation::parse(explanation).unwrap(),
+    }
+}
+
+async fn planned_outages_round_trip_soonest_first_and_go_when_cancelled(store: &Store) {
+    assert!(store.outages.not_over(NOW).await.unwrap().is_empty(), "a new store plans nothing");
+    let revisions = store.view.revisions().await.unwrap();
+    let later = outage("b2", NOW + 7 * 86_400, 7_200, false, "Database upgrade: no service");
+    let sooner = outage("a1", NOW + 3_600, 1_800, true, "Tokens cannot be issued; \u{00e1}rbol caf\u{00e9} \u{1f3e6}");
+    let same_start = outage("a0", NOW + 7 * 86_400, 60, false, "Network change");
+    for planned in [&later, &sooner, &same_start] {
+        store.outages.schedule(planned, NOW).await.unwrap();
+    }
+    assert_eq!(
+        store.outages.not_over(NOW).await.unwrap(),
+        vec![sooner.clone(), same_start.clone(), later.clone()],
+        "soonest first, then by id, each as it was scheduled (partial, text, duration)"
+    );
+    assert!(store.outages.cancel(&OutageId::parse("a0").unwrap()).await.unwrap());
+    assert!(!store.outages.cancel(&OutageId::parse("a0").unwrap()).await.unwrap(), "cancelled once");
+    assert!(!store.outages.cancel(&OutageId::parse("unknown").unwrap()).await.unwrap());
+    assert_eq!(store.outages.not_over(NOW).await.unwrap(), vec![sooner, later]);
+    assert_eq!(store.view.revisions().await.unwrap(), revisions, "planned outages are in no topic");
+}
+
+async fn planned_outages_that_are_over_are_not_listed(store: &Store) {
+    let over = outage("over", NOW - 7_200, 3_600, false, "Last night's upgrade");
+    let ending_now = outage("ends-now", NOW - 3_600, 3_600, false, "Ends this second");
+    let under_way = outage("under-way", NOW - 60, 3_600, false, "Upgrade under way");
+    for planned in [&over, &ending_now, &under_way] {
+        store.outages.schedule(planned, NOW - 86_400).await.unwrap();
+    }
+    assert_eq!(store.outages.not_over(NOW).await.unwrap(), vec![under_way.clone()], "over at its end");
+    assert_eq!(store.outages.not_over(NOW - 3_601).await.unwrap().len(), 3, "all three before the first ended");
+}
+
+async fn an_outage_id_is_stored_once(store: &Store) {
+    let first = outage("same", NOW + 60, 60, false, "First");
+    store.outages.schedule(&first, NOW).await.unwrap();
+    assert!(store.outages.schedule(&outage("same", NOW + 600, 60, true, "Second"), NOW).await.is_err());
+    assert_eq!(store.outages.not_over(NOW).await.unwrap(), vec![first], "the first stays as it was");
+}
+
 macro_rules! contract_suite {
     ($($(#[$attribute:meta])* $backend:ident),+ $(,)?) => {
         $(
@@ -799,6 +849,9 @@ macro_rules! contract_suite {
                     a_closed_store_answers_unavailable,
                     a_view_that_cannot_reach_its_store_stops_vouching_for_its_data,
                     the_view_serves_what_the_store_holds_and_follows_its_changes,
+                    planned_outages_round_trip_soonest_first_and_go_when_cancelled,
+                    planned_outages_that_are_over_are_not_listed,
+                    an_outage_id_is_stored_once,
                 );
             }
         )+

@@ -7,6 +7,11 @@
 //! no client, so it is answered for an origin some active client allows. Requests with
 //! no `Origin` (apps, servers) pay one header lookup in the request middleware; an origin
 //! nobody allows gets no CORS header at all (its preflight is the resource's 405).
+//!
+//! The public discovery resources (the status and planned outages) are not operations of
+//! a client: any page may read them, and their handlers say so themselves
+//! (`Access-Control-Allow-Origin: *`, [`crate::discovery`]). They need no preflight: a
+//! page reads them with a simple GET.
 
 use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};

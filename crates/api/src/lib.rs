@@ -13,9 +13,9 @@
 //! # Layout
 //! - [`state`] — what the handlers share ([`AppState`]); [`routes`](mod@routes) — which handler
 //!   answers which path and method.
-//! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`] — one module per
-//!   operation (meta: the JWKS, the server metadata and the health checks), each with its
-//!   `#[utoipa::path]`.
+//! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
+//!   module per operation (meta: the JWKS, the server metadata and the health checks;
+//!   discovery: the public status and planned outages), each with its `#[utoipa::path]`.
 //! - [`request`] — reading headers, queries and bodies into domain values;
 //!   [`correlation`] — the request's `uuid`; [`conditional`] — validators and 304s.
 //! - [`errors`] — every wire failure, its status, code and body shape.
@@ -36,6 +36,7 @@ pub mod caller;
 pub mod conditional;
 pub mod correlation;
 pub mod cors;
+pub mod discovery;
 pub mod errors;
 pub mod language;
 pub mod log_summary;

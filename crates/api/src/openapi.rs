@@ -39,6 +39,8 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
         crate::revoke::revoke,
         crate::wait_times::retrieve,
         crate::atms::list,
+        crate::discovery::status,
+        crate::discovery::outages,
         crate::meta::jwks,
         crate::meta::authorization_server,
         crate::meta::live,
@@ -50,6 +52,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
         (name = "Token", description = "Pre-login tokens and the keys that verify them"),
         (name = "Branches", description = "Estimated branch wait times"),
         (name = "ATMs", description = "ATM information"),
+        (name = "Discovery", description = "The service's status and planned outages, public (CDR-shaped)"),
         (name = "Health", description = "For load balancers"),
     ),
 )]

@@ -6,7 +6,7 @@ use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, Revoke, WaitTimes};
-use crate::{atms, authorize, cors, meta, middleware, openapi, revoke, wait_times};
+use crate::{atms, authorize, cors, discovery, meta, middleware, openapi, revoke, wait_times};
 
 /// Every route under `/api`.
 pub fn routes(config: &mut web::ServiceConfig) {
@@ -25,6 +25,8 @@ pub fn routes(config: &mut web::ServiceConfig) {
                         other_method::<WaitTimes>(&request, Method::POST, "POST").await
                     })),
             )
+            .service(get_resource::<Meta, _, _>("/v1/discovery/status", discovery::status, Head::Answered))
+            .service(get_resource::<Meta, _, _>("/v1/discovery/outages", discovery::outages, Head::Answered))
             .service(get_resource::<Meta, _, _>("/.well-known/jwks.json", meta::jwks, Head::Answered))
             .service(get_resource::<Meta, _, _>(
                 "/.well-known/oauth-authorization-server",

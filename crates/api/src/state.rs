@@ -10,6 +10,7 @@ use domain::services::authorize::TokenIssuance;
 use domain::services::bearer::BearerAuthentication;
 use domain::services::keys::KeyPublication;
 use domain::services::origins::BrowserOrigins;
+use domain::services::outages::ServiceDiscovery;
 use domain::services::revocation::TokenRevocation;
 use domain::services::wait_times::WaitTimeEnquiry;
 
@@ -37,6 +38,8 @@ pub struct AppState {
     pub server_metadata: String,
     /// The origins browser pages may call from.
     pub origins: Arc<dyn BrowserOrigins>,
+    /// The service's published status and planned outages.
+    pub discovery: Arc<dyn ServiceDiscovery>,
     /// The JWKS's `Cache-Control` (`public, max-age=<--jwks-max-age-seconds>`): a
     /// rotated key signs only after this has run out (`keys rotate`).
     pub jwks_cache_control: header::HeaderValue,

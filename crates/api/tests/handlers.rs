@@ -28,8 +28,10 @@ use domain::services::authorize::{AuthorizeError, ClientRefusal, MockTokenIssuan
 use domain::services::bearer::{BearerError, MockBearerAuthentication};
 use domain::services::keys::MockKeyPublication;
 use domain::services::origins::MockBrowserOrigins;
+use domain::services::outages::MockServiceDiscovery;
 use domain::services::revocation::{MockTokenRevocation, RevocationError, RevocationOutcome};
 use domain::services::wait_times::{MockWaitTimeEnquiry, RetrieveWaitTimesError};
+use domain::status::{ServiceCondition, ServiceStatus};
 use domain::token::{OpaqueToken, Scope, SessionId, TokenGrant};
 use serde_json::Value;
 
@@ -40,6 +42,20 @@ const SID: &str = "iQOkyUaPa-f1kLBq4Bamag";
 const WAIT_TIMES: &str = "/api/v1/open-banking/channels/branch/waittime/retrieve";
 const AUTHORIZE: &str =
     "/api/v1/authorize?response_type=token&client_id=demo-mobile-app&businessCode=GCB&countryCode=MX&channelId=MOBILE";
+
+/// The status and outages of a service that is well and plans nothing.
+fn discovery() -> MockServiceDiscovery {
+    let mut discovery = MockServiceDiscovery::new();
+    discovery.expect_status().returning(|| ServiceStatus {
+        condition: ServiceCondition::Ok,
+        explanation: None,
+        detection_time: None,
+        expected_resolution_time: None,
+        update_time: 1_800_000_000,
+    });
+    discovery.expect_planned_outages().returning(Vec::new);
+    discovery
+}
 
 /// The mocks a test sets up; every use case is a mock that fails the test if it is
 /// called without an expectation.
@@ -90,6 +106,7 @@ impl Mocks {
             keys: Arc::new(self.keys),
             server_metadata: api::meta::server_metadata("https://api.example.mx"),
             origins: Arc::new(origins),
+            discovery: Arc::new(discovery()),
             jwks_cache_control: HeaderValue::from_static("public, max-age=300"),
             readiness: Arc::new(Readiness::new(Arc::new(health))),
             limits: Arc::new(Limiter { one_token_request: self.one_token_request, seen: AtomicBool::new(false) }),
@@ -520,4 +537,28 @@ async fn an_application_assembled_without_its_state_answers_each_operations_outa
     assert_eq!((status, body["code"].as_str()), (500, Some("serverUnavailable")), "{body}");
     let (status, body, _) = answer_to(bearer_get("/api/v1/atms")).await;
     assert_eq!((status, body["status"].as_str()), (503, Some("503")), "{body}");
+}
+
+#[actix_web::test]
+async fn the_status_is_answered_as_derived_in_cdrs_shape_to_any_origin() {
+    let request =
+        test::TestRequest::get().uri("/api/v1/discovery/status").insert_header(("Origin", "https://x.example"));
+    let (status, body, headers) = Mocks::default().call(request).await;
+    assert_eq!(status, 200);
+    assert_eq!(
+        body,
+        serde_json::json!({
+            "data": {"status": "OK", "updateTime": "2027-01-15T08:00:00Z"},
+            "links": {"self": "https://api.example.mx/api/v1/discovery/status"},
+            "meta": {}
+        })
+    );
+    assert_eq!(headers["access-control-allow-origin"], "*");
+    assert_eq!(headers["cache-control"], "public, max-age=2");
+    let post = test::TestRequest::post().uri("/api/v1/discovery/outages");
+    let (status, body, headers) = Mocks::default().call(post).await;
+    assert_eq!(
+        (status, body["code"].as_str(), headers["allow"].as_str()),
+        (405, Some("methodNotAllowed"), "GET, HEAD")
+    );
 }

@@ -20,6 +20,8 @@
 //! - [`dpop`] — tokens bound to an app's key (RFC 9449): client policy, thumbprints, proof refusals.
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
 //! - [`limits`] — request limits: rates, the counts a request takes, a limiter's answer.
+//! - [`outage`] — planned outages: ids, ISO 8601 durations, explanations.
+//! - [`status`] — the service's status, derived from observed health and planned outages.
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
@@ -34,8 +36,10 @@ pub mod demo;
 pub mod dpop;
 pub mod input;
 pub mod limits;
+pub mod outage;
 pub mod ports;
 pub mod services;
+pub mod status;
 pub mod store_contents;
 #[cfg(any(test, feature = "mock"))]
 pub mod testing;

@@ -126,6 +126,13 @@ pub enum Command {
         #[command(subcommand)]
         action: TokensAction,
     },
+    /// Announce, list and cancel planned outages, published at /api/v1/discovery/outages
+    /// and, while one is under way, as the status at /api/v1/discovery/status.
+    Outages {
+        /// What to do with planned outages.
+        #[command(subcommand)]
+        action: OutagesAction,
+    },
     /// Ask the instance this configuration serves (its --listen address, on loopback
     /// when it listens everywhere) whether it is ready; exit 0 if so. For container
     /// health checks: HTTP, or HTTPS trusting the instance's own --tls-cert when it
@@ -312,6 +319,37 @@ pub enum KeysAction {
     /// List the keys with their state (next, current, retired, revoked) and times,
     /// tab-separated.
     List,
+}
+
+/// `outages …`
+#[derive(Debug, Subcommand)]
+pub enum OutagesAction {
+    /// Announce a planned outage; prints its id. A start less than 7 days ahead is
+    /// accepted with a warning (the Consumer Data Right asks for a week's notice).
+    Schedule {
+        /// When it starts, RFC 3339 (`2026-12-05T02:00:00Z`, `2026-12-04T20:00:00-06:00`).
+        #[arg(long, value_name = "RFC3339", allow_hyphen_values = true)]
+        start: String,
+        /// How long it lasts, ISO 8601 (`PT2H`, `PT90M`, `P1DT6H`): days, hours, minutes,
+        /// seconds (or weeks alone), whole numbers, at most 31 days.
+        #[arg(long, value_name = "ISO8601", allow_hyphen_values = true)]
+        duration: String,
+        /// What customers are told, one line of up to 500 characters.
+        #[arg(long, value_name = "TEXT", allow_hyphen_values = true)]
+        explanation: String,
+        /// Only part of the service goes (CDR's `isPartial`).
+        #[arg(long)]
+        partial: bool,
+    },
+    /// List the outages not over yet, soonest first: one a line, tab-separated (id,
+    /// start, duration, `partial` or `full`, explanation).
+    List,
+    /// Cancel a planned outage by its id.
+    Cancel {
+        /// The id `outages schedule` printed.
+        #[arg(allow_hyphen_values = true)]
+        id: String,
+    },
 }
 
 /// `tokens …`

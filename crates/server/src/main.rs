@@ -88,6 +88,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             commands::keys::keys(&operators.keys, action, settings.key_activation_delay()).await
         }
         Command::Tokens { action } => commands::tokens::tokens(&operators.tokens, action).await,
+        Command::Outages { action } => commands::outages::outages(&operators.outages, action).await,
         Command::Serve(_) | Command::Store { .. } | Command::HealthCheck | Command::Settings { .. } => Ok(()),
     }
 }

@@ -17,7 +17,7 @@ use adapters::local_limits::LocalLimits;
 use adapters::redis_limits::{RedisLimits, SharedOrLocal};
 use adapters::store::{Store, StoreLifecycle};
 use adapters::store_copy::{self, CopyError, CopyReport};
-use adapters::store_watch::{StoreHealth, StoreWatch};
+use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{Clock, IdGenerator, ProofNonces, ProofReplays, RequestLimiter, StoreUnavailable, TokenLedger};
@@ -31,9 +31,11 @@ use domain::services::dpop::DpopCheck;
 use domain::services::imports::DataImport;
 use domain::services::keys::{KeyManagement, KeyManagementError, PublishedKeys};
 use domain::services::origins::OriginPolicy;
+use domain::services::outages::{OutageAdmin, StatusMonitor};
 use domain::services::revocation::RevocationService;
 use domain::services::token_records::TokenRecords;
 use domain::services::wait_times::WaitTimeService;
+use domain::status::HealthBounds;
 use rustls::pki_types::pem::PemObject as _;
 use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 use secrecy::ExposeSecret as _;
@@ -66,13 +68,27 @@ fn proof_check(
 
 /// The request limits: counted by this instance, or in the Redis `--redis-url` names
 /// (by this instance while Redis cannot answer). The local count is returned too, for
-/// its sweeper ([`spawn_rate_limit_sweeper`]).
-fn request_limiter(settings: &Settings) -> Result<(Arc<dyn RequestLimiter>, Arc<LocalLimits>), StartupError> {
+/// its sweeper ([`spawn_rate_limit_sweeper`]), and with Redis whether it is lost.
+fn request_limiter(settings: &Settings) -> Result<RequestLimits, StartupError> {
     let rates = settings.limits.rates();
     let local = Arc::new(LocalLimits::new(&rates));
-    let Some(url) = &settings.limits.redis_url else { return Ok((local.clone(), local)) };
+    let Some(url) = &settings.limits.redis_url else {
+        return Ok(RequestLimits { limiter: local.clone(), local, shared_lost: None });
+    };
     let redis = RedisLimits::new(url.expose_secret(), &rates).map_err(|e| StartupError::Limits(e.to_string()))?;
-    Ok((Arc::new(SharedOrLocal::new(redis, local.clone())), local))
+    let shared = Arc::new(SharedOrLocal::new(redis, local.clone()));
+    let lost = Arc::clone(&shared);
+    Ok(RequestLimits { limiter: shared, local, shared_lost: Some(Arc::new(move || lost.shared_counts_lost())) })
+}
+
+/// The request limits as [`request_limiter`] makes them.
+struct RequestLimits {
+    /// What requests are counted by.
+    limiter: Arc<dyn RequestLimiter>,
+    /// This instance's own count, for its sweeper.
+    local: Arc<LocalLimits>,
+    /// With Redis: whether the shared count is lost now, for the published status.
+    shared_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
 }
 
 /// How long requests in flight may take to finish once the drain period is over (the
@@ -148,6 +164,8 @@ pub struct Operators {
     pub keys: KeyManagement,
     /// Issued tokens.
     pub tokens: TokenRecords,
+    /// Planned outages.
+    pub outages: OutageAdmin,
 }
 
 /// The operators' services over the store at `database_url`, migrated first: every
@@ -171,6 +189,7 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
         ),
         keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(&clock)),
         tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
+        outages: OutageAdmin::new(Arc::clone(&store.outages), Arc::clone(&clock), Arc::new(RandomIds)),
         clock,
     })
 }
@@ -302,6 +321,30 @@ fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords,
 
 /// How often idle sessions, callers and clients are dropped from the limits' tables.
 const RATE_LIMIT_SWEEP: Duration = Duration::from_secs(60);
+
+/// Derives the published status every `interval` (the view's refresh interval), so it
+/// follows the service's health within a refresh whether or not anyone asks, and reads
+/// the planned outages as often in a task of their own: a read the store holds up (a
+/// locked SQLite file spins for seconds) never holds the status back.
+fn spawn_status_monitor(monitor: Arc<StatusMonitor>, interval: Duration) {
+    let reader = Arc::clone(&monitor);
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            reader.read_outages().await;
+        }
+    });
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            monitor.derive().await;
+        }
+    });
+}
 
 fn spawn_rate_limit_sweeper(limits: Arc<LocalLimits>) {
     tokio::spawn(async move {
@@ -489,13 +532,23 @@ impl Application {
             TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
             Arc::clone(&clock),
         );
-        let health = StoreHealth::new(StoreWatch::new(Arc::clone(&store.lifecycle)), Arc::clone(&view));
+        let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
+        let health = StoreHealth::new(Arc::clone(&watch), Arc::clone(&view));
         let readiness = Arc::new(Readiness::new(Arc::new(health)));
+        let RequestLimits { limiter: limits, local: local_limits, shared_lost } = request_limiter(&settings)?;
+        let signals = ServiceSignals::new(watch, Arc::clone(&view), shared_lost);
+        let bounds = HealthBounds {
+            refresh_interval: settings.view.refresh_interval(),
+            max_staleness: settings.view.max_staleness(),
+        };
+        let monitor =
+            Arc::new(StatusMonitor::new(Arc::new(signals), Arc::clone(&store.outages), Arc::clone(&clock), bounds));
+        monitor.refresh().await;
+        spawn_status_monitor(Arc::clone(&monitor), settings.view.refresh_interval());
 
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let metrics_clock = Arc::clone(&clock);
         let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
-        let (limits, local_limits) = request_limiter(&settings)?;
         let proofs = proof_check(&settings, &jwt, Arc::clone(&clock))?;
         let dpop_nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(&jwt) as Arc<dyn ProofNonces>);
         let state = web::Data::new(AppState {
@@ -526,6 +579,7 @@ impl Application {
             keys: Arc::new(PublishedKeys::new(jwt)),
             server_metadata: api::meta::server_metadata(&public_base_url),
             origins: Arc::new(OriginPolicy::new(view.clone())),
+            discovery: monitor,
             // Digits only after the static text: always a valid header value.
             jwks_cache_control: HeaderValue::from_str(&format!(
                 "public, max-age={}",

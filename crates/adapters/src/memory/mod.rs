@@ -24,8 +24,9 @@ use domain::branch::{BranchId, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
-    ImportTally, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+    ImportTally, OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
 };
+use domain::outage::{OutageId, PlannedOutage};
 use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
@@ -73,6 +74,8 @@ struct State {
     tokens: BTreeMap<String, TokenRecord>,
     /// Import counts by (kind, outcome) label.
     imports: BTreeMap<(&'static str, &'static str), ImportTally>,
+    /// Planned outages by id.
+    outages: BTreeMap<OutageId, PlannedOutage>,
 }
 
 /// Stores opened by name (`memory:NAME`) and still held, so a second open finds the first.
@@ -483,6 +486,28 @@ impl ImportLog for MemoryStore {
 
     async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable> {
         Ok(self.state()?.imports.values().copied().collect())
+    }
+}
+
+/// Planned outages are in no topic: the status monitor reads them each refresh.
+#[async_trait]
+impl OutageRecords for MemoryStore {
+    async fn schedule(&self, outage: &PlannedOutage, _now: i64) -> Result<(), StoreUnavailable> {
+        let mut state = self.state()?;
+        if state.outages.contains_key(&outage.id) {
+            return Err(StoreUnavailable::refused(format!("an outage {} is stored already", outage.id)));
+        }
+        state.outages.insert(outage.id.clone(), outage.clone());
+        Ok(())
+    }
+
+    async fn not_over(&self, now: i64) -> Result<Vec<PlannedOutage>, StoreUnavailable> {
+        let state = self.state()?;
+        Ok(domain::outage::not_over(&state.outages.values().cloned().collect::<Vec<_>>(), now))
+    }
+
+    async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable> {
+        Ok(self.state()?.outages.remove(id).is_some())
     }
 }
 

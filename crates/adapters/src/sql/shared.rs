@@ -15,9 +15,11 @@ macro_rules! shared_sql_records {
             use domain::branch::WaitTimeEstimate;
             use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
             use domain::dpop::DpopPolicy;
+            use domain::outage::{OutageId, PlannedOutage};
             use domain::ports::{
                 AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
-                ImportTally, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+                ImportTally, OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive,
+                WaitTimeRecords,
             };
             use domain::store_contents::StoreContents;
             use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
@@ -143,6 +145,41 @@ macro_rules! shared_sql_records {
                     let rows: Vec<rows::ImportRunRow> =
                         sqlx::query_as(sql().import_tally).fetch_all(self.pool()).await.map_err(unavailable)?;
                     Ok(rows::import_tally(rows))
+                }
+            }
+
+            #[async_trait]
+            impl OutageRecords for $store {
+                async fn schedule(&self, outage: &PlannedOutage, now: i64) -> Result<(), StoreUnavailable> {
+                    sqlx::query(sql().insert_outage)
+                        .bind(outage.id.as_str())
+                        .bind(outage.starts_at)
+                        .bind(outage.duration.seconds())
+                        .bind(i64::from(outage.partial))
+                        .bind(outage.explanation.as_str())
+                        .bind(now)
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?;
+                    Ok(())
+                }
+
+                async fn not_over(&self, now: i64) -> Result<Vec<PlannedOutage>, StoreUnavailable> {
+                    let found: Vec<rows::OutageRow> = sqlx::query_as(sql().outages_not_over)
+                        .bind(now)
+                        .fetch_all(self.pool())
+                        .await
+                        .map_err(unavailable)?;
+                    found.into_iter().map(rows::outage).collect()
+                }
+
+                async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable> {
+                    let done = sqlx::query(sql().cancel_outage)
+                        .bind(id.as_str())
+                        .execute(self.pool())
+                        .await
+                        .map_err(unavailable)?;
+                    Ok(done.rows_affected() > 0)
                 }
             }
 

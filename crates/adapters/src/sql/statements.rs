@@ -131,6 +131,12 @@ pub(crate) struct Statements {
     pub revoked_live: &'static str,
     /// Every token record still live at `$1`, by expiry.
     pub live_tokens: &'static str,
+    /// Stores a planned outage `($1 id, $2 start, $3 seconds, $4 partial, $5 text, $6 now)`.
+    pub insert_outage: &'static str,
+    /// The planned outages ending after `$1` ([`crate::rows::OutageRow`]), soonest first.
+    pub outages_not_over: &'static str,
+    /// Removes the planned outage `$1`.
+    pub cancel_outage: &'static str,
 }
 
 /// The columns of a token record, in [`crate::rows::TokenRow`]'s order.
@@ -214,6 +220,15 @@ impl Statements {
             live_tokens: render(&format!(
                 "SELECT {TOKEN_COLUMNS} FROM issued_tokens WHERE expires_at >= $1 ORDER BY expires_at, jti"
             )),
+            insert_outage: render(
+                "INSERT INTO planned_outages (id, starts_at, duration_seconds, is_partial, explanation, scheduled_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6)",
+            ),
+            outages_not_over: render(
+                "SELECT id, starts_at, duration_seconds, is_partial, explanation FROM planned_outages \
+                 WHERE starts_at + duration_seconds > $1 ORDER BY starts_at, id",
+            ),
+            cancel_outage: render("DELETE FROM planned_outages WHERE id = $1"),
         }
     }
 }

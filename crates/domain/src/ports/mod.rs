@@ -17,6 +17,7 @@ pub use serving::*;
 
 use time::OffsetDateTime;
 
+use crate::outage::OutageId;
 use crate::token::{OpaqueToken, SessionId, TokenId};
 
 /// A store could not answer: unreachable, timed out, or failed; or it refused the data
@@ -89,6 +90,8 @@ pub trait IdGenerator: Send + Sync {
     fn session_id(&self) -> SessionId;
     /// A fresh opaque token: at least 128 bits of CSPRNG output, base64url.
     fn opaque_token(&self) -> OpaqueToken;
+    /// A fresh id for a planned outage: short enough to type (`outages cancel ID`).
+    fn outage_id(&self) -> OutageId;
 }
 
 #[cfg(test)]

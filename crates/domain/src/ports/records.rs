@@ -8,6 +8,7 @@ use super::StoreUnavailable;
 use crate::atm_catalog::StoredAtm;
 use crate::branch::WaitTimeEstimate;
 use crate::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
+use crate::outage::{OutageId, PlannedOutage};
 use crate::store_contents::StoreContents;
 use crate::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
@@ -353,4 +354,27 @@ pub trait ImportLog: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it cannot be read.
     async fn tally(&self) -> Result<Vec<ImportTally>, StoreUnavailable>;
+}
+
+/// Planned outages, as operators schedule and cancel them (`outages schedule|cancel`).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait OutageRecords: Send + Sync {
+    /// Stores `outage`, scheduled at `now`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then nothing was.
+    async fn schedule(&self, outage: &PlannedOutage, now: i64) -> Result<(), StoreUnavailable>;
+
+    /// Every outage not over at `now` (its end after `now`), soonest first, then by id.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn not_over(&self, now: i64) -> Result<Vec<PlannedOutage>, StoreUnavailable>;
+
+    /// Removes the outage `id`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. An unknown id is `Ok(false)`.
+    async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable>;
 }

@@ -171,6 +171,16 @@ pub trait ServingHealth: Send + Sync {
     fn can_serve_reads(&self) -> bool;
 }
 
+/// What an instance observes of its own health each refresh, for the status it
+/// publishes ([`crate::status`]).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait HealthSignals: Send + Sync {
+    /// The facts now. Answers within a bounded time (about half a second), also when
+    /// the store is stuck; never fails: what cannot be observed counts as failing.
+    async fn observe(&self) -> crate::status::HealthFacts;
+}
+
 /// Counts requests against the request limits ([`crate::limits`]), in this instance or where every
 /// instance counts them (Redis), so they hold across instances.
 pub trait RequestLimiter: Send + Sync {

@@ -9,6 +9,8 @@
 //!   the bearer check.
 //! - [`revocation`]: an app revokes its own token (POST /v1/revoke, RFC 7009).
 //! - [`wait_times`]: estimated wait per branch (POST …/branch/waittime/retrieve).
+//! - [`outages`] ([`outages::ServiceDiscovery`]): the service's status and planned
+//!   outages (GET /v1/discovery/status, …/outages).
 //! - [`keys`] ([`keys::KeyPublication`]): the JWKS; [`origins`]: the browser pages of
 //!   registered clients (CORS).
 //!
@@ -24,6 +26,7 @@
 //! - [`keys`]: signing keys; there is always a current one.
 //! - [`token_records`]: looking up and revoking issued tokens; their retention.
 //! - [`demo`]: the demo data set, only into a new store.
+//! - [`outages`] ([`outages::OutageAdmin`]): scheduling and cancelling planned outages.
 
 pub mod access;
 pub mod atms;
@@ -35,6 +38,7 @@ pub mod dpop;
 pub mod imports;
 pub mod keys;
 pub mod origins;
+pub mod outages;
 pub mod revocation;
 pub mod token_records;
 pub mod wait_times;

@@ -6,6 +6,7 @@ pub mod access;
 pub mod atms;
 pub mod clients;
 pub mod keys;
+pub mod outages;
 pub mod store;
 pub mod tokens;
 pub mod wait_times;

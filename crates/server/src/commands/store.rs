@@ -13,9 +13,16 @@ use super::CommandError;
 pub async fn copy_store(from_url: &str, to_url: &str, key_file: Option<&Path>) -> Result<(), CommandError> {
     let copied = crate::startup::copy_store(from_url, to_url, key_file).await.map_err(|e| CommandError::of(&e))?;
     println!(
-        "copied {} clients, {} supported channels, {} wait times, {} ATMs, {} signing keys and {} live token \
-         records ({} revoked) into the target store",
-        copied.clients, copied.channels, copied.wait_times, copied.atms, copied.keys, copied.tokens, copied.revoked
+        "copied {} clients, {} supported channels, {} wait times, {} ATMs, {} signing keys, {} live token \
+         records ({} revoked) and {} planned outages into the target store",
+        copied.clients,
+        copied.channels,
+        copied.wait_times,
+        copied.atms,
+        copied.keys,
+        copied.tokens,
+        copied.revoked,
+        copied.outages
     );
     Ok(())
 }

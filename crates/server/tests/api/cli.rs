@@ -929,7 +929,7 @@ async fn a_copy_serves_what_its_source_served(
     let atm_body = atms.text().await.unwrap();
     let copy = branch_atm(&source.database_url, &["store", "copy", "--to", target]);
     assert!(copy.status.success(), "{}", stderr(&copy));
-    assert!(stdout(&copy).contains("3 signing keys and 2 live token records (1 revoked)"), "{}", stdout(&copy));
+    assert!(stdout(&copy).contains("3 signing keys, 2 live token records (1 revoked)"), "{}", stdout(&copy));
 
     let copied = TestApp::builder().on_store(target).start().await;
     assert_eq!(

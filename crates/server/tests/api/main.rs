@@ -11,6 +11,7 @@ mod browser;
 mod cli;
 mod clients;
 mod cors;
+mod discovery;
 mod docs_page;
 mod dpop;
 mod helpers;

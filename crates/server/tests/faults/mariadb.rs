@@ -218,3 +218,14 @@ fn a_mariadb_server_that_would_lose_acknowledged_commits_is_refused_in_one_line_
         assert_eq!(service.ready_status().await, Some(200));
     });
 }
+
+/// The published status while MariaDB is stopped and after it is back (`servers`).
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs MariaDB's programs (mariadb-install-db, mariadbd) for a server of its own; cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
+#[test]
+fn the_status_leaves_ok_while_mariadb_is_stopped_and_returns_by_itself() {
+    let Some(mariadb) = private_mariadb() else { return };
+    run(servers::the_status_leaves_ok_while_the_server_is_stopped_and_returns_by_itself(&mariadb));
+}

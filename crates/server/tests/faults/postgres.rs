@@ -152,3 +152,14 @@ fn every_token_answered_while_postgresql_crashes_and_restarts_is_in_the_store() 
     let Some(postgres) = private_postgres() else { return };
     run(servers::every_token_answered_while_the_server_crashes_and_restarts_is_in_the_store(&postgres));
 }
+
+/// The published status while PostgreSQL is stopped and after it is back (`servers`).
+#[cfg_attr(
+    machine_tests_ignored,
+    ignore = "needs PostgreSQL's programs (initdb, pg_ctl) for a server of its own; cargo test -- --include-ignored runs it (docs/testing.md)"
+)]
+#[test]
+fn the_status_leaves_ok_while_postgresql_is_stopped_and_returns_by_itself() {
+    let Some(postgres) = private_postgres() else { return };
+    run(servers::the_status_leaves_ok_while_the_server_is_stopped_and_returns_by_itself(&postgres));
+}

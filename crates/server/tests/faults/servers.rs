@@ -192,3 +192,54 @@ pub async fn every_token_answered_while_the_server_crashes_and_restarts_is_in_th
     }
     assert_eq!(missing, 0, "{missing} of {} answered tokens are not in the store", during.issued.len());
 }
+
+/// The published status (`GET /api/v1/discovery/status`), or `None` if it does not answer.
+pub async fn published_status(service: &Service) -> Option<serde_json::Value> {
+    let call = service.http.get(format!("{}/api/v1/discovery/status", service.address)).timeout(Duration::from_secs(5));
+    call.send().await.ok()?.json().await.ok()
+}
+
+/// How long after `since` the published status first said `want`, polling every 50 ms
+/// for at most `within`, with the body that said it.
+pub async fn status_turns(
+    service: &Service,
+    want: &str,
+    since: Instant,
+    within: Duration,
+) -> Option<(Duration, serde_json::Value)> {
+    while since.elapsed() < within {
+        if let Some(body) = published_status(service).await
+            && body["data"]["status"] == want
+        {
+            return Some((since.elapsed(), body));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    None
+}
+
+/// With the server stopped, the published status leaves `OK` within seconds (a partial
+/// failure: reads from memory, no tokens), is `UNAVAILABLE` past the staleness bound,
+/// and is `OK` again by itself once the server is back.
+pub async fn the_status_leaves_ok_while_the_server_is_stopped_and_returns_by_itself(server: &impl PrivateServer) {
+    let service = Service::start(&server.url(), &["--max-staleness-ms", "3000"]).await;
+    let ok = published_status(&service).await.expect("the status answers");
+    assert_eq!(ok["data"]["status"], "OK", "{ok}");
+
+    server.stop();
+    let stopped = Instant::now();
+    let partial = status_turns(&service, "PARTIAL_FAILURE", stopped, Duration::from_secs(5)).await;
+    eprintln!("figure: {} stopped: status PARTIAL_FAILURE after {:?}", server.kind(), partial.as_ref().map(|p| p.0));
+    let (after, body) = partial.expect("the status left OK within seconds");
+    assert!(after <= Duration::from_secs(3), "within seconds: {after:?}");
+    assert!(body["data"]["detectionTime"].is_string(), "{body}");
+    let unavailable = status_turns(&service, "UNAVAILABLE", stopped, Duration::from_secs(8)).await;
+    assert!(unavailable.is_some(), "UNAVAILABLE past the staleness bound");
+
+    server.start_again().unwrap();
+    let back = Instant::now();
+    let ok = status_turns(&service, "OK", back, Duration::from_secs(15)).await;
+    eprintln!("figure: {} started again: status OK after {:?}", server.kind(), ok.as_ref().map(|ok| ok.0));
+    let (_, body) = ok.expect("the status came back to OK by itself");
+    assert!(body["data"].get("detectionTime").is_none(), "{body}");
+}

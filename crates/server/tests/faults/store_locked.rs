@@ -116,3 +116,35 @@ fn a_locked_store_fails_readiness_within_a_second_and_requests_fast_and_recovers
         );
     });
 }
+
+/// The published status while the store file is locked: it leaves `OK` within seconds
+/// (tokens cannot be issued, reads come from memory), and comes back to `OK` by itself
+/// once the locks are released, without a restart.
+#[test]
+fn the_status_leaves_ok_while_the_store_is_locked_and_returns_by_itself() {
+    if !sqlite_fault("a locked store file") {
+        return;
+    }
+    run(async {
+        let Some((_kept, url)) = fresh_store().await else { return };
+        let file = crate::store::sqlite_file(&url).expect("a SQLite store");
+        let service = Service::start(&url, &["--max-staleness-ms", "60000"]).await;
+        let ok = crate::servers::published_status(&service).await.expect("the status answers");
+        assert_eq!(ok["data"]["status"], "OK", "{ok}");
+
+        let locks = WalIndexLocks::hold(&file.with_extension("db-shm"));
+        let locked = Instant::now();
+        let partial = crate::servers::status_turns(&service, "PARTIAL_FAILURE", locked, Duration::from_secs(6)).await;
+        eprintln!("figure: store locked: status PARTIAL_FAILURE after {:?}", partial.as_ref().map(|p| p.0));
+        let (after, body) = partial.expect("the status left OK");
+        assert!(after <= Duration::from_secs(3), "within seconds: {after:?}");
+        assert!(body["data"]["explanation"].as_str().is_some_and(|text| text.contains("tokens cannot be issued")));
+        assert!(body["data"]["detectionTime"].is_string(), "{body}");
+
+        drop(locks);
+        let released = Instant::now();
+        let ok = crate::servers::status_turns(&service, "OK", released, Duration::from_secs(10)).await;
+        eprintln!("figure: store locked: status OK again {:?} after release", ok.as_ref().map(|ok| ok.0));
+        assert!(ok.is_some(), "the status came back to OK by itself");
+    });
+}
