@@ -15,7 +15,7 @@
 //! but keeps its count to itself, so this module has its own, of about a hundred lines.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -173,6 +173,9 @@ enum Message {
 struct BoundedExport {
     queue: SyncSender<Message>,
     stopped: AtomicBool,
+    /// Spans dropped because the queue was full, since the start (also counted in
+    /// `branch_atm_trace_spans_dropped_total`).
+    dropped: Arc<AtomicU64>,
 }
 
 impl BoundedExport {
@@ -180,8 +183,7 @@ impl BoundedExport {
     /// (there, not on a runtime's thread: the blocking HTTP client may not be made or
     /// dropped inside one).
     fn start(endpoint: String, resource: Resource) -> Self {
-        let (queue, spans) = mpsc::sync_channel(QUEUE);
-        let started = std::thread::Builder::new().name("trace-export".into()).spawn(move || {
+        Self::spawn(QUEUE, move || {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)
@@ -191,17 +193,31 @@ impl BoundedExport {
             match exporter {
                 Ok(mut exporter) => {
                     exporter.set_resource(&resource);
-                    export_loop(&exporter, &spans);
+                    Some(exporter)
                 }
                 Err(error) => {
-                    tracing::error!(%error, "traces: the OTLP exporter could not be made; no span is exported")
+                    tracing::error!(%error, "traces: the OTLP exporter could not be made; no span is exported");
+                    None
                 }
+            }
+        })
+    }
+
+    /// A queue of `capacity` spans to a thread that exports with what `exporter` makes.
+    fn spawn<E: SpanExporter + 'static>(
+        capacity: usize,
+        exporter: impl FnOnce() -> Option<E> + Send + 'static,
+    ) -> Self {
+        let (queue, spans) = mpsc::sync_channel(capacity);
+        let started = std::thread::Builder::new().name("trace-export".into()).spawn(move || {
+            if let Some(exporter) = exporter() {
+                export_loop(&exporter, &spans);
             }
         });
         if let Err(error) = started {
             tracing::error!(%error, "traces: the export thread could not start; no span is exported");
         }
-        Self { queue, stopped: AtomicBool::new(false) }
+        Self { queue, stopped: AtomicBool::new(false), dropped: Arc::default() }
     }
 
     /// Asks the export thread for `message`'s answer, waiting at most `timeout`.
@@ -238,6 +254,7 @@ impl SpanProcessor for BoundedExport {
         match self.queue.try_send(Message::Span(Box::new(span))) {
             Ok(()) => {}
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.dropped.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("branch_atm_trace_spans_dropped_total").increment(1);
             }
         }
@@ -257,7 +274,7 @@ impl SpanProcessor for BoundedExport {
 
 /// The export thread: a batch goes when it is full, when its oldest span has waited
 /// [`INTERVAL`], or when asked to flush or stop.
-fn export_loop(exporter: &opentelemetry_otlp::SpanExporter, spans: &Receiver<Message>) {
+fn export_loop(exporter: &impl SpanExporter, spans: &Receiver<Message>) {
     let mut batch = Vec::with_capacity(BATCH);
     let mut deadline = Instant::now() + INTERVAL;
     loop {
@@ -291,7 +308,7 @@ fn export_loop(exporter: &opentelemetry_otlp::SpanExporter, spans: &Receiver<Mes
 }
 
 /// Sends `batch` (emptying it) and counts what went and what failed.
-fn export(exporter: &opentelemetry_otlp::SpanExporter, batch: &mut Vec<SpanData>) {
+fn export(exporter: &impl SpanExporter, batch: &mut Vec<SpanData>) {
     if batch.is_empty() {
         return;
     }
@@ -364,6 +381,54 @@ mod tests {
         let link = |sampled: bool| Link::with_context(remote(sampled).span().span_context().clone());
         assert!(decision(&never, None, SpanKind::Internal, &[link(false), link(true)]));
         assert!(!decision(&ServiceSampler::new(1.0), None, SpanKind::Internal, &[link(false)]));
+    }
+
+    /// An exporter that holds every export until the test lets it go: a collector that
+    /// does not answer.
+    #[derive(Debug)]
+    struct Stuck(std::sync::Mutex<mpsc::Receiver<()>>, Arc<AtomicU64>, Arc<AtomicBool>);
+
+    impl SpanExporter for Stuck {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            self.2.store(true, Ordering::Relaxed);
+            let _ = self.0.lock().unwrap().recv();
+            self.1.fetch_add(batch.len() as u64, Ordering::Relaxed);
+            Ok(())
+        }
+    }
+
+    #[test]
+    fn a_stuck_collector_drops_and_counts_spans_and_never_blocks_their_end() {
+        let (release, held) = mpsc::channel();
+        let exported = Arc::new(AtomicU64::new(0));
+        let asked = Arc::new(AtomicBool::new(false));
+        let stuck = Stuck(std::sync::Mutex::new(held), Arc::clone(&exported), Arc::clone(&asked));
+        let processor = BoundedExport::spawn(4, move || Some(stuck));
+        let dropped = Arc::clone(&processor.dropped);
+        let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
+        let tracer = provider.tracer("test");
+        use opentelemetry::trace::{Span as _, Tracer as _};
+        // The first span goes to the export thread, which then waits on the collector;
+        // four more fill the queue; the rest are dropped, each end returning at once.
+        tracer.start("first").end();
+        for _ in 0..200 {
+            if asked.load(Ordering::Relaxed) {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert!(asked.load(Ordering::Relaxed), "the first span's export began");
+        for _ in 0..10 {
+            tracer.start("more").end();
+        }
+        assert_eq!(dropped.load(Ordering::Relaxed), 6, "a queue of 4 behind a stuck export");
+        for _ in 0..3 {
+            let _ = release.send(());
+        }
+        assert!(provider.force_flush().is_ok());
+        assert_eq!(exported.load(Ordering::Relaxed), 5, "what was queued is sent once the collector answers");
+        drop(release);
+        let _ = provider.shutdown();
     }
 
     #[test]
