@@ -6,7 +6,7 @@
 //! is shared by the whole batch and issuance scales with load instead of disk latency.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use domain::ports::{StoreFailure, StoreUnavailable, TokenArchive};
@@ -68,24 +68,37 @@ impl Failed {
 #[derive(Clone)]
 pub struct TokenWriter {
     queue: mpsc::Sender<Queued>,
-    /// Set when a write fails, cleared when one succeeds.
-    failing: Arc<AtomicBool>,
+    /// When the last write failed, in milliseconds after `started` (at least 1); 0 once
+    /// one succeeds.
+    failed_at: Arc<AtomicU64>,
+    started: std::time::Instant,
 }
+
+/// How long a failed write says tokens cannot be issued when no write has been tried
+/// since: with no token requests after an outage, nothing else would clear it, and an
+/// app that asks the status before asking for a token would never ask (a second
+/// review, issue 34). The store's own probe tells the status whether the store is down.
+const FAILURE_SHOWN_FOR: Duration = Duration::from_secs(10);
 
 impl TokenWriter {
     /// Starts the group-commit task on the current tokio runtime. It stops when the last
     /// `TokenWriter` clone is dropped.
     pub fn spawn(archive: Arc<dyn TokenArchive>) -> Self {
         let (queue, pending) = mpsc::channel(QUEUE_CAPACITY);
-        let failing = Arc::new(AtomicBool::new(false));
-        tokio::spawn(write_batches(archive, pending, Arc::clone(&failing)));
-        Self { queue, failing }
+        let failed_at = Arc::new(AtomicU64::new(0));
+        let started = std::time::Instant::now();
+        tokio::spawn(write_batches(archive, pending, Arc::clone(&failed_at), started));
+        Self { queue, failed_at, started }
     }
 
-    /// Whether the last write of token records failed (and none has succeeded since):
-    /// tokens cannot be issued now. For the published status.
+    /// Whether the last write of token records failed, none has succeeded since, and it
+    /// failed within [`FAILURE_SHOWN_FOR`]: tokens cannot be issued now. For the
+    /// published status.
     pub fn is_failing(&self) -> bool {
-        self.failing.load(Ordering::Relaxed)
+        let failed_at = self.failed_at.load(Ordering::Relaxed);
+        failed_at != 0
+            && (self.started.elapsed().as_millis() as u64).saturating_sub(failed_at)
+                < FAILURE_SHOWN_FOR.as_millis() as u64
     }
 
     /// Queues `token` and waits until it is durable, for at most `RECORD_DEADLINE`.
@@ -131,7 +144,12 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// gone, each write waits out the pool's connection deadline (the pool retries a
 /// refused PostgreSQL connection until then), and one write at a time is enough to find
 /// out whether the store is back.
-async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver<Queued>, failing: Arc<AtomicBool>) {
+async fn write_batches(
+    archive: Arc<dyn TokenArchive>,
+    mut queue: mpsc::Receiver<Queued>,
+    last_failure: Arc<AtomicU64>,
+    started: std::time::Instant,
+) {
     let mut gathering: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
     let mut write: Option<Write> = None;
@@ -170,7 +188,8 @@ async fn write_batches(archive: Arc<dyn TokenArchive>, mut queue: mpsc::Receiver
             outcome = finish(&mut write) => {
                 write = None;
                 failed_at = outcome.is_err().then(tokio::time::Instant::now);
-                failing.store(outcome.is_err(), Ordering::Relaxed);
+                let at = if outcome.is_err() { (started.elapsed().as_millis() as u64).max(1) } else { 0 };
+                last_failure.store(at, Ordering::Relaxed);
                 let outcome = outcome.map_err(|error| {
                     store_error("token_record");
                     tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");
@@ -277,6 +296,18 @@ mod tests {
             expires_at: 60,
             code_challenge: None,
         }
+    }
+
+    #[tokio::test]
+    async fn a_failed_write_says_tokens_cannot_be_issued_until_one_succeeds() {
+        let writer = TokenWriter::spawn(Scripted::new(&[(0, false)]));
+        assert!(!writer.is_failing(), "nothing has failed yet");
+        assert!(writer.record(token(0)).await.is_err());
+        assert!(writer.is_failing());
+        // After the refusal period, the next record is written, and succeeds.
+        tokio::time::sleep(RETRY_AFTER + Duration::from_millis(50)).await;
+        assert!(writer.record(token(1)).await.is_ok());
+        assert!(!writer.is_failing());
     }
 
     /// Found in review (issue 30): each waiter's error was made anew as "unavailable",

@@ -98,7 +98,11 @@ pub async fn observe(
         (None, Some(uuid)) => (tracing::info_span!("request", uuid), None),
         (None, None) => (tracing::Span::none(), None),
     };
-    let mut response = next.call(request).instrument(span.clone()).await?;
+    // The span is kept for the answer's attributes only when traced: with traces off,
+    // a request pays for no clone.
+    let (span, kept) = if trace.is_some() { (span.clone(), span) } else { (span, tracing::Span::none()) };
+    let mut response = next.call(request).instrument(span).await?;
+    let span = kept;
     // After the handler: the revocation form names its client in the body it read.
     let page = crate::cors::allowed_origin(response.request()).await;
     let who =

@@ -64,33 +64,42 @@ pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&
     }
     let method = crate::observe::method_label(request.method());
     let route = request.match_pattern();
+    // OpenTelemetry's rule: `{method} {route}`, the method alone without a route, and
+    // `HTTP` for a method it does not know.
+    let shown = if method == "_OTHER" { "HTTP" } else { method };
     let name = match &route {
-        Some(route) => format!("{method} {route}"),
-        None => method.to_owned(),
+        Some(route) => format!("{shown} {route}"),
+        None => shown.to_owned(),
     };
-    let scheme = if request.app_config().secure() { "https" } else { "http" };
-    let caller = crate::AppState::of(request.request()).ok().map(|state| state.proxies.caller(request.request()));
-    let host = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()).map(host_name);
-    let user_agent = request.headers().get(header::USER_AGENT).and_then(|agent| agent.to_str().ok());
+    // Only what the log needs is a field (every line inside the request prints the
+    // span's fields); the HTTP attributes go to the trace alone.
     let span = tracing::info_span!(
         target: EXPORTED,
         "request",
         otel.name = name.as_str(),
         otel.kind = "server",
-        otel.status_code = Empty,
-        http.request.method = method,
-        http.route = route.as_deref(),
-        http.response.status_code = Empty,
-        url.path = request.path(),
-        url.scheme = scheme,
-        client.address = caller.map(tracing::field::display),
-        server.address = host,
-        user_agent.original = user_agent,
-        "error.type" = Empty,
         uuid,
         trace_id = Empty,
         span_id = Empty,
     );
+    span.set_attribute("http.request.method", method);
+    if method == "_OTHER" {
+        span.set_attribute("http.request.method_original", request.method().as_str().to_owned());
+    }
+    if let Some(route) = route {
+        span.set_attribute("http.route", route);
+    }
+    span.set_attribute("url.path", request.path().to_owned());
+    span.set_attribute("url.scheme", if request.app_config().secure() { "https" } else { "http" });
+    if let Ok(state) = crate::AppState::of(request.request()) {
+        span.set_attribute("client.address", state.proxies.caller(request.request()).to_string());
+    }
+    if let Some(host) = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()) {
+        span.set_attribute("server.address", host_name(host).to_owned());
+    }
+    if let Some(agent) = request.headers().get(header::USER_AGENT).and_then(|agent| agent.to_str().ok()) {
+        span.set_attribute("user_agent.original", agent.to_owned());
+    }
     if remote.is_valid() {
         // Fails only when no trace layer is installed (tests without one): the span is
         // then a root, as it would be anyway.
@@ -107,10 +116,10 @@ pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&
 /// Records the answer on the request's span: its status, and on a 5xx (only, as
 /// OpenTelemetry's HTTP conventions say) the error type and the span's status Error.
 pub fn answered(span: &tracing::Span, status: u16) {
-    span.record("http.response.status_code", status);
+    span.set_attribute("http.response.status_code", i64::from(status));
     if status >= 500 {
-        span.record("error.type", crate::observe::status_label(status));
-        span.record("otel.status_code", "error");
+        span.set_attribute("error.type", crate::observe::status_label(status));
+        span.set_status(opentelemetry::trace::Status::error(""));
     }
 }
 

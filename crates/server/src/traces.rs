@@ -74,6 +74,8 @@ where
         .with_sampler(ServiceSampler::new(export.ratio))
         .with_span_processor(BoundedExport::start(endpoint, resource.clone()))
         .with_resource(resource)
+        // A group commit links to every traced request it carried: up to 512.
+        .with_max_links_per_span(512)
         .build();
     let tracer = provider.tracer("branch-atm");
     let layer = tracing_opentelemetry::layer()
@@ -429,6 +431,55 @@ mod tests {
         assert_eq!(exported.load(Ordering::Relaxed), 5, "what was queued is sent once the collector answers");
         drop(release);
         let _ = provider.shutdown();
+    }
+
+    /// Keeps what it is sent.
+    #[derive(Debug, Clone, Default)]
+    struct Kept(Arc<std::sync::Mutex<Vec<SpanData>>>);
+
+    impl SpanExporter for Kept {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            self.0.lock().unwrap().extend(batch);
+            Ok(())
+        }
+    }
+
+    /// The server span of an answer `status`, as exported.
+    fn server_span_answering(status: u16) -> SpanData {
+        use tracing_subscriber::layer::SubscriberExt as _;
+        let kept = Kept::default();
+        let provider = SdkTracerProvider::builder()
+            .with_simple_exporter(kept.clone())
+            .with_sampler(ServiceSampler::new(1.0))
+            .build();
+        let layer = tracing_opentelemetry::layer().with_tracer(provider.tracer("test"));
+        let subscriber = tracing_subscriber::registry().with(layer);
+        tracing::subscriber::with_default(subscriber, || {
+            let span = tracing::info_span!(target: api::trace::EXPORTED, "request", otel.name = "GET /api/v1/atms", otel.kind = "server");
+            api::trace::answered(&span, status);
+        });
+        let _ = provider.force_flush();
+        let spans = kept.0.lock().unwrap().clone();
+        spans.into_iter().next().unwrap()
+    }
+
+    fn attribute(span: &SpanData, key: &str) -> Option<String> {
+        span.attributes.iter().find(|kv| kv.key.as_str() == key).map(|kv| kv.value.to_string())
+    }
+
+    #[test]
+    fn a_5xx_is_an_error_of_the_server_span_and_a_4xx_is_not() {
+        let failed = server_span_answering(503);
+        assert_eq!(failed.name, "GET /api/v1/atms");
+        assert_eq!(failed.span_kind, SpanKind::Server);
+        assert!(matches!(failed.status, opentelemetry::trace::Status::Error { .. }), "{:?}", failed.status);
+        assert_eq!(attribute(&failed, "error.type").as_deref(), Some("503"));
+        assert_eq!(attribute(&failed, "http.response.status_code").as_deref(), Some("503"));
+
+        let refused = server_span_answering(401);
+        assert_eq!(refused.status, opentelemetry::trace::Status::Unset);
+        assert_eq!(attribute(&refused, "error.type"), None);
+        assert_eq!(attribute(&refused, "http.response.status_code").as_deref(), Some("401"));
     }
 
     #[test]
