@@ -231,7 +231,7 @@ pub async fn the_status_leaves_ok_while_the_server_is_stopped_and_returns_by_its
     let partial = status_turns(&service, "PARTIAL_FAILURE", stopped, Duration::from_secs(5)).await;
     eprintln!("figure: {} stopped: status PARTIAL_FAILURE after {:?}", server.kind(), partial.as_ref().map(|p| p.0));
     let (after, body) = partial.expect("the status left OK within seconds");
-    assert!(after <= Duration::from_secs(3), "within seconds: {after:?}");
+    assert!(after <= Duration::from_secs(5), "within seconds: {after:?}");
     assert!(body["data"]["detectionTime"].is_string(), "{body}");
     let unavailable = status_turns(&service, "UNAVAILABLE", stopped, Duration::from_secs(8)).await;
     assert!(unavailable.is_some(), "UNAVAILABLE past the staleness bound");
