@@ -322,7 +322,7 @@ pub enum KeysAction {
 }
 
 /// `outages …`
-#[derive(Debug, Subcommand)]
+#[derive(Debug, Clone, Subcommand)]
 pub enum OutagesAction {
     /// Announce a planned outage; prints its id. A start less than 7 days ahead is
     /// accepted with a warning (the Consumer Data Right asks for a week's notice).

@@ -71,6 +71,11 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         let key_file = common.store.key_encryption_key_file.as_deref();
         return commands::store::copy_store(common.store.database_url.expose_secret(), to, key_file).await;
     }
+    // An outage command's arguments are read before the store is opened.
+    let outage_command = match &command {
+        Command::Outages { action } => Some(commands::outages::parse(action.clone())?),
+        _ => None,
+    };
     let store = &common.store;
     let operators = open_operators(store.database_url.expose_secret(), store.key_encryption_key_file.as_deref())
         .await
@@ -88,7 +93,10 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             commands::keys::keys(&operators.keys, action, settings.key_activation_delay()).await
         }
         Command::Tokens { action } => commands::tokens::tokens(&operators.tokens, action).await,
-        Command::Outages { action } => commands::outages::outages(&operators.outages, action).await,
+        Command::Outages { .. } => match outage_command {
+            Some(outage) => commands::outages::run(&operators.outages, outage).await,
+            None => Ok(()),
+        },
         Command::Serve(_) | Command::Store { .. } | Command::HealthCheck | Command::Settings { .. } => Ok(()),
     }
 }

@@ -8,13 +8,33 @@ use time::format_description::well_known::Rfc3339;
 use super::{CommandError, utc};
 use crate::cli::OutagesAction;
 
-/// `outages …`. Every argument is read before the store is written: a bad one is
-/// refused in one line and nothing changes.
+/// An `outages …` command with its arguments read: what [`run`] carries out.
+#[derive(Debug)]
+pub enum OutageCommand {
+    /// `schedule`.
+    Schedule {
+        /// When it starts, seconds since the epoch.
+        starts_at: i64,
+        /// How long it lasts.
+        duration: OutageDuration,
+        /// What customers are told.
+        explanation: OutageExplanation,
+        /// Only part of the service goes.
+        partial: bool,
+    },
+    /// `list`.
+    List,
+    /// `cancel`.
+    Cancel(OutageId),
+}
+
+/// Reads an `outages …` command's arguments, before the store is opened: a bad one is
+/// refused in one line and nothing, not even the store's file, is touched.
 ///
 /// # Errors
-/// [`CommandError`] with the reason.
-pub async fn outages(outages: &OutageAdmin, action: OutagesAction) -> Result<(), CommandError> {
-    match action {
+/// [`CommandError`] naming the argument and why.
+pub fn parse(action: OutagesAction) -> Result<OutageCommand, CommandError> {
+    Ok(match action {
         OutagesAction::Schedule { start, duration, explanation, partial } => {
             let starts_at = OffsetDateTime::parse(&start, &Rfc3339)
                 .map_err(|_| {
@@ -28,6 +48,22 @@ pub async fn outages(outages: &OutageAdmin, action: OutagesAction) -> Result<(),
                 .map_err(|error| CommandError(format!("--duration {duration:?} is not valid: {error}")))?;
             let explanation = OutageExplanation::parse(&explanation)
                 .map_err(|error| CommandError(format!("--explanation is not valid: {error}")))?;
+            OutageCommand::Schedule { starts_at, duration, explanation, partial }
+        }
+        OutagesAction::List => OutageCommand::List,
+        OutagesAction::Cancel { id } => OutageCommand::Cancel(
+            OutageId::parse(&id).map_err(|error| CommandError(format!("{id:?} is not valid: {error}")))?,
+        ),
+    })
+}
+
+/// Carries out an `outages …` command [`parse`] read.
+///
+/// # Errors
+/// [`CommandError`] with the reason.
+pub async fn run(outages: &OutageAdmin, command: OutageCommand) -> Result<(), CommandError> {
+    match command {
+        OutageCommand::Schedule { starts_at, duration, explanation, partial } => {
             let scheduled =
                 outages.schedule(starts_at, duration, partial, explanation).await.map_err(|e| CommandError::of(&e))?;
             if scheduled.short_notice {
@@ -46,7 +82,7 @@ pub async fn outages(outages: &OutageAdmin, action: OutagesAction) -> Result<(),
                 if outage.partial { "partial" } else { "full" }
             );
         }
-        OutagesAction::List => {
+        OutageCommand::List => {
             for outage in outages.list().await.map_err(|e| CommandError::of(&e))? {
                 println!(
                     "{}\t{}\t{}\t{}\t{}",
@@ -58,8 +94,7 @@ pub async fn outages(outages: &OutageAdmin, action: OutagesAction) -> Result<(),
                 );
             }
         }
-        OutagesAction::Cancel { id } => {
-            let id = OutageId::parse(&id).map_err(|error| CommandError(format!("{id:?} is not valid: {error}")))?;
+        OutageCommand::Cancel(id) => {
             if outages.cancel(&id).await.map_err(|e| CommandError::of(&e))? {
                 println!("outage {id} cancelled; it leaves the published list within a refresh");
             } else {

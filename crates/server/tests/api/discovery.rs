@@ -211,6 +211,13 @@ async fn outages_scheduled_by_the_cli_are_served_soonest_first_and_leave_when_ca
 
 #[test]
 fn bad_outage_input_is_refused_in_one_line_and_changes_nothing() {
+    // Read before the store is opened: a refused command does not even make its file.
+    let folder = tempfile::tempdir().unwrap();
+    let untouched = folder.path().join("never.db");
+    let args = ["outages", "schedule", "--start", "soon", "--duration", "PT1H", "--explanation", "x"];
+    let output = branch_atm(&format!("sqlite://{}", untouched.display()), &args);
+    assert!(!output.status.success() && stderr(&output).contains("--start"), "{}", stderr(&output));
+    assert!(!untouched.exists(), "the store's file was made for a refused command");
     if !crate::store::other_processes_reach_the_store("the CLI binary") {
         return;
     }
