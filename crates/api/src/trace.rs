@@ -24,6 +24,9 @@ use tracing_opentelemetry::OpenTelemetrySpanExt as _;
 /// every span that starts an exported trace.
 pub const EXPORTED: &str = domain::TRACE_ROOT;
 
+/// The W3C header of the caller's span.
+const TRACEPARENT: header::HeaderName = header::HeaderName::from_static("traceparent");
+
 /// The target of an unsampled request's span: seen by the log only.
 pub const LOGGED: &str = "branch_atm::request";
 
@@ -48,8 +51,12 @@ pub struct TraceIds {
 /// sampled at `sampling`'s ratio. `uuid` is the request's valid `uuid` header, the spec's
 /// correlation id, recorded so that an app developer's uuid leads to the trace.
 pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&str>) -> (tracing::Span, TraceIds) {
-    let parent = TraceContextPropagator::new().extract(&Headers(request.headers()));
-    let remote = parent.span().span_context().clone();
+    // Most requests carry no `traceparent`: no context is made for them.
+    let parent = request
+        .headers()
+        .contains_key(TRACEPARENT)
+        .then(|| TraceContextPropagator::new().extract(&Headers(request.headers())));
+    let remote = parent.as_ref().map_or_else(SpanContext::empty_context, |parent| parent.span().span_context().clone());
     let sampled = if remote.is_valid() { remote.is_sampled() } else { rand::random::<f64>() < sampling.ratio };
     if !sampled {
         let ids = unsampled_ids(&remote);
@@ -100,7 +107,7 @@ pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&
     if let Some(agent) = request.headers().get(header::USER_AGENT).and_then(|agent| agent.to_str().ok()) {
         span.set_attribute("user_agent.original", agent.to_owned());
     }
-    if remote.is_valid() {
+    if let Some(parent) = parent.filter(|_| remote.is_valid()) {
         // Fails only when no trace layer is installed (tests without one): the span is
         // then a root, as it would be anyway.
         let _ = span.set_parent(parent);

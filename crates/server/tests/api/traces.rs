@@ -218,6 +218,11 @@ async fn an_authorize_a_bearer_operation_and_a_refusal_are_traced_as_span_trees(
     assert_eq!(answered.status(), 200);
     let refused = wait_times(&http, &address, "not-a-token", &sid).await;
     assert_eq!(refused.status(), 401);
+    // A request whose caller did not sample it: nothing of it is exported, even at a
+    // ratio of 1 (the work beneath it must not turn up as roots of its own).
+    let not_kept = "0af7651916cd43dd8448eb211c80319c";
+    self::token(&http, &address, &[("uuid", UUID), ("traceparent", &format!("00-{not_kept}-b7ad6b7169203331-00"))])
+        .await;
     stop(&mut server);
     let spans = collector.spans();
     assert!(collector.paths.lock().unwrap().iter().all(|path| path == "/v1/traces"));
@@ -244,6 +249,13 @@ async fn an_authorize_a_bearer_operation_and_a_refusal_are_traced_as_span_trees(
     ] {
         assert_eq!(authorize.attribute(key).as_deref(), Some(value), "{key} of {:?}", authorize.span.attributes);
     }
+    assert_eq!(
+        spans.iter().filter(|span| span.span.name == "sign token").count(),
+        1,
+        "one token signed in a kept trace: {:?}",
+        names(&spans)
+    );
+    assert!(spans.iter().all(|span| span.trace_id() != not_kept));
     let tree = by_name(&spans, &authorize.trace_id());
     for child in ["rate limits", "sign token", "token record"] {
         assert!(tree.contains_key(child), "{child} beneath the authorize: {:?}", tree.keys());
