@@ -92,7 +92,7 @@ impl TokenWriter {
     }
 
     /// Whether the last write of token records failed, none has succeeded since, and it
-    /// failed within [`FAILURE_SHOWN_FOR`]: tokens cannot be issued now. For the
+    /// failed within the last 10 s: tokens cannot be issued now. For the
     /// published status.
     pub fn is_failing(&self) -> bool {
         let failed_at = self.failed_at.load(Ordering::Relaxed);

@@ -205,8 +205,9 @@ impl Environment {
     }
 
     /// The `BRANCH_ATM_*` variables among `vars`, and OpenTelemetry's standard ones for
-    /// the trace settings ([`OTEL_VARIABLES`]) where no `BRANCH_ATM_*` one sets the same;
-    /// any other is left out.
+    /// the trace settings (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`,
+    /// `OTEL_TRACES_SAMPLER_ARG`) where no `BRANCH_ATM_*` one sets the same; any other is
+    /// left out.
     pub fn of<N: AsRef<str>, V: Into<String>>(vars: impl IntoIterator<Item = (N, V)>) -> Self {
         let mut standard = Vec::new();
         let mut vars: Vec<(String, String)> = vars
