@@ -303,10 +303,10 @@ const UPKEEP_INTERVAL: Duration = Duration::from_secs(3600);
 /// partitions), then purges expired ones (the domain keeps them a day after expiry),
 /// so the store holds about one day of issuance whatever the load.
 fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords, clock: Arc<dyn Clock>) {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(UPKEEP_INTERVAL);
-        loop {
-            ticks.tick().await;
+    let records = Arc::new(records);
+    spawn_every(UPKEEP_INTERVAL, move || {
+        let (lifecycle, records, clock) = (Arc::clone(&lifecycle), Arc::clone(&records), Arc::clone(&clock));
+        async move {
             if let Err(error) = lifecycle.prepare(clock.unix_now()).await {
                 tracing::warn!(error = %error, "the store could not be readied for the coming hours");
             }
@@ -315,6 +315,23 @@ fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords,
                 Ok(purged) => tracing::info!(purged, "purged expired token records"),
                 Err(error) => tracing::warn!(error = %error, "expired token records could not be purged"),
             }
+        }
+    });
+}
+
+/// Runs `task` at once and then every `interval` (a late run delays the next, never
+/// bunches them), for as long as the runtime lives.
+fn spawn_every<F, Fut>(interval: Duration, mut task: F)
+where
+    F: FnMut() -> Fut + Send + 'static,
+    Fut: std::future::Future<Output = ()> + Send,
+{
+    tokio::spawn(async move {
+        let mut ticks = tokio::time::interval(interval);
+        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            ticks.tick().await;
+            task().await;
         }
     });
 }
@@ -328,31 +345,20 @@ const RATE_LIMIT_SWEEP: Duration = Duration::from_secs(60);
 /// locked SQLite file spins for seconds) never holds the status back.
 fn spawn_status_monitor(monitor: Arc<StatusMonitor>, interval: Duration) {
     let reader = Arc::clone(&monitor);
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(interval);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            reader.read_outages().await;
-        }
+    spawn_every(interval, move || {
+        let reader = Arc::clone(&reader);
+        async move { reader.read_outages().await }
     });
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(interval);
-        ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
-        loop {
-            ticks.tick().await;
-            monitor.derive().await;
-        }
+    spawn_every(interval, move || {
+        let monitor = Arc::clone(&monitor);
+        async move { monitor.derive().await }
     });
 }
 
 fn spawn_rate_limit_sweeper(limits: Arc<LocalLimits>) {
-    tokio::spawn(async move {
-        let mut ticks = tokio::time::interval(RATE_LIMIT_SWEEP);
-        loop {
-            ticks.tick().await;
-            limits.forget_idle();
-        }
+    spawn_every(RATE_LIMIT_SWEEP, move || {
+        limits.forget_idle();
+        std::future::ready(())
     });
 }
 

@@ -136,11 +136,7 @@ impl StatusMonitor {
     pub async fn read_outages(&self) {
         let now = self.clock.unix_now();
         match self.outages.not_over(now).await {
-            Ok(outages) => {
-                if let Ok(mut derived) = self.derived.write() {
-                    derived.outages = outages;
-                }
-            }
+            Ok(outages) => self.derived_mut().outages = outages,
             Err(error) => tracing::debug!(%error, "planned outages not read: the last ones read are kept"),
         }
     }
@@ -150,13 +146,25 @@ impl StatusMonitor {
     pub async fn derive(&self) {
         let facts = self.signals.observe().await;
         let now = self.clock.unix_now();
-        let Ok(mut derived) = self.derived.write() else { return };
+        let mut derived = self.derived_mut();
         let assessment = assess(&facts, &self.bounds, &derived.outages, now);
         let status = next_status(Some(&derived.status), assessment, now);
         if status.condition != derived.status.condition {
             tracing::info!(status = status.condition.as_str(), explanation = ?status.explanation, "service status changed");
         }
         derived.status = status;
+    }
+
+    /// What was derived, to change. A panic while it was held leaves a whole value
+    /// (each write replaces a field), so a poisoned lock is used as it stands rather than
+    /// freezing the status for good.
+    fn derived_mut(&self) -> std::sync::RwLockWriteGuard<'_, Derived> {
+        self.derived.write().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// What was derived, to read (a poisoned lock as it stands, as [`Self::derived_mut`]).
+    fn derived(&self) -> std::sync::RwLockReadGuard<'_, Derived> {
+        self.derived.read().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 
     /// [`Self::read_outages`], then [`Self::derive`].
@@ -178,18 +186,11 @@ fn healthy() -> crate::status::HealthFacts {
 
 impl ServiceDiscovery for StatusMonitor {
     fn status(&self) -> ServiceStatus {
-        match self.derived.read() {
-            Ok(derived) => derived.status.clone(),
-            Err(poisoned) => poisoned.into_inner().status.clone(),
-        }
+        self.derived().status.clone()
     }
 
     fn planned_outages(&self) -> Vec<PlannedOutage> {
-        let now = self.clock.unix_now();
-        match self.derived.read() {
-            Ok(derived) => outage::not_over(&derived.outages, now),
-            Err(poisoned) => outage::not_over(&poisoned.into_inner().outages, now),
-        }
+        outage::not_over(&self.derived().outages, self.clock.unix_now())
     }
 }
 
