@@ -140,7 +140,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The group commit: while one batch is written, the next gathers; when the write ends,
 /// the next batch starts with whatever gathered (up to [`MAX_BATCH`]). After a failed
 /// write, and until a write succeeds, records are refused at once while a write is in
-/// flight or for [`RETRY_AFTER`] after the failure, instead of queueing: with the store
+/// flight or for [`RETRY_AFTER`] after the failure, instead of queueing; so are they
+/// while a write has been in flight longer than a record may wait (its own callers were
+/// refused, the store is as good as failed, whichever deadline fires first): with the store
 /// gone, each write waits out the pool's connection deadline (the pool retries a
 /// refused PostgreSQL connection until then), and one write at a time is enough to find
 /// out whether the store is back.
@@ -153,6 +155,9 @@ async fn write_batches(
     let mut gathering: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
     let mut write: Option<Write> = None;
+    // When the write in flight began: one that has outlived a record's deadline has had
+    // its callers refused, and is as good as failed for the ones that come after.
+    let mut began = tokio::time::Instant::now();
     let mut failed_at: Option<tokio::time::Instant> = None;
     let mut open = true;
     loop {
@@ -173,13 +178,17 @@ async fn write_batches(
                 let archive = Arc::clone(&archive);
                 let span = group_commit_span(traced, tokens.len());
                 write = Some(Box::pin(async move { archive.record(&tokens).await }.instrument(span)));
+                began = tokio::time::Instant::now();
             } else if !open {
                 return;
             }
         }
         tokio::select! {
             received = queue.recv(), if open && gathering.len() < QUEUE_CAPACITY => match received {
-                Some((_, reply, _)) if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER) => {
+                Some((_, reply, _))
+                    if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER)
+                        || (write.is_some() && began.elapsed() >= RECORD_DEADLINE) =>
+                {
                     let _ = reply.send(Err(Failed { cause: FAILING.to_owned(), kind: StoreFailure::Unavailable }));
                 }
                 Some(record) => gathering.push(record),
@@ -346,6 +355,26 @@ mod tests {
             assert!(one.await.unwrap().is_ok());
         }
         assert_eq!(*archive.batches.lock().unwrap(), [1, 5]);
+    }
+
+    /// Found by CI (issue 34): with PostgreSQL stopped, the first write waits out the
+    /// pool's 2 s connection deadline, as long as a record's own deadline; its caller is
+    /// refused at the deadline, a hair before the write fails, and the next caller joined
+    /// the next batch and waited 2 s too instead of being refused at once.
+    #[tokio::test]
+    async fn a_record_that_waits_past_its_deadline_makes_the_next_be_refused_at_once() {
+        let hangs = RECORD_DEADLINE + Duration::from_millis(500);
+        let archive = Scripted::new(&[(hangs.as_millis() as u64, false), (0, true)]);
+        let writer = TokenWriter::spawn(archive.clone());
+        let asked = Instant::now();
+        let error = writer.record(token(0)).await.unwrap_err();
+        assert!(error.to_string().contains("deadline"), "{error}");
+        assert!(asked.elapsed() < hangs, "refused at its deadline: {:?}", asked.elapsed());
+
+        let asked = Instant::now();
+        assert!(writer.record(token(1)).await.is_err(), "refused while the overdue write goes on");
+        assert!(asked.elapsed() < Duration::from_millis(100), "at once: {:?}", asked.elapsed());
+        assert_eq!(*archive.batches.lock().unwrap(), [1], "the refused record was never written");
     }
 
     #[tokio::test]
