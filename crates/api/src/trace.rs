@@ -15,7 +15,7 @@
 use actix_web::dev::ServiceRequest;
 use actix_web::http::header::{self, HeaderMap};
 use opentelemetry::propagation::{Extractor, TextMapPropagator as _};
-use opentelemetry::trace::{SpanContext, TraceContextExt as _};
+use opentelemetry::trace::{SpanContext, SpanId, TraceContextExt as _, TraceId};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use tracing::field::Empty;
 use tracing_opentelemetry::OpenTelemetrySpanExt as _;
@@ -37,13 +37,14 @@ pub struct Sampling {
     pub ratio: f64,
 }
 
-/// A request's trace and span ids, as hex, for its access line.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+/// A request's trace and span ids, for its access line (written as 32 and 16 hex digits
+/// only when a line is).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct TraceIds {
-    /// 32 hex digits.
-    pub trace_id: String,
-    /// 16 hex digits.
-    pub span_id: String,
+    /// The trace's id.
+    pub trace_id: TraceId,
+    /// The request's span's id.
+    pub span_id: SpanId,
 }
 
 /// The request's span and its ids: a child of the caller's span when it sent a
@@ -59,13 +60,15 @@ pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&
     let remote = parent.as_ref().map_or_else(SpanContext::empty_context, |parent| parent.span().span_context().clone());
     let sampled = if remote.is_valid() { remote.is_sampled() } else { rand::random::<f64>() < sampling.ratio };
     if !sampled {
+        // Made only when the log records it (its fields are written only then): with the
+        // log above `info`, an unsampled request makes no span at all.
         let ids = unsampled_ids(&remote);
         let span = tracing::info_span!(
             target: LOGGED,
             "request",
             uuid,
-            trace_id = ids.trace_id.as_str(),
-            span_id = ids.span_id.as_str()
+            trace_id = %ids.trace_id,
+            span_id = %ids.span_id
         );
         return (span, ids);
     }
@@ -115,8 +118,8 @@ pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&
     let context = span.context();
     let own = context.span().span_context().clone();
     let ids = if own.is_valid() { ids_of(&own) } else { unsampled_ids(&remote) };
-    span.record("trace_id", ids.trace_id.as_str());
-    span.record("span_id", ids.span_id.as_str());
+    span.record("trace_id", tracing::field::display(ids.trace_id));
+    span.record("span_id", tracing::field::display(ids.span_id));
     (span, ids)
 }
 
@@ -142,13 +145,13 @@ fn host_name(host: &str) -> &str {
 /// (its log lines then match the caller's), a new random one otherwise, and a new span
 /// id.
 fn unsampled_ids(remote: &SpanContext) -> TraceIds {
-    let trace_id =
-        if remote.is_valid() { remote.trace_id().to_string() } else { format!("{:032x}", rand::random::<u128>()) };
-    TraceIds { trace_id, span_id: format!("{:016x}", rand::random::<u64>() | 1) }
+    // Never zero (an invalid id in W3C's rules).
+    let trace_id = if remote.is_valid() { remote.trace_id() } else { TraceId::from(rand::random::<u128>() | 1) };
+    TraceIds { trace_id, span_id: SpanId::from(rand::random::<u64>() | 1) }
 }
 
 fn ids_of(context: &SpanContext) -> TraceIds {
-    TraceIds { trace_id: context.trace_id().to_string(), span_id: context.span_id().to_string() }
+    TraceIds { trace_id: context.trace_id(), span_id: context.span_id() }
 }
 
 /// A request's headers as the W3C propagator reads them.
@@ -185,8 +188,8 @@ mod tests {
         let remote = parent.span().span_context().clone();
         assert!(remote.is_valid() && !remote.is_sampled());
         let ids = unsampled_ids(&remote);
-        assert_eq!(ids.trace_id, "4bf92f3577b34da6a3ce929d0e0e4736");
-        assert_eq!(ids.span_id.len(), 16);
-        assert_ne!(ids.span_id, "00f067aa0ba902b7");
+        assert_eq!(ids.trace_id.to_string(), "4bf92f3577b34da6a3ce929d0e0e4736");
+        assert_eq!(ids.span_id.to_string().len(), 16);
+        assert_ne!(ids.span_id.to_string(), "00f067aa0ba902b7");
     }
 }

@@ -90,12 +90,17 @@ pub fn format(access: &AccessLine<'_>, format: LogFormat) -> String {
     if let Some(ip) = access.caller {
         push_ip(&mut caller, ip);
     }
+    let (mut trace_id, mut span_id) = (String::new(), String::new());
+    if let Some(ids) = access.trace {
+        let _ = write!(trace_id, "{}", ids.trace_id);
+        let _ = write!(span_id, "{}", ids.span_id);
+    }
     let fields = [
         ("uuid", access.uuid),
         ("client_id", access.client_id),
         ("caller", access.caller.map(|_| caller.as_str())),
-        ("trace_id", access.trace.map(|ids| ids.trace_id.as_str())),
-        ("span_id", access.trace.map(|ids| ids.span_id.as_str())),
+        ("trace_id", access.trace.map(|_| trace_id.as_str())),
+        ("span_id", access.trace.map(|_| span_id.as_str())),
     ];
     match format {
         LogFormat::Json => {
@@ -286,8 +291,8 @@ mod tests {
 
     fn line(format: LogFormat) -> String {
         let trace = api::trace::TraceIds {
-            trace_id: "4bf92f3577b34da6a3ce929d0e0e4736".to_owned(),
-            span_id: "00f067aa0ba902b7".to_owned(),
+            trace_id: opentelemetry::trace::TraceId::from_hex("4bf92f3577b34da6a3ce929d0e0e4736").unwrap(),
+            span_id: opentelemetry::trace::SpanId::from_hex("00f067aa0ba902b7").unwrap(),
         };
         let access = AccessLine {
             method: &Method::POST,

@@ -11,7 +11,7 @@ use server::commands::{self, CommandError};
 use server::errors::one_line;
 use server::settings::{Environment, Settings, resolve};
 use server::startup::{Application, open_operators};
-use server::telemetry::{self, Sink};
+use server::telemetry::{self, Sink, TraceExport};
 
 #[actix_web::main]
 async fn main() -> ExitCode {
@@ -49,8 +49,10 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Some(command) => command,
     };
     // A command logs only when asked to; it exports traces when given a collector (an
-    // import's spans), with its log off unless a filter is given.
-    let traces = common.logs.traces();
+    // import's spans), with its log off unless a filter is given. Its trace is one
+    // operation an operator ran and asked to see: always kept, whatever the ratio that
+    // thins out the service's requests.
+    let traces = common.logs.traces().map(|traces| TraceExport { ratio: 1.0, ..traces });
     let _telemetry = (common.logs.log_filter.is_some() || traces.is_some()).then(|| {
         telemetry::init(
             common.logs.log_filter.as_deref().unwrap_or("off"),

@@ -75,9 +75,10 @@ impl Drop for Telemetry {
 /// Installs the global subscriber. `format` defaults to pretty on a terminal and JSON
 /// otherwise. A second call (tests) is a no-op. For the service (`Sink::Stdout`) the
 /// returned guard flushes the log writer's last lines when dropped. With `traces`, spans
-/// are also exported over OTLP ([`crate::traces`]): the log then filters per layer, so
-/// the spans only traces need (TRACE level, made only inside a traced request) never
-/// reach the log, and with no `traces` nothing of them runs.
+/// are also exported over OTLP ([`crate::traces`]): a global filter lets in what the log
+/// or the trace wants, and the log filters again on its own, so the spans only traces
+/// need (TRACE level, made only inside a traced request) never reach the log; with no
+/// `traces` nothing of them runs.
 pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink, traces: Option<&TraceExport>) -> Telemetry {
     let terminal = match sink {
         Sink::Stdout => std::io::stdout().is_terminal(),
@@ -106,8 +107,11 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink, traces: Option<
         return Telemetry { _log: guard, traces: None };
     };
     let (exporter, layer) = crate::traces::start(traces);
+    // What neither the log nor the trace wants is ruled out for all (the layers' own
+    // filters cannot do that); beneath, each sees only what it wants.
     let installed = tracing_subscriber::registry()
-        .with(malformed.with_filter(env_filter()))
+        .with(crate::traces::LogOrTrace::new(env_filter()))
+        .with(malformed)
         .with(log_layer(format, sink, terminal).with_filter(env_filter()))
         .with(layer)
         .try_init();

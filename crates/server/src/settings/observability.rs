@@ -27,8 +27,9 @@ pub struct Logs {
     /// The `service.name` of the traces; also read from `OTEL_SERVICE_NAME`.
     #[arg(long, global = true, value_name = "NAME", default_value = DEFAULT_SERVICE_NAME)]
     pub otel_service_name: String,
-    /// Share of new traces kept, 0 to 1 (a request with a `traceparent` follows its
-    /// caller's decision); also read from `OTEL_TRACES_SAMPLER_ARG`.
+    /// Share of new traces kept by `serve`, 0 to 1 (a request with a `traceparent`
+    /// follows its caller's decision; a command given a collector keeps its whole trace);
+    /// also read from `OTEL_TRACES_SAMPLER_ARG`.
     #[arg(long, global = true, value_name = "RATIO", default_value_t = 0.01)]
     pub trace_sample_ratio: f64,
 }

@@ -374,6 +374,33 @@ async fn a_callers_traceparent_makes_the_request_its_child_and_its_sampling_deci
     assert_eq!(access["span_id"].as_str().map(str::len), Some(16));
 }
 
+/// An operator who gives a command a collector sees its whole trace, whatever the
+/// ratio that thins out the service's requests: the import is one root, with the store's
+/// statements beneath it.
+#[test]
+fn an_import_run_by_a_command_is_traced_whole_whatever_the_ratio() {
+    let collector = Collector::start();
+    let fresh = crate::cli::fresh_database();
+    let csv = fresh.folder.path().join("waits.csv");
+    std::fs::write(&csv, "branchId,timeTaken\n00001,12\n").unwrap();
+    let endpoint = collector.endpoint();
+    let import = crate::cli::branch_atm(
+        &fresh.url,
+        &["waittimes", "import", csv.to_str().unwrap(), "--otlp-endpoint", &endpoint, "--trace-sample-ratio", "0"],
+    );
+    assert!(import.status.success(), "{}", crate::cli::stderr(&import));
+    // The command sends its last spans before it exits.
+    let spans = collector.spans();
+    let root = spans.iter().find(|span| span.span.name == "wait times import").expect("the import's span");
+    assert!(root.span.parent_span_id.is_empty(), "a trace of its own");
+    if crate::store::other_processes_reach_the_store("the import's statements in its trace") {
+        let beneath = by_name(&spans, &root.trace_id());
+        let statement = beneath.values().find(|span| span.attribute("db.operation.name").is_some());
+        let statement = statement.expect("the store's statements beneath the import");
+        assert_eq!(statement.span.kind, SpanKind::Client as i32, "{:?}", statement.span.name);
+    }
+}
+
 #[tokio::test]
 async fn a_dead_or_silent_collector_costs_the_callers_nothing() {
     // Nothing listens on a port just freed; a listener that never answers holds every
