@@ -38,9 +38,10 @@ const RECORD_DEADLINE: Duration = Duration::from_secs(2);
 
 type Reply = oneshot::Sender<Result<(), Failed>>;
 
-/// A queued record: the token, who waits for it, and the traced request's span it came
-/// from, if any (the group commit that carries it links to that span).
-type Queued = (IssuedToken, Reply, Option<SpanContext>);
+/// A queued record: the token, who waits for it, the traced request's span it came from,
+/// if any (the group commit that carries it links to that span), and when its caller
+/// gives up waiting.
+type Queued = (IssuedToken, Reply, Option<SpanContext>, tokio::time::Instant);
 
 /// Why a batch was not stored, as each of its waiters is told: the cause's text and its
 /// kind (a store that refused the data is not one that is unavailable).
@@ -111,15 +112,16 @@ impl TokenWriter {
         // disabled (one check) when traces are off.
         let span = tracing::trace_span!("token record");
         let traced = (!span.is_disabled()).then(|| span.context().span().span_context().clone());
+        let gives_up = tokio::time::Instant::now() + RECORD_DEADLINE;
         let recorded = async {
             let (reply, answer) = oneshot::channel();
             self.queue
-                .send((token, reply, traced.filter(SpanContext::is_sampled)))
+                .send((token, reply, traced.filter(SpanContext::is_sampled), gives_up))
                 .await
                 .map_err(|_| StoreUnavailable::new("the token writer has stopped"))?;
             answer.await.map_err(|_| StoreUnavailable::new("the token writer has stopped"))?.map_err(Failed::into_error)
         };
-        tokio::time::timeout(RECORD_DEADLINE, recorded)
+        tokio::time::timeout_at(gives_up, recorded)
             .instrument(span)
             .await
             .map_err(|_| StoreUnavailable::new("the token record was not durable within the deadline"))?
@@ -132,6 +134,9 @@ type Write = std::pin::Pin<Box<dyn std::future::Future<Output = Result<(), Store
 /// What a record queued while the store is failing is told at once.
 const FAILING: &str = "the token store is failing: refused without waiting";
 
+/// What a record queued while a write has outlived a caller's deadline is told at once.
+const OVERDUE: &str = "the token store has not answered within the deadline: refused without waiting";
+
 /// After a failed write, records are refused at once for this long (and while a write is
 /// in flight) before the next one tries the store again: at most one caller in each such
 /// period waits out a failing write, and a store that is back is found within it.
@@ -140,9 +145,9 @@ const RETRY_AFTER: Duration = Duration::from_secs(1);
 /// The group commit: while one batch is written, the next gathers; when the write ends,
 /// the next batch starts with whatever gathered (up to [`MAX_BATCH`]). After a failed
 /// write, and until a write succeeds, records are refused at once while a write is in
-/// flight or for [`RETRY_AFTER`] after the failure, instead of queueing; so are they
-/// while a write has been in flight longer than a record may wait (its own callers were
-/// refused, the store is as good as failed, whichever deadline fires first): with the store
+/// flight or for [`RETRY_AFTER`] after the failure, instead of queueing. So are they
+/// while the write in flight has outlived the deadline of a caller it carries (that
+/// caller was refused; the store's own timeout may fire a moment later): with the store
 /// gone, each write waits out the pool's connection deadline (the pool retries a
 /// refused PostgreSQL connection until then), and one write at a time is enough to find
 /// out whether the store is back.
@@ -155,41 +160,44 @@ async fn write_batches(
     let mut gathering: Vec<Queued> = Vec::with_capacity(MAX_BATCH);
     let mut waiting: Vec<Reply> = Vec::with_capacity(MAX_BATCH);
     let mut write: Option<Write> = None;
-    // When the write in flight began: one that has outlived a record's deadline has had
-    // its callers refused, and is as good as failed for the ones that come after.
-    let mut began = tokio::time::Instant::now();
+    // When the first caller of the write in flight gives up: past it, the write has
+    // outlived a deadline, and is as good as failed for the records that come after.
+    let mut overdue_at = tokio::time::Instant::now();
     let mut failed_at: Option<tokio::time::Instant> = None;
     let mut open = true;
     loop {
         if write.is_none() {
             // Callers that gave up (deadline passed, client gone) were refused: their
             // tokens are never handed out, so they need not be written.
-            gathering.retain(|(_, reply, _)| !reply.is_closed());
+            gathering.retain(|(_, reply, _, _)| !reply.is_closed());
             if !gathering.is_empty() {
                 let batch = gathering.len().min(MAX_BATCH);
                 let mut tokens = Vec::with_capacity(batch);
                 let mut traced = Vec::new();
-                for (token, reply, span) in gathering.drain(..batch) {
+                overdue_at = tokio::time::Instant::now() + RECORD_DEADLINE;
+                for (token, reply, span, gives_up) in gathering.drain(..batch) {
                     tokens.push(token);
                     waiting.push(reply);
                     traced.extend(span);
+                    overdue_at = overdue_at.min(gives_up);
                 }
                 metrics::histogram!(BATCH_SIZE_METRIC).record(tokens.len() as f64);
                 let archive = Arc::clone(&archive);
                 let span = group_commit_span(traced, tokens.len());
                 write = Some(Box::pin(async move { archive.record(&tokens).await }.instrument(span)));
-                began = tokio::time::Instant::now();
             } else if !open {
                 return;
             }
         }
         tokio::select! {
             received = queue.recv(), if open && gathering.len() < QUEUE_CAPACITY => match received {
-                Some((_, reply, _))
-                    if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER)
-                        || (write.is_some() && began.elapsed() >= RECORD_DEADLINE) =>
-                {
+                Some((_, reply, _, _)) if failed_at.is_some_and(|at| write.is_some() || at.elapsed() < RETRY_AFTER) => {
                     let _ = reply.send(Err(Failed { cause: FAILING.to_owned(), kind: StoreFailure::Unavailable }));
+                }
+                Some((_, reply, _, _)) if write.is_some() && tokio::time::Instant::now() >= overdue_at => {
+                    // Shown as a failure (the published status) until the write ends.
+                    last_failure.store((started.elapsed().as_millis() as u64).max(1), Ordering::Relaxed);
+                    let _ = reply.send(Err(Failed { cause: OVERDUE.to_owned(), kind: StoreFailure::Unavailable }));
                 }
                 Some(record) => gathering.push(record),
                 None => open = false,
@@ -375,6 +383,33 @@ mod tests {
         assert!(writer.record(token(1)).await.is_err(), "refused while the overdue write goes on");
         assert!(asked.elapsed() < Duration::from_millis(100), "at once: {:?}", asked.elapsed());
         assert_eq!(*archive.batches.lock().unwrap(), [1], "the refused record was never written");
+    }
+
+    /// Found in review: timing the write from when it began missed a caller that had
+    /// waited in the queue behind an earlier write, and gave up before its own write had
+    /// run for a deadline.
+    #[tokio::test]
+    async fn a_write_is_overdue_once_any_caller_it_carries_has_given_up() {
+        // The first write takes 1 s; the second, begun then, would take 2 s more.
+        let archive = Scripted::new(&[(1_000, true), (2_000, false), (0, true)]);
+        let writer = TokenWriter::spawn(archive.clone());
+        let first = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.record(token(0)).await }
+        });
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let queued = Instant::now();
+        let second = writer.record(token(1)).await;
+        assert!(second.is_err(), "its write outlived its deadline");
+        assert!(queued.elapsed() < Duration::from_millis(2_200), "refused at its deadline: {:?}", queued.elapsed());
+        assert!(first.await.unwrap().is_ok());
+
+        let asked = Instant::now();
+        let third = writer.record(token(2)).await.unwrap_err();
+        assert!(asked.elapsed() < Duration::from_millis(100), "at once: {:?}", asked.elapsed());
+        assert!(third.to_string().contains("within the deadline"), "{third}");
+        assert!(writer.is_failing(), "the status says tokens cannot be issued meanwhile");
+        assert_eq!(*archive.batches.lock().unwrap(), [1, 1], "the refused record was never written");
     }
 
     #[tokio::test]

@@ -241,6 +241,11 @@ impl Visit for JsonObject {
         self.field(field, |bytes| drop(serde_json::to_writer(bytes, &value)));
     }
 
+    fn record_bytes(&mut self, field: &Field, value: &[u8]) {
+        // As `JsonFields`: an array of numbers.
+        self.field(field, |bytes| drop(serde_json::to_writer(bytes, value)));
+    }
+
     fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
         let text = format!("{value:?}");
         self.field(field, |bytes| drop(serde_json::to_writer(bytes, &text)));
@@ -381,6 +386,7 @@ mod tests {
                 ratio = 0.5,
                 kept = true,
                 shown = ?Some("debug"),
+                raw = &b"ab"[..],
                 trace_id = tracing::field::Empty,
             );
             span.record("trace_id", tracing::field::display("4bf92f3577b34da6a3ce929d0e0e4736"));
@@ -412,6 +418,7 @@ mod tests {
         assert_eq!((ours["count"].as_i64(), ours["big"].as_u64()), (Some(3), Some(u64::MAX)));
         assert_eq!((ours["ratio"].as_f64(), ours["kept"].as_bool()), (Some(0.5), Some(true)));
         assert_eq!(ours["shown"], "Some(\"debug\")");
+        assert_eq!(ours["raw"], serde_json::json!([97, 98]));
         assert_eq!(ours["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736", "recorded after the span was made");
     }
 
