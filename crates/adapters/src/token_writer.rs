@@ -92,9 +92,9 @@ impl TokenWriter {
         Self { queue, failed_at, started }
     }
 
-    /// Whether the last write of token records failed, none has succeeded since, and it
-    /// failed within the last 10 s: tokens cannot be issued now. For the
-    /// published status.
+    /// Whether the last write of token records failed (or outlived a caller's deadline),
+    /// none has succeeded since, and it failed within the last 10 s: tokens cannot be
+    /// issued now. For the published status.
     pub fn is_failing(&self) -> bool {
         let failed_at = self.failed_at.load(Ordering::Relaxed);
         failed_at != 0
@@ -164,6 +164,8 @@ async fn write_batches(
     // outlived a deadline, and is as good as failed for the records that come after.
     let mut overdue_at = tokio::time::Instant::now();
     let mut failed_at: Option<tokio::time::Instant> = None;
+    // `last_failure`'s value for a failure now (never 0, which means none).
+    let failure_now = || (started.elapsed().as_millis() as u64).max(1);
     let mut open = true;
     loop {
         if write.is_none() {
@@ -196,7 +198,7 @@ async fn write_batches(
                 }
                 Some((_, reply, _, _)) if write.is_some() && tokio::time::Instant::now() >= overdue_at => {
                     // Shown as a failure (the published status) until the write ends.
-                    last_failure.store((started.elapsed().as_millis() as u64).max(1), Ordering::Relaxed);
+                    last_failure.store(failure_now(), Ordering::Relaxed);
                     let _ = reply.send(Err(Failed { cause: OVERDUE.to_owned(), kind: StoreFailure::Unavailable }));
                 }
                 Some(record) => gathering.push(record),
@@ -205,8 +207,7 @@ async fn write_batches(
             outcome = finish(&mut write) => {
                 write = None;
                 failed_at = outcome.is_err().then(tokio::time::Instant::now);
-                let at = if outcome.is_err() { (started.elapsed().as_millis() as u64).max(1) } else { 0 };
-                last_failure.store(at, Ordering::Relaxed);
+                last_failure.store(if outcome.is_err() { failure_now() } else { 0 }, Ordering::Relaxed);
                 let outcome = outcome.map_err(|error| {
                     store_error("token_record");
                     tracing::error!(error = %error, tokens = waiting.len(), "token records were not stored");

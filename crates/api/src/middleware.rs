@@ -101,19 +101,18 @@ pub async fn observe(
     // The span is kept for the answer's attributes only when traced: with traces off,
     // a request pays for no clone.
     let (span, kept) = if trace.is_some() { (span.clone(), span) } else { (span, tracing::Span::none()) };
-    let span_of_answer = kept;
     let mut response = match next.call(request).instrument(span).await {
         Ok(response) => response,
         Err(error) => {
             // An error the inner services did not make a response of: the trace still
             // gets the status it will be answered with.
             if trace.is_some() {
-                crate::trace::answered(&span_of_answer, error.as_response_error().status_code().as_u16());
+                crate::trace::answered(&kept, error.as_response_error().status_code().as_u16());
             }
             return Err(error);
         }
     };
-    let span = span_of_answer;
+    let span = kept;
     // After the handler: the revocation form names its client in the body it read.
     let page = crate::cors::allowed_origin(response.request()).await;
     let who =

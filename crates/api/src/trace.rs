@@ -6,8 +6,9 @@
 //! gets a span the server's exporter sees ([`EXPORTED`]), with OpenTelemetry's HTTP
 //! server attributes, and the work beneath it (the bearer check, limits, signing, the
 //! store) adds children. An unsampled one gets only a plain span that carries the trace
-//! and span ids into its log lines ([`LOGGED`]): nothing beneath it makes a span for the
-//! exporter, so a trace that is not kept costs little more than its ids.
+//! and span ids into its log lines ([`LOGGED`]), made only when the log records it (at
+//! `info`); nothing beneath it makes a span (docs/benchmarks.md, "Traces", says what it
+//! costs).
 //!
 //! With tracing off, none of this runs: the middleware keeps its one span per request
 //! that sent a `uuid`.

@@ -168,8 +168,7 @@ impl<'writer> FormatFields<'writer> for SpanFieldsJson {
     fn format_fields<R: RecordFields>(&self, mut writer: Writer<'writer>, fields: R) -> std::fmt::Result {
         let mut object = JsonObject::default();
         fields.record(&mut object);
-        object.bytes.push(b'}');
-        writer.write_str(&object.into_text())
+        writer.write_str(&object.finish())
     }
 
     fn add_fields(&self, current: &'writer mut FormattedFields<Self>, fields: &span::Record<'_>) -> std::fmt::Result {
@@ -179,11 +178,9 @@ impl<'writer> FormatFields<'writer> for SpanFieldsJson {
         if let Some(open) = open {
             object.bytes = std::mem::take(&mut current.fields).into_bytes();
             object.bytes.truncate(open);
-            object.empty = open == 1;
         }
         fields.record(&mut object);
-        object.bytes.push(b'}');
-        current.fields = object.into_text();
+        current.fields = object.finish();
         Ok(())
     }
 }
@@ -191,21 +188,21 @@ impl<'writer> FormatFields<'writer> for SpanFieldsJson {
 /// A JSON object being written, without its closing brace.
 struct JsonObject {
     bytes: Vec<u8>,
-    empty: bool,
 }
 
 impl Default for JsonObject {
     fn default() -> Self {
         let mut bytes = Vec::with_capacity(128);
         bytes.push(b'{');
-        Self { bytes, empty: true }
+        Self { bytes }
     }
 }
 
 impl JsonObject {
     /// Writes `"name":` (after a comma unless first), then the value by `write`.
     fn field(&mut self, field: &Field, write: impl FnOnce(&mut Vec<u8>)) {
-        if !std::mem::take(&mut self.empty) {
+        // Only the `{` so far: the first field.
+        if self.bytes.len() > 1 {
             self.bytes.push(b',');
         }
         let name = field.name();
@@ -214,7 +211,9 @@ impl JsonObject {
         write(&mut self.bytes);
     }
 
-    fn into_text(self) -> String {
+    /// The object, closed.
+    fn finish(mut self) -> String {
+        self.bytes.push(b'}');
         // serde_json wrote every byte from `str`s, or ASCII.
         String::from_utf8(self.bytes).unwrap_or_default()
     }

@@ -166,9 +166,10 @@ impl LogOrTrace {
 
 impl<S: Subscriber + for<'span> LookupSpan<'span>> Layer<S> for LogOrTrace {
     fn register_callsite(&self, metadata: &'static tracing::Metadata<'static>) -> Interest {
+        // The trace's interest is never `always` (it depends on the thread).
         let log = Layer::<S>::register_callsite(&self.log, metadata);
         let trace = TraceFilter::interest(metadata);
-        if log.is_always() || trace.is_always() {
+        if log.is_always() {
             Interest::always()
         } else if log.is_never() && trace.is_never() {
             Interest::never()
