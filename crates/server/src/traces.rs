@@ -15,7 +15,7 @@
 //! but keeps its count to itself, so this module has its own, of about a hundred lines.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc::{self, Receiver, RecvTimeoutError, SyncSender, TrySendError};
 use std::task::{Context as TaskContext, Poll, Wake, Waker};
 use std::time::{Duration, Instant};
@@ -44,7 +44,8 @@ use crate::telemetry::TraceExport;
 const QUEUE: usize = 2048;
 /// Spans per export request, at most.
 const BATCH: usize = 512;
-/// How long a span waits for its batch, at most.
+/// How often the export thread sends what is queued short of a batch: about the longest
+/// a span waits.
 const INTERVAL: Duration = Duration::from_secs(1);
 /// How long one export may take before it is given up.
 const EXPORT_TIMEOUT: Duration = Duration::from_secs(5);
@@ -272,17 +273,32 @@ impl ShouldSample for ServiceSampler {
     }
 }
 
-/// What the export thread is sent.
-enum Message {
-    Span(Box<SpanData>),
+/// What the export thread is asked. Spans travel on a queue of their own, which does not
+/// wake it: the thread wakes for a batch's worth of spans, for its interval, or for
+/// this.
+enum Command {
+    /// A batch's worth of spans is queued.
+    Export,
+    /// Send everything queued, then answer.
     Flush(SyncSender<()>),
+    /// Send everything queued, answer and end.
     Stop(SyncSender<()>),
 }
 
 /// The span processor: a bounded queue to one export thread.
+///
+/// The thread is woken once per batch, not per span: each wake of a thread costs the
+/// requests it preempts on a busy machine, and a span a request (the sampled ones') at
+/// 1 % is a thousand wakes a second (issue 34's bench, authorize; OpenTelemetry's own
+/// batch processor does the same since 0.28).
 #[derive(Debug)]
 struct BoundedExport {
-    queue: SyncSender<Message>,
+    spans: SyncSender<Box<SpanData>>,
+    commands: SyncSender<Command>,
+    /// Spans queued and not yet taken by the export thread.
+    queued: Arc<AtomicUsize>,
+    /// The export thread was told a batch is ready and has not taken it yet.
+    told: Arc<AtomicBool>,
     stopped: AtomicBool,
     /// Spans dropped because the queue was full, since the start (also counted in
     /// `branch_atm_trace_spans_dropped_total`).
@@ -294,7 +310,7 @@ impl BoundedExport {
     /// (there, not on a runtime's thread: the blocking HTTP client may not be made or
     /// dropped inside one).
     fn start(endpoint: String, resource: Resource) -> Self {
-        Self::spawn(QUEUE, move || {
+        Self::spawn(QUEUE, INTERVAL, move || {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)
@@ -314,35 +330,41 @@ impl BoundedExport {
         })
     }
 
-    /// A queue of `capacity` spans to a thread that exports with what `exporter` makes.
+    /// A queue of `capacity` spans to a thread that exports with what `exporter` makes,
+    /// a batch's worth at once or what is queued every `interval`.
     fn spawn<E: SpanExporter + 'static>(
         capacity: usize,
+        interval: Duration,
         exporter: impl FnOnce() -> Option<E> + Send + 'static,
     ) -> Self {
-        let (queue, spans) = mpsc::sync_channel(capacity);
+        let (spans, queue) = mpsc::sync_channel(capacity);
+        let (commands, asked) = mpsc::sync_channel(4);
+        let queued = Arc::new(AtomicUsize::new(0));
+        let told = Arc::new(AtomicBool::new(false));
+        let thread = ExportThread { queue, asked, interval, queued: Arc::clone(&queued), told: Arc::clone(&told) };
         let started = std::thread::Builder::new().name("trace-export".into()).spawn(move || {
             if let Some(exporter) = exporter() {
-                export_loop(&exporter, &spans);
+                thread.run(&exporter);
             }
         });
         if let Err(error) = started {
             tracing::error!(%error, "traces: the export thread could not start; no span is exported");
         }
-        Self { queue, stopped: AtomicBool::new(false), dropped: Arc::default() }
+        Self { spans, commands, queued, told, stopped: AtomicBool::new(false), dropped: Arc::default() }
     }
 
-    /// Asks the export thread for `message`'s answer, waiting at most `timeout`.
-    fn ask(&self, message: impl FnOnce(SyncSender<()>) -> Message, timeout: Duration) -> OTelSdkResult {
+    /// Asks the export thread for `command`'s answer, waiting at most `timeout`.
+    fn ask(&self, command: impl FnOnce(SyncSender<()>) -> Command, timeout: Duration) -> OTelSdkResult {
         let (done, answer) = mpsc::sync_channel(1);
         let deadline = Instant::now() + timeout;
-        let mut message = message(done);
-        // Not a blocking send: with the queue full behind a stuck collector, that would
-        // wait for as long as the collector does.
+        let mut command = command(done);
+        // Not a blocking send: behind a stuck collector, that would wait for as long as
+        // the collector does.
         loop {
-            match self.queue.try_send(message) {
+            match self.commands.try_send(command) {
                 Ok(()) => break,
                 Err(TrySendError::Full(back)) if Instant::now() < deadline => {
-                    message = back;
+                    command = back;
                     std::thread::sleep(Duration::from_millis(10));
                 }
                 Err(TrySendError::Full(_)) => return Err(OTelSdkError::Timeout(timeout)),
@@ -362,8 +384,15 @@ impl SpanProcessor for BoundedExport {
         if !span.span_context.is_sampled() || self.stopped.load(Ordering::Relaxed) {
             return;
         }
-        match self.queue.try_send(Message::Span(Box::new(span))) {
-            Ok(()) => {}
+        match self.spans.try_send(Box::new(span)) {
+            Ok(()) => {
+                if self.queued.fetch_add(1, Ordering::Relaxed) + 1 >= BATCH && !self.told.swap(true, Ordering::Relaxed)
+                {
+                    // Full (told before and not yet taken) or gone: the thread will find
+                    // the spans anyway.
+                    let _ = self.commands.try_send(Command::Export);
+                }
+            }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("branch_atm_trace_spans_dropped_total").increment(1);
@@ -372,49 +401,62 @@ impl SpanProcessor for BoundedExport {
     }
 
     fn force_flush(&self) -> OTelSdkResult {
-        self.ask(Message::Flush, EXPORT_TIMEOUT)
+        self.ask(Command::Flush, EXPORT_TIMEOUT)
     }
 
     fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
         if self.stopped.swap(true, Ordering::Relaxed) {
             return Err(OTelSdkError::AlreadyShutdown);
         }
-        self.ask(Message::Stop, timeout)
+        self.ask(Command::Stop, timeout)
     }
 }
 
-/// The export thread: a batch goes when it is full, when its oldest span has waited
-/// [`INTERVAL`], or when asked to flush or stop.
-fn export_loop(exporter: &impl SpanExporter, spans: &Receiver<Message>) {
-    let mut batch = Vec::with_capacity(BATCH);
-    let mut deadline = Instant::now() + INTERVAL;
-    loop {
-        let message = spans.recv_timeout(deadline.saturating_duration_since(Instant::now()));
-        match message {
-            Ok(Message::Span(span)) => {
-                if batch.is_empty() {
-                    deadline = Instant::now() + INTERVAL;
+/// The export thread's ends of [`BoundedExport`].
+struct ExportThread {
+    queue: Receiver<Box<SpanData>>,
+    asked: Receiver<Command>,
+    interval: Duration,
+    queued: Arc<AtomicUsize>,
+    told: Arc<AtomicBool>,
+}
+
+impl ExportThread {
+    /// Sends what is queued when a batch's worth is, every interval otherwise, and when
+    /// asked to flush or stop.
+    fn run(&self, exporter: &impl SpanExporter) {
+        let mut batch = Vec::with_capacity(BATCH);
+        loop {
+            match self.asked.recv_timeout(self.interval) {
+                Ok(Command::Export) => {
+                    self.told.store(false, Ordering::Relaxed);
+                    self.send_queued(exporter, &mut batch);
                 }
-                batch.push(*span);
-                if batch.len() >= BATCH {
-                    export(exporter, &mut batch);
+                Err(RecvTimeoutError::Timeout) => self.send_queued(exporter, &mut batch),
+                Ok(Command::Flush(done)) => {
+                    self.send_queued(exporter, &mut batch);
+                    let _ = done.send(());
                 }
+                Ok(Command::Stop(done)) => {
+                    self.send_queued(exporter, &mut batch);
+                    let _ = done.send(());
+                    return;
+                }
+                Err(RecvTimeoutError::Disconnected) => return,
             }
-            Ok(Message::Flush(done)) => {
-                export(exporter, &mut batch);
-                let _ = done.send(());
-            }
-            Ok(Message::Stop(done)) => {
-                export(exporter, &mut batch);
-                let _ = done.send(());
-                return;
-            }
-            Err(RecvTimeoutError::Timeout) => {
-                export(exporter, &mut batch);
-                deadline = Instant::now() + INTERVAL;
-            }
-            Err(RecvTimeoutError::Disconnected) => return,
         }
+    }
+
+    /// Takes every span queued, and sends them in batches of at most [`BATCH`].
+    fn send_queued(&self, exporter: &impl SpanExporter, batch: &mut Vec<SpanData>) {
+        while let Ok(span) = self.queue.try_recv() {
+            self.queued.fetch_sub(1, Ordering::Relaxed);
+            batch.push(*span);
+            if batch.len() >= BATCH {
+                export(exporter, batch);
+            }
+        }
+        export(exporter, batch);
     }
 }
 
@@ -577,7 +619,7 @@ mod tests {
         let exported = Arc::new(AtomicU64::new(0));
         let asked = Arc::new(AtomicBool::new(false));
         let stuck = Stuck(std::sync::Mutex::new(held), Arc::clone(&exported), Arc::clone(&asked));
-        let processor = BoundedExport::spawn(4, move || Some(stuck));
+        let processor = BoundedExport::spawn(4, Duration::from_millis(50), move || Some(stuck));
         let dropped = Arc::clone(&processor.dropped);
         let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
         let tracer = provider.tracer("test");
@@ -603,6 +645,58 @@ mod tests {
         assert_eq!(exported.load(Ordering::Relaxed), 5, "what was queued is sent once the collector answers");
         drop(release);
         let _ = provider.shutdown();
+    }
+
+    /// Found by issue 34's bench: the export thread was woken for every span, a
+    /// thousand times a second at 1 % under load, and the requests it preempted paid
+    /// for it (authorize at 0.89 of tracing off's req/s). Now a batch's worth wakes it.
+    #[test]
+    fn the_export_thread_is_woken_by_a_batchs_worth_of_spans_not_by_each() {
+        let batches = Batches::default();
+        let processor = BoundedExport::spawn(QUEUE, Duration::from_secs(3600), {
+            let batches = batches.clone();
+            move || Some(batches)
+        });
+        let queued = Arc::clone(&processor.queued);
+        let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
+        let tracer = provider.tracer("test");
+        use opentelemetry::trace::{Span as _, Tracer as _};
+        for _ in 1..BATCH {
+            tracer.start("span").end();
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        assert_eq!(queued.load(Ordering::Relaxed), BATCH - 1, "short of a batch, the thread was not woken to take any");
+        assert!(batches.sizes().is_empty(), "nothing sent short of a batch");
+        tracer.start("the batch's last").end();
+        for _ in 0..200 {
+            if !batches.sizes().is_empty() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        assert_eq!(batches.sizes(), [BATCH], "a batch's worth is sent at once, long before the interval");
+        assert_eq!(queued.load(Ordering::Relaxed), 0);
+        tracer.start("after").end();
+        assert!(provider.force_flush().is_ok());
+        assert_eq!(batches.sizes(), [BATCH, 1], "a flush sends what is queued");
+        let _ = provider.shutdown();
+    }
+
+    /// Keeps the size of each batch it is sent.
+    #[derive(Debug, Clone, Default)]
+    struct Batches(Arc<std::sync::Mutex<Vec<usize>>>);
+
+    impl Batches {
+        fn sizes(&self) -> Vec<usize> {
+            self.0.lock().unwrap().clone()
+        }
+    }
+
+    impl SpanExporter for Batches {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            self.0.lock().unwrap().push(batch.len());
+            Ok(())
+        }
     }
 
     /// Keeps what it is sent.
