@@ -528,6 +528,58 @@ mod tests {
         assert!(error.contains("token-ttl") && error.contains("BRANCH_ATM_"), "{error}");
     }
 
+    /// The traces' settings (url, service name, ratio) under `environment`, with `flags`.
+    fn traces_under(environment: &[(&str, &str)], flags: &[&str]) -> Result<Option<(String, String, f64)>, String> {
+        let (common, _) = resolve_in(&cli(flags), &Environment::of(environment.iter().copied()))
+            .map_err(|error| error.to_string())?;
+        Ok(common.logs.traces().map(|traces| (traces.url, traces.service_name, traces.ratio)))
+    }
+
+    #[test]
+    fn opentelemetrys_standard_variables_set_the_traces_and_the_services_own_win() {
+        let standard = [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318/"),
+            ("OTEL_SERVICE_NAME", "atm-api-blue"),
+            ("OTEL_TRACES_SAMPLER", "parentbased_traceidratio"),
+            ("OTEL_TRACES_SAMPLER_ARG", "0.25"),
+        ];
+        let traces = traces_under(&standard, &[]).unwrap();
+        assert_eq!(traces, Some(("http://collector:4318/v1/traces".into(), "atm-api-blue".into(), 0.25)));
+        // The traces' own URL is taken whole, and wins over the base URL.
+        let whole = [("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://collector:4318/otlp/spans"), standard[0]];
+        assert_eq!(traces_under(&whole, &[]).unwrap().unwrap().0, "http://collector:4318/otlp/spans");
+        // The service's own variables and flags win over the standard ones.
+        let own = [("BRANCH_ATM_TRACE_SAMPLE_RATIO", "0.5"), standard[3]];
+        assert_eq!(traces_under(&[standard[0], own[0], own[1]], &[]).unwrap().unwrap().2, 0.5);
+        let flagged = traces_under(&standard, &["--otlp-endpoint", "http://other:4318"]).unwrap().unwrap();
+        assert_eq!(flagged.0, "http://other:4318/v1/traces");
+    }
+
+    #[test]
+    fn opentelemetrys_sampler_variable_sets_the_ratio_and_one_the_service_has_not_is_refused() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318");
+        let ratio = |sampler: &str, argument: Option<&str>| {
+            let mut environment = vec![endpoint, ("OTEL_TRACES_SAMPLER", sampler)];
+            environment.extend(argument.map(|argument| ("OTEL_TRACES_SAMPLER_ARG", argument)));
+            traces_under(&environment, &[]).map(|traces| traces.unwrap().2)
+        };
+        assert_eq!(ratio("always_off", Some("0.5")), Ok(0.0), "the argument is for a ratio sampler only");
+        assert_eq!(ratio("parentbased_always_on", None), Ok(1.0));
+        assert_eq!(ratio("traceidratio", None), Ok(1.0), "the specification's default argument");
+        assert_eq!(ratio("TraceIdRatio", Some("0.1")), Ok(0.1));
+        assert_eq!(ratio("", None), Ok(0.01), "empty is not set: the service's default");
+        let refused = ratio("jaeger_remote", None).unwrap_err();
+        assert!(refused.contains("OTEL_TRACES_SAMPLER") && refused.contains("jaeger_remote"), "{refused}");
+    }
+
+    #[test]
+    fn opentelemetrys_sdk_disabled_turns_the_standard_variables_off_but_not_a_flag() {
+        let disabled = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"), ("OTEL_SDK_DISABLED", "true")];
+        assert_eq!(traces_under(&disabled, &[]), Ok(None));
+        let flagged = traces_under(&disabled, &["--otlp-endpoint", "http://collector:4318"]).unwrap();
+        assert!(flagged.is_some(), "a setting given asks for traces");
+    }
+
     /// clap fills in every default of `serve`'s options after the word `serve` too; only
     /// the ones given there are layered over the environment.
     #[test]

@@ -110,22 +110,17 @@ pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink, traces: Option<
         return Telemetry { _log: guard, traces: None };
     };
     let (exporter, layer) = crate::traces::start(traces);
-    // What neither the log nor the trace wants is ruled out for all (the layers' own
-    // filters cannot do that); beneath, each sees only what it wants.
-    let installed = tracing_subscriber::registry()
-        .with(crate::traces::LogOrTrace::new(env_filter()))
-        .with(malformed)
-        .with(log_layer(format, sink, terminal).with_filter(env_filter()))
-        .with(layer)
-        .try_init();
+    let installed =
+        crate::traces::subscriber(env_filter, malformed.boxed(), log_layer(format, sink, terminal), layer).try_init();
     Telemetry { _log: guard, traces: installed.is_ok().then_some(exporter) }
 }
 
 /// Where and how spans are exported: [`crate::settings::Logs`]'s trace settings.
 #[derive(Debug, Clone)]
 pub struct TraceExport {
-    /// The collector's OTLP/HTTP base URL; spans go to `{endpoint}/v1/traces`.
-    pub endpoint: String,
+    /// The OTLP/HTTP URL spans are sent to (`{--otlp-endpoint}/v1/traces`, or
+    /// `--otlp-traces-endpoint` whole).
+    pub url: String,
     /// The `service.name` of every span.
     pub service_name: String,
     /// The share of new traces kept.

@@ -32,10 +32,11 @@ use opentelemetry_sdk::trace::{
 };
 use tracing::Subscriber;
 use tracing::subscriber::Interest;
+use tracing_subscriber::filter::Filtered;
 use tracing_subscriber::filter::LevelFilter;
-use tracing_subscriber::layer::Filter;
+use tracing_subscriber::layer::{Filter, Layered, SubscriberExt as _};
 use tracing_subscriber::registry::LookupSpan;
-use tracing_subscriber::{EnvFilter, Layer};
+use tracing_subscriber::{EnvFilter, Layer, Registry};
 
 use crate::telemetry::TraceExport;
 
@@ -65,17 +66,42 @@ impl Exporter {
     }
 }
 
+/// The subscriber's layers beneath [`LogOrTrace`].
+pub type Global = Layered<LogOrTrace, Registry>;
+/// The subscriber's layers beneath the log's.
+pub type Unfiltered = Layered<Box<dyn Layer<Global> + Send + Sync>, Global>;
+/// The subscriber's layers beneath the trace's.
+pub type Logged = Layered<Filtered<Box<dyn Layer<Unfiltered> + Send + Sync>, EnvFilter, Unfiltered>, Unfiltered>;
+
+/// The subscriber with traces on, as [`crate::telemetry::init`] installs it (and the
+/// tests below count its spans): the global filter, a layer that sees everything that
+/// exists (`unfiltered`), the log filtered by `log_filter`'s directives and the trace
+/// by [`TraceFilter`].
+pub fn subscriber(
+    log_filter: impl Fn() -> EnvFilter,
+    unfiltered: Box<dyn Layer<Global> + Send + Sync>,
+    log: Box<dyn Layer<Unfiltered> + Send + Sync>,
+    trace: Box<dyn Layer<Logged> + Send + Sync>,
+) -> impl Subscriber + for<'span> LookupSpan<'span> + Send + Sync {
+    // What neither the log nor the trace wants is ruled out for all (the layers' own
+    // filters cannot do that); beneath, each sees only what it wants.
+    tracing_subscriber::registry()
+        .with(LogOrTrace::new(log_filter()))
+        .with(unfiltered)
+        .with(log.with_filter(log_filter()))
+        .with(trace.with_filter(TraceFilter))
+}
+
 /// Starts exporting to `export`'s collector: the exporter to keep until exit, and the
-/// layer to add to the subscriber.
+/// trace's layer for [`subscriber`].
 pub fn start<S>(export: &TraceExport) -> (Exporter, Box<dyn Layer<S> + Send + Sync>)
 where
     S: Subscriber + for<'span> LookupSpan<'span> + Send + Sync,
 {
     let resource = Resource::builder().with_service_name(export.service_name.clone()).build();
-    let endpoint = format!("{}/v1/traces", export.endpoint.trim_end_matches('/'));
     let provider = SdkTracerProvider::builder()
         .with_sampler(ServiceSampler::new(export.ratio))
-        .with_span_processor(BoundedExport::start(endpoint, resource.clone()))
+        .with_span_processor(BoundedExport::start(export.url.clone(), resource.clone()))
         .with_resource(resource)
         // A group commit links to every traced request it carried: up to 512.
         .with_max_links_per_span(512)
@@ -86,7 +112,6 @@ where
         .with_location(false)
         .with_threads(false)
         .with_tracked_inactivity(false)
-        .with_filter(TraceFilter)
         .boxed();
     (Exporter { provider }, layer)
 }
@@ -306,15 +331,15 @@ struct BoundedExport {
 }
 
 impl BoundedExport {
-    /// Starts the export thread, which makes the OTLP/HTTP exporter for `endpoint`
+    /// Starts the export thread, which makes the OTLP/HTTP exporter for `url`
     /// (there, not on a runtime's thread: the blocking HTTP client may not be made or
     /// dropped inside one).
-    fn start(endpoint: String, resource: Resource) -> Self {
+    fn start(url: String, resource: Resource) -> Self {
         Self::spawn(QUEUE, INTERVAL, move || {
             let exporter = opentelemetry_otlp::SpanExporter::builder()
                 .with_http()
                 .with_protocol(Protocol::HttpBinary)
-                .with_endpoint(endpoint)
+                .with_endpoint(url)
                 .with_timeout(EXPORT_TIMEOUT)
                 .build();
             match exporter {
@@ -512,13 +537,10 @@ mod tests {
             == SamplingDecision::RecordAndSample
     }
 
-    /// The subscriber as [`crate::telemetry::init`] builds it with traces on, the log
-    /// filtered by `log`, and layers that count the spans made, those the log sees and
+    /// The subscriber [`crate::telemetry::init`] installs with traces on, the log
+    /// filtered by `log`, with layers that count the spans made, those the log sees and
     /// those the trace sees.
     fn spans_made(log: &str, work: impl FnOnce()) -> (usize, usize, usize) {
-        use std::sync::atomic::AtomicUsize;
-        use tracing_subscriber::layer::SubscriberExt as _;
-
         /// Counts the spans a layer is told of.
         struct Counting(Arc<AtomicUsize>);
         impl<S: Subscriber> Layer<S> for Counting {
@@ -532,11 +554,12 @@ mod tests {
             }
         }
         let [made, logged, traced] = [(); 3].map(|()| Arc::new(AtomicUsize::new(0)));
-        let subscriber = tracing_subscriber::registry()
-            .with(LogOrTrace::new(EnvFilter::new(log)))
-            .with(Counting(Arc::clone(&made)))
-            .with(Counting(Arc::clone(&logged)).with_filter(EnvFilter::new(log)))
-            .with(Counting(Arc::clone(&traced)).with_filter(TraceFilter));
+        let subscriber = subscriber(
+            || EnvFilter::new(log),
+            Counting(Arc::clone(&made)).boxed(),
+            Counting(Arc::clone(&logged)).boxed(),
+            Counting(Arc::clone(&traced)).boxed(),
+        );
         tracing::subscriber::with_default(subscriber, work);
         [made, logged, traced].map(|count| count.load(Ordering::Relaxed)).into()
     }

@@ -178,13 +178,53 @@ impl<'de> Deserialize<'de> for SecretUrl {
 /// The prefix of the environment variables that are settings.
 const ENV_PREFIX: &str = "BRANCH_ATM_";
 
-/// OpenTelemetry's standard variables that set a trace setting, and the setting (as its
-/// `BRANCH_ATM_*` name after the prefix), which wins when both are given.
-const OTEL_VARIABLES: [(&str, &str); 3] = [
-    ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP_ENDPOINT"),
-    ("OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"),
-    ("OTEL_TRACES_SAMPLER_ARG", "TRACE_SAMPLE_RATIO"),
-];
+/// OpenTelemetry's standard variables (its SDK's environment specification) as the
+/// trace settings they give, each as its `BRANCH_ATM_*` name after the prefix:
+/// - `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the whole URL)
+///   and `OTEL_SERVICE_NAME`;
+/// - `OTEL_TRACES_SAMPLER` with `OTEL_TRACES_SAMPLER_ARG` as the ratio. The service
+///   always follows a caller's `traceparent` (parent-based), so `always_on` and
+///   `parentbased_always_on` are a ratio of 1, the `always_off` pair 0, and the
+///   `traceidratio` pair the argument (1 without one, as the specification says); a
+///   sampler the service does not have (`jaeger_remote`, `xray`, a typo) is refused;
+/// - `OTEL_SDK_DISABLED=true`: none of them (no traces unless a setting asks).
+///
+/// An empty variable is not set, as the specification says.
+fn standard_settings(otel: &[(String, String)]) -> Result<Vec<(&'static str, String)>, String> {
+    let get = |name: &str| {
+        otel.iter().find(|(otel, value)| otel == name && !value.trim().is_empty()).map(|(_, value)| value.trim())
+    };
+    if get("OTEL_SDK_DISABLED").is_some_and(|disabled| disabled.eq_ignore_ascii_case("true")) {
+        return Ok(Vec::new());
+    }
+    let mut settings = Vec::new();
+    for (otel, setting) in [
+        ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP_ENDPOINT"),
+        ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP_TRACES_ENDPOINT"),
+        ("OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"),
+    ] {
+        if let Some(value) = get(otel) {
+            settings.push((setting, value.to_owned()));
+        }
+    }
+    let argument = get("OTEL_TRACES_SAMPLER_ARG");
+    let ratio = match get("OTEL_TRACES_SAMPLER").map(str::to_ascii_lowercase).as_deref() {
+        None => argument,
+        Some("always_on" | "parentbased_always_on") => Some("1"),
+        Some("always_off" | "parentbased_always_off") => Some("0"),
+        Some("traceidratio" | "parentbased_traceidratio") => Some(argument.unwrap_or("1")),
+        Some(other) => {
+            return Err(format!(
+                "OTEL_TRACES_SAMPLER {other:?} is not a sampler of this service: it samples by a ratio and \
+                 follows its callers (parentbased_traceidratio, parentbased_always_on or parentbased_always_off)"
+            ));
+        }
+    };
+    if let Some(ratio) = ratio {
+        settings.push(("TRACE_SAMPLE_RATIO", ratio.to_owned()));
+    }
+    Ok(settings)
+}
 
 /// The `BRANCH_ATM_*` variables settings are read from: the process's own for the
 /// binary, exactly those a test gives for a test.
@@ -192,6 +232,8 @@ const OTEL_VARIABLES: [(&str, &str); 3] = [
 pub struct Environment {
     /// Each variable's name after the prefix, in upper case, and its value.
     vars: Vec<(String, String)>,
+    /// Why OpenTelemetry's standard variables cannot be read, if they cannot.
+    refused: Option<String>,
 }
 
 impl Environment {
@@ -204,30 +246,30 @@ impl Environment {
         )
     }
 
-    /// The `BRANCH_ATM_*` variables among `vars`, and OpenTelemetry's standard ones for
-    /// the trace settings (`OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_SERVICE_NAME`,
-    /// `OTEL_TRACES_SAMPLER_ARG`) where no `BRANCH_ATM_*` one sets the same; any other is
-    /// left out.
+    /// The `BRANCH_ATM_*` variables among `vars`, and the trace settings OpenTelemetry's
+    /// standard variables give ([`standard_settings`]) where no `BRANCH_ATM_*` one sets
+    /// the same; any other is left out.
     pub fn of<N: AsRef<str>, V: Into<String>>(vars: impl IntoIterator<Item = (N, V)>) -> Self {
-        let mut standard = Vec::new();
+        let mut otel = Vec::new();
         let mut vars: Vec<(String, String)> = vars
             .into_iter()
             .filter_map(|(name, value)| {
                 let name = name.as_ref().trim().to_ascii_uppercase();
-                if let Some((_, setting)) = OTEL_VARIABLES.iter().find(|(otel, _)| *otel == name) {
-                    standard.push((String::from(*setting), value.into()));
+                if name.starts_with("OTEL_") {
+                    otel.push((name, value.into()));
                     return None;
                 }
                 let setting = name.strip_prefix(ENV_PREFIX).filter(|rest| !rest.is_empty())?.to_owned();
                 Some((setting, value.into()))
             })
             .collect();
-        for (setting, value) in standard {
-            if !vars.iter().any(|(name, _)| *name == setting) {
-                vars.push((setting, value));
+        let standard = standard_settings(&otel);
+        for (setting, value) in standard.as_ref().map_or(&[][..], Vec::as_slice) {
+            if !vars.iter().any(|(name, _)| name == setting) {
+                vars.push(((*setting).to_owned(), value.clone()));
             }
         }
-        Self { vars }
+        Self { vars, refused: standard.err() }
     }
 
     /// `BRANCH_ATM_CONFIG`: the config file, when no `--config` names one.
@@ -379,6 +421,9 @@ pub fn resolve(
         && let Some(flag) = serve_flags.keys().next()
     {
         return Err(SettingsError(format!("--{flag} is an option of serve, not of this command")));
+    }
+    if let Some(refused) = &environment.refused {
+        return Err(SettingsError(refused.clone()));
     }
     let mut layers = Figment::from(Serialized::defaults(default_layer()?));
     if let Some(file) = invocation.config.map(Path::to_path_buf).or_else(|| environment.config_file()) {

@@ -24,6 +24,11 @@ pub struct Logs {
     /// from `OTEL_EXPORTER_OTLP_ENDPOINT` [default: none (no traces)].
     #[arg(long, global = true, value_name = "URL")]
     pub otlp_endpoint: Option<String>,
+    /// The whole OTLP/HTTP URL traces are sent to (nothing added), for a collector
+    /// whose traces are not at `/v1/traces`; wins over `--otlp-endpoint`; also read
+    /// from `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` [default: none].
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp_traces_endpoint: Option<String>,
     /// The `service.name` of the traces; also read from `OTEL_SERVICE_NAME`.
     #[arg(long, global = true, value_name = "NAME", default_value = DEFAULT_SERVICE_NAME)]
     pub otel_service_name: String,
@@ -40,12 +45,12 @@ const DEFAULT_SERVICE_NAME: &str = "branch-atm";
 impl Logs {
     /// Where and how traces go, when a collector is given.
     pub fn traces(&self) -> Option<TraceExport> {
-        let endpoint = self.otlp_endpoint.as_deref().filter(|url| !url.trim().is_empty())?;
-        Some(TraceExport {
-            endpoint: endpoint.trim().to_owned(),
-            service_name: self.otel_service_name.clone(),
-            ratio: self.trace_sample_ratio,
-        })
+        let url = match (given(&self.otlp_traces_endpoint), given(&self.otlp_endpoint)) {
+            (Some(whole), _) => whole.to_owned(),
+            (None, Some(base)) => format!("{}/v1/traces", base.trim_end_matches('/')),
+            (None, None) => return None,
+        };
+        Some(TraceExport { url, service_name: self.otel_service_name.clone(), ratio: self.trace_sample_ratio })
     }
 
     pub(super) fn check(&self) -> Result<(), SettingsError> {
@@ -55,15 +60,24 @@ impl Logs {
         if self.otel_service_name.trim().is_empty() {
             return Err(SettingsError("otel-service-name must not be empty".to_owned()));
         }
-        if let Some(endpoint) = self.otlp_endpoint.as_deref().filter(|url| !url.trim().is_empty()) {
-            let url = url::Url::parse(endpoint.trim())
-                .map_err(|error| SettingsError(format!("otlp-endpoint is not a URL ({error})")))?;
-            if !matches!(url.scheme(), "http" | "https") {
-                return Err(SettingsError("otlp-endpoint must be an http or https URL".to_owned()));
+        for (setting, url) in
+            [("otlp-endpoint", &self.otlp_endpoint), ("otlp-traces-endpoint", &self.otlp_traces_endpoint)]
+        {
+            if let Some(url) = given(url) {
+                let url =
+                    url::Url::parse(url).map_err(|error| SettingsError(format!("{setting} is not a URL ({error})")))?;
+                if !matches!(url.scheme(), "http" | "https") {
+                    return Err(SettingsError(format!("{setting} must be an http or https URL")));
+                }
             }
         }
         Ok(())
     }
+}
+
+/// A URL setting's value, when one is given (an empty one is not).
+fn given(url: &Option<String>) -> Option<&str> {
+    url.as_deref().map(str::trim).filter(|url| !url.is_empty())
 }
 
 /// `serve`'s access log and metrics.

@@ -401,6 +401,40 @@ fn an_import_run_by_a_command_is_traced_whole_whatever_the_ratio() {
     }
 }
 
+/// OpenTelemetry's standard variables, as a platform sets them for every process: the
+/// traces' own URL taken whole, the service's name; a sampler the service does not have
+/// refused in one line, before anything is done.
+#[test]
+fn opentelemetrys_standard_variables_send_the_traces_where_they_say() {
+    let collector = Collector::start();
+    let fresh = crate::cli::fresh_database();
+    let csv = fresh.folder.path().join("waits.csv");
+    std::fs::write(&csv, "branchId,timeTaken\n00001,12\n").unwrap();
+    let traces_url = format!("{}/otlp/spans", collector.endpoint());
+    let import = |sampler: &str| {
+        crate::binary::branch_atm_command()
+            .args(["--database-url", &fresh.url, "waittimes", "import", csv.to_str().unwrap()])
+            .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces_url)
+            .env("OTEL_SERVICE_NAME", "atm-api-green")
+            .env("OTEL_TRACES_SAMPLER", sampler)
+            .output()
+            .unwrap()
+    };
+    let refused = import("xray");
+    assert!(!refused.status.success());
+    let said = crate::cli::stderr(&refused);
+    assert!(said.contains("OTEL_TRACES_SAMPLER") && said.trim().lines().count() == 1, "{said}");
+    assert!(collector.spans().is_empty() && collector.paths.lock().unwrap().is_empty(), "nothing sent");
+
+    let imported = import("parentbased_traceidratio");
+    assert!(imported.status.success(), "{}", crate::cli::stderr(&imported));
+    let spans = collector.spans();
+    let root = spans.iter().find(|span| span.span.name == "wait times import").expect("the import's span");
+    assert_eq!(root.service, "atm-api-green");
+    let paths = collector.paths.lock().unwrap().clone();
+    assert!(!paths.is_empty() && paths.iter().all(|path| path == "/otlp/spans"), "{paths:?}");
+}
+
 #[tokio::test]
 async fn a_dead_or_silent_collector_costs_the_callers_nothing() {
     // Nothing listens on a port just freed; a listener that never answers holds every
