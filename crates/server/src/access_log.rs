@@ -90,19 +90,13 @@ pub fn format(access: &AccessLine<'_>, format: LogFormat) -> String {
     if let Some(ip) = access.caller {
         push_ip(&mut caller, ip);
     }
-    // The ids as W3C writes them, lower-case hex, on the stack.
-    let (mut trace_id, mut span_id) = ([0; 32], [0; 16]);
-    let ids = access.trace.and_then(|ids| {
-        hex::encode_to_slice(ids.trace_id.to_bytes(), &mut trace_id).ok()?;
-        hex::encode_to_slice(ids.span_id.to_bytes(), &mut span_id).ok()?;
-        Some((std::str::from_utf8(&trace_id).ok()?, std::str::from_utf8(&span_id).ok()?))
-    });
+    let ids = access.trace.map(|ids| ids.hex());
     let fields = [
         ("uuid", access.uuid),
         ("client_id", access.client_id),
         ("caller", access.caller.map(|_| caller.as_str())),
-        ("trace_id", ids.map(|(trace_id, _)| trace_id)),
-        ("span_id", ids.map(|(_, span_id)| span_id)),
+        ("trace_id", ids.as_ref().map(api::trace::HexIds::trace_id)),
+        ("span_id", ids.as_ref().map(api::trace::HexIds::span_id)),
     ];
     match format {
         LogFormat::Json => {
