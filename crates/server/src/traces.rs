@@ -12,7 +12,7 @@
 //! bounded queue with a non-blocking send; one thread batches them and exports. When
 //! the queue is full, the span is dropped and counted
 //! (`branch_atm_trace_spans_dropped_total`). The SDK's own batch processor does the same
-//! but keeps its count to itself, so this module has its own, of about a hundred lines.
+//! but keeps its count to itself, so this module has its own, of about 150 lines.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -178,8 +178,8 @@ impl<S: Subscriber> Filter<S> for TraceFilter {
 /// layers ([`LogOrTrace`]) and beneath, on the log's own: an `EnvFilter` told of spans
 /// only when its directives name spans (`[request{uuid=…}]=debug`). Without such a
 /// directive, `EnvFilter` still takes a lock and looks a span up on every enter, exit
-/// and close, for nothing: about 600 instructions a request for the two of them
-/// (issue 34's bench, `--logged`).
+/// and close, for nothing: several hundred instructions a request for the two of them
+/// (issue 34's bench, `--logged`; docs/benchmarks.md, "Traces").
 pub struct LogFilter {
     filter: EnvFilter,
     /// Whether the directives name spans.
