@@ -90,13 +90,13 @@ pub fn format(access: &AccessLine<'_>, format: LogFormat) -> String {
     if let Some(ip) = access.caller {
         push_ip(&mut caller, ip);
     }
-    let ids = access.trace.map(|ids| ids.hex());
+    let (trace_id, span_id) = (access.trace.map(|ids| ids.trace_id_hex()), access.trace.map(|ids| ids.span_id_hex()));
     let fields = [
         ("uuid", access.uuid),
         ("client_id", access.client_id),
         ("caller", access.caller.map(|_| caller.as_str())),
-        ("trace_id", ids.as_ref().map(api::trace::HexIds::trace_id)),
-        ("span_id", ids.as_ref().map(api::trace::HexIds::span_id)),
+        ("trace_id", trace_id.as_ref().map(api::trace::Hex::as_str)),
+        ("span_id", span_id.as_ref().map(api::trace::Hex::as_str)),
     ];
     match format {
         LogFormat::Json => {

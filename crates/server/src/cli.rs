@@ -555,8 +555,27 @@ mod tests {
         assert_eq!(flagged.0, "http://other:4318/v1/traces");
     }
 
+    /// The base URL and the traces URL are one setting: the traces URL wins over the base
+    /// URL given beside it, never over one given by a higher source.
     #[test]
-    fn opentelemetrys_sampler_variable_sets_the_ratio_and_one_the_service_has_not_is_refused() {
+    fn the_collectors_urls_are_one_setting_whose_highest_source_wins() {
+        let standard_traces = ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "http://platform:4318/otlp/spans");
+        let url = |environment: &[(&str, &str)], flags: &[&str]| traces_under(environment, flags).unwrap().unwrap().0;
+        assert_eq!(url(&[standard_traces], &["--otlp-endpoint", "http://mine:4318"]), "http://mine:4318/v1/traces");
+        let own = ("BRANCH_ATM_OTLP_ENDPOINT", "http://mine:4318");
+        assert_eq!(url(&[standard_traces, own], &[]), "http://mine:4318/v1/traces");
+        let both = ["--otlp-endpoint", "http://mine:4318", "--otlp-traces-endpoint", "http://mine:4318/spans"];
+        assert_eq!(url(&[standard_traces], &both), "http://mine:4318/spans");
+        // From the config file beneath, a traces URL loses to a base URL in the environment.
+        let mut file = tempfile::NamedTempFile::new().unwrap();
+        writeln!(file, "otlp-traces-endpoint = \"http://file:4318/spans\"").unwrap();
+        let config = file.path().to_str().unwrap();
+        assert_eq!(url(&[own], &["--config", config]), "http://mine:4318/v1/traces");
+        assert_eq!(url(&[], &["--config", config]), "http://file:4318/spans");
+    }
+
+    #[test]
+    fn opentelemetrys_sampler_variable_sets_the_ratio_and_one_the_service_has_not_is_ignored() {
         let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318");
         let ratio = |sampler: &str, argument: Option<&str>| {
             let mut environment = vec![endpoint, ("OTEL_TRACES_SAMPLER", sampler)];
@@ -568,8 +587,13 @@ mod tests {
         assert_eq!(ratio("traceidratio", None), Ok(1.0), "the specification's default argument");
         assert_eq!(ratio("TraceIdRatio", Some("0.1")), Ok(0.1));
         assert_eq!(ratio("", None), Ok(0.01), "empty is not set: the service's default");
-        let refused = ratio("jaeger_remote", None).unwrap_err();
-        assert!(refused.contains("OTEL_TRACES_SAMPLER") && refused.contains("jaeger_remote"), "{refused}");
+        // A sampler the service does not have is ignored with a warning (the
+        // specification's rule), so a platform's setting cannot keep the service down.
+        assert_eq!(ratio("jaeger_remote", Some("0.5")), Ok(0.01));
+        let environment = Environment::of([endpoint, ("OTEL_TRACES_SAMPLER", "Jaeger_Remote")]);
+        let warned = environment.warnings().join("\n");
+        assert!(warned.contains("OTEL_TRACES_SAMPLER \"Jaeger_Remote\"") && warned.contains("ignored"), "{warned}");
+        assert!(Environment::of([("OTEL_TRACES_SAMPLER", "always_on")]).warnings().is_empty());
     }
 
     #[test]

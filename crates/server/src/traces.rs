@@ -194,55 +194,6 @@ impl LogFilter {
         let spans = filter.to_string().contains('[');
         Self { filter, spans }
     }
-
-    fn register_callsite(&self, metadata: &'static tracing::Metadata<'static>) -> Interest {
-        // The same whatever the subscriber beneath.
-        Layer::<Registry>::register_callsite(&self.filter, metadata)
-    }
-
-    fn enabled<S>(&self, metadata: &tracing::Metadata<'_>, context: tracing_subscriber::layer::Context<'_, S>) -> bool {
-        self.filter.enabled(metadata, context)
-    }
-
-    fn on_new_span<S>(
-        &self,
-        attributes: &tracing::span::Attributes<'_>,
-        id: &tracing::span::Id,
-        context: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        if self.spans {
-            self.filter.on_new_span(attributes, id, context);
-        }
-    }
-
-    fn on_record<S>(
-        &self,
-        id: &tracing::span::Id,
-        values: &tracing::span::Record<'_>,
-        context: tracing_subscriber::layer::Context<'_, S>,
-    ) {
-        if self.spans {
-            self.filter.on_record(id, values, context);
-        }
-    }
-
-    fn on_enter<S>(&self, id: &tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        if self.spans {
-            self.filter.on_enter(id, context);
-        }
-    }
-
-    fn on_exit<S>(&self, id: &tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        if self.spans {
-            self.filter.on_exit(id, context);
-        }
-    }
-
-    fn on_close<S>(&self, id: tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        if self.spans {
-            self.filter.on_close(id, context);
-        }
-    }
 }
 
 impl<S> Filter<S> for LogFilter {
@@ -251,7 +202,8 @@ impl<S> Filter<S> for LogFilter {
     }
 
     fn callsite_enabled(&self, metadata: &'static tracing::Metadata<'static>) -> Interest {
-        self.register_callsite(metadata)
+        // The same whatever the subscriber beneath.
+        Layer::<Registry>::register_callsite(&self.filter, metadata)
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {
@@ -264,7 +216,9 @@ impl<S> Filter<S> for LogFilter {
         id: &tracing::span::Id,
         context: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        LogFilter::on_new_span(self, attributes, id, context);
+        if self.spans {
+            self.filter.on_new_span(attributes, id, context);
+        }
     }
 
     fn on_record(
@@ -273,19 +227,27 @@ impl<S> Filter<S> for LogFilter {
         values: &tracing::span::Record<'_>,
         context: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        LogFilter::on_record(self, id, values, context);
+        if self.spans {
+            self.filter.on_record(id, values, context);
+        }
     }
 
     fn on_enter(&self, id: &tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        LogFilter::on_enter(self, id, context);
+        if self.spans {
+            self.filter.on_enter(id, context);
+        }
     }
 
     fn on_exit(&self, id: &tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        LogFilter::on_exit(self, id, context);
+        if self.spans {
+            self.filter.on_exit(id, context);
+        }
     }
 
     fn on_close(&self, id: tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        LogFilter::on_close(self, id, context);
+        if self.spans {
+            self.filter.on_close(id, context);
+        }
     }
 }
 
@@ -308,7 +270,7 @@ impl LogOrTrace {
 impl<S: Subscriber + for<'span> LookupSpan<'span>> Layer<S> for LogOrTrace {
     fn register_callsite(&self, metadata: &'static tracing::Metadata<'static>) -> Interest {
         // The trace's interest is never `always` (it depends on the thread).
-        let log = self.log.register_callsite(metadata);
+        let log = Filter::<S>::callsite_enabled(&self.log, metadata);
         let trace = TraceFilter::interest(metadata);
         if log.is_always() {
             Interest::always()
@@ -320,7 +282,7 @@ impl<S: Subscriber + for<'span> LookupSpan<'span>> Layer<S> for LogOrTrace {
     }
 
     fn enabled(&self, metadata: &tracing::Metadata<'_>, context: tracing_subscriber::layer::Context<'_, S>) -> bool {
-        TraceFilter::wants(metadata) || self.log.enabled(metadata, context)
+        TraceFilter::wants(metadata) || Filter::enabled(&self.log, metadata, &context)
     }
 
     fn max_level_hint(&self) -> Option<LevelFilter> {
@@ -335,7 +297,7 @@ impl<S: Subscriber + for<'span> LookupSpan<'span>> Layer<S> for LogOrTrace {
         id: &tracing::span::Id,
         context: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        self.log.on_new_span(attributes, id, context);
+        Filter::on_new_span(&self.log, attributes, id, context);
     }
 
     fn on_record(
@@ -344,19 +306,19 @@ impl<S: Subscriber + for<'span> LookupSpan<'span>> Layer<S> for LogOrTrace {
         values: &tracing::span::Record<'_>,
         context: tracing_subscriber::layer::Context<'_, S>,
     ) {
-        self.log.on_record(id, values, context);
+        Filter::on_record(&self.log, id, values, context);
     }
 
     fn on_enter(&self, id: &tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        self.log.on_enter(id, context);
+        Filter::on_enter(&self.log, id, context);
     }
 
     fn on_exit(&self, id: &tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        self.log.on_exit(id, context);
+        Filter::on_exit(&self.log, id, context);
     }
 
     fn on_close(&self, id: tracing::span::Id, context: tracing_subscriber::layer::Context<'_, S>) {
-        self.log.on_close(id, context);
+        Filter::on_close(&self.log, id, context);
     }
 }
 
@@ -524,16 +486,22 @@ impl SpanProcessor for BoundedExport {
         if !span.span_context.is_sampled() || self.stopped.load(Ordering::Relaxed) {
             return;
         }
+        // Counted before it is sent, so that the thread, which counts it out once it has
+        // it, never counts below zero.
+        let queued = self.queued.fetch_add(1, Ordering::Relaxed) + 1;
         match self.spans.try_send(Box::new(span)) {
             Ok(()) => {
-                if self.queued.fetch_add(1, Ordering::Relaxed) + 1 >= BATCH && !self.told.swap(true, Ordering::Relaxed)
+                if queued >= BATCH
+                    && !self.told.swap(true, Ordering::Relaxed)
+                    && self.commands.try_send(Command::Export).is_err()
                 {
-                    // Full (told before and not yet taken) or gone: the thread will find
-                    // the spans anyway.
-                    let _ = self.commands.try_send(Command::Export);
+                    // The commands are full of flushes (or the thread is gone): it will
+                    // find the spans anyway, and the next batch's worth tells it again.
+                    self.told.store(false, Ordering::Relaxed);
                 }
             }
             Err(TrySendError::Full(_) | TrySendError::Disconnected(_)) => {
+                self.queued.fetch_sub(1, Ordering::Relaxed);
                 self.dropped.fetch_add(1, Ordering::Relaxed);
                 metrics::counter!("branch_atm_trace_spans_dropped_total").increment(1);
             }
@@ -562,23 +530,25 @@ struct ExportThread {
 }
 
 impl ExportThread {
-    /// Sends what is queued when a batch's worth is, every interval otherwise, and when
-    /// asked to flush or stop.
+    /// Sends the full batches queued when a batch's worth is, everything queued every
+    /// interval, and when asked to flush or stop.
     fn run(&self, exporter: &impl SpanExporter) {
         let mut batch = Vec::with_capacity(BATCH);
         loop {
             match self.asked.recv_timeout(self.interval) {
                 Ok(Command::Export) => {
                     self.told.store(false, Ordering::Relaxed);
-                    self.send_queued(exporter, &mut batch);
+                    // What is short of a batch waits for the next: one export request a
+                    // batch, not a full one and a few spans that came after it.
+                    self.send_queued(exporter, &mut batch, false);
                 }
-                Err(RecvTimeoutError::Timeout) => self.send_queued(exporter, &mut batch),
+                Err(RecvTimeoutError::Timeout) => self.send_queued(exporter, &mut batch, true),
                 Ok(Command::Flush(done)) => {
-                    self.send_queued(exporter, &mut batch);
+                    self.send_queued(exporter, &mut batch, true);
                     let _ = done.send(());
                 }
                 Ok(Command::Stop(done)) => {
-                    self.send_queued(exporter, &mut batch);
+                    self.send_queued(exporter, &mut batch, true);
                     let _ = done.send(());
                     return;
                 }
@@ -587,8 +557,9 @@ impl ExportThread {
         }
     }
 
-    /// Takes every span queued, and sends them in batches of at most [`BATCH`].
-    fn send_queued(&self, exporter: &impl SpanExporter, batch: &mut Vec<SpanData>) {
+    /// Takes every span queued and sends them in batches of [`BATCH`]; the rest too when
+    /// `all`, else it stays in `batch`.
+    fn send_queued(&self, exporter: &impl SpanExporter, batch: &mut Vec<SpanData>, all: bool) {
         while let Ok(span) = self.queue.try_recv() {
             self.queued.fetch_sub(1, Ordering::Relaxed);
             batch.push(*span);
@@ -596,7 +567,9 @@ impl ExportThread {
                 export(exporter, batch);
             }
         }
-        export(exporter, batch);
+        if all {
+            export(exporter, batch);
+        }
     }
 }
 

@@ -179,25 +179,28 @@ impl<'de> Deserialize<'de> for SecretUrl {
 const ENV_PREFIX: &str = "BRANCH_ATM_";
 
 /// OpenTelemetry's standard variables (its SDK's environment specification) as the
-/// trace settings they give, each as its `BRANCH_ATM_*` name after the prefix:
+/// trace settings they give, each as its `BRANCH_ATM_*` name after the prefix, and a
+/// warning for each it ignores:
 /// - `OTEL_EXPORTER_OTLP_ENDPOINT`, `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT` (the whole URL)
 ///   and `OTEL_SERVICE_NAME`;
 /// - `OTEL_TRACES_SAMPLER` with `OTEL_TRACES_SAMPLER_ARG` as the ratio. The service
 ///   always follows a caller's `traceparent` (parent-based), so `always_on` and
 ///   `parentbased_always_on` are a ratio of 1, the `always_off` pair 0, and the
 ///   `traceidratio` pair the argument (1 without one, as the specification says); a
-///   sampler the service does not have (`jaeger_remote`, `xray`, a typo) is refused;
+///   sampler the service does not have (`jaeger_remote`, `xray`, a typo) is ignored with
+///   a warning, as the specification says;
 /// - `OTEL_SDK_DISABLED=true`: none of them (no traces unless a setting asks).
 ///
 /// An empty variable is not set, as the specification says.
-fn standard_settings(otel: &[(String, String)]) -> Result<Vec<(&'static str, String)>, String> {
+fn standard_settings(otel: &[(String, String)]) -> (Vec<(&'static str, String)>, Vec<String>) {
     let get = |name: &str| {
         otel.iter().find(|(otel, value)| otel == name && !value.trim().is_empty()).map(|(_, value)| value.trim())
     };
     if get("OTEL_SDK_DISABLED").is_some_and(|disabled| disabled.eq_ignore_ascii_case("true")) {
-        return Ok(Vec::new());
+        return (Vec::new(), Vec::new());
     }
     let mut settings = Vec::new();
+    let mut warnings = Vec::new();
     for (otel, setting) in [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP_ENDPOINT"),
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP_TRACES_ENDPOINT"),
@@ -208,22 +211,26 @@ fn standard_settings(otel: &[(String, String)]) -> Result<Vec<(&'static str, Str
         }
     }
     let argument = get("OTEL_TRACES_SAMPLER_ARG");
-    let ratio = match get("OTEL_TRACES_SAMPLER").map(str::to_ascii_lowercase).as_deref() {
+    let sampler = get("OTEL_TRACES_SAMPLER");
+    let ratio = match sampler.map(str::to_ascii_lowercase).as_deref() {
         None => argument,
         Some("always_on" | "parentbased_always_on") => Some("1"),
         Some("always_off" | "parentbased_always_off") => Some("0"),
         Some("traceidratio" | "parentbased_traceidratio") => Some(argument.unwrap_or("1")),
-        Some(other) => {
-            return Err(format!(
-                "OTEL_TRACES_SAMPLER {other:?} is not a sampler of this service: it samples by a ratio and \
-                 follows its callers (parentbased_traceidratio, parentbased_always_on or parentbased_always_off)"
+        Some(_) => {
+            warnings.push(format!(
+                "OTEL_TRACES_SAMPLER {:?} is not a sampler of this service and is ignored: it samples new \
+                 traces by a ratio and follows its callers' (traceidratio, always_on, always_off, each also \
+                 parentbased_)",
+                sampler.unwrap_or_default()
             ));
+            None
         }
     };
     if let Some(ratio) = ratio {
         settings.push(("TRACE_SAMPLE_RATIO", ratio.to_owned()));
     }
-    Ok(settings)
+    (settings, warnings)
 }
 
 /// The `BRANCH_ATM_*` variables settings are read from: the process's own for the
@@ -232,8 +239,8 @@ fn standard_settings(otel: &[(String, String)]) -> Result<Vec<(&'static str, Str
 pub struct Environment {
     /// Each variable's name after the prefix, in upper case, and its value.
     vars: Vec<(String, String)>,
-    /// Why OpenTelemetry's standard variables cannot be read, if they cannot.
-    refused: Option<String>,
+    /// What of OpenTelemetry's standard variables is ignored, and why.
+    warnings: Vec<String>,
 }
 
 impl Environment {
@@ -263,13 +270,27 @@ impl Environment {
                 Some((setting, value.into()))
             })
             .collect();
-        let standard = standard_settings(&otel);
-        for (setting, value) in standard.as_ref().map_or(&[][..], Vec::as_slice) {
-            if !vars.iter().any(|(name, _)| name == setting) {
-                vars.push(((*setting).to_owned(), value.clone()));
+        let (standard, warnings) = standard_settings(&otel);
+        // The collector's two URLs are one setting: a variable of the service's own for
+        // either sets both standard ones aside.
+        let own_url = vars.iter().any(|(name, _)| ENDPOINTS.contains(&name.as_str()));
+        for (setting, value) in standard {
+            let set_aside = own_url && ENDPOINTS.contains(&setting);
+            if !set_aside && !vars.iter().any(|(name, _)| name == setting) {
+                vars.push((setting.to_owned(), value));
             }
         }
-        Self { vars, refused: standard.err() }
+        // A base URL given here outranks a traces URL from the config file.
+        if vars.iter().any(|(name, _)| name == ENDPOINTS[0]) && !vars.iter().any(|(name, _)| name == ENDPOINTS[1]) {
+            vars.push((ENDPOINTS[1].to_owned(), String::new()));
+        }
+        Self { vars, warnings }
+    }
+
+    /// What of OpenTelemetry's standard variables is ignored, and why: for the log, once
+    /// it is set up.
+    pub fn warnings(&self) -> &[String] {
+        &self.warnings
     }
 
     /// `BRANCH_ATM_CONFIG`: the config file, when no `--config` names one.
@@ -379,6 +400,20 @@ fn given(options: &impl Serialize, given: &BTreeSet<String>) -> Result<Dict, Set
     Ok(values)
 }
 
+/// The collector's base URL and traces URL (`--otlp-endpoint`, `--otlp-traces-endpoint`)
+/// as their `BRANCH_ATM_*` names after the prefix.
+const ENDPOINTS: [&str; 2] = ["OTLP_ENDPOINT", "OTLP_TRACES_ENDPOINT"];
+
+/// A layer's settings where a base URL given without a traces URL also sets aside a
+/// traces URL from the layers beneath (the traces URL would otherwise win over the base
+/// URL however it was given: the two are one setting).
+fn with_one_collector_url(mut layer: Dict) -> Dict {
+    if layer.contains_key("otlp-endpoint") && !layer.contains_key("otlp-traces-endpoint") {
+        layer.insert("otlp-traces-endpoint".to_owned(), Value::from(String::new()));
+    }
+    layer
+}
+
 /// Every default, the first layer: what no file, variable or flag sets.
 fn default_layer() -> Result<Dict, SettingsError> {
     let mut every = given(&CommonOptions::default(), &setting_keys())?;
@@ -422,9 +457,6 @@ pub fn resolve(
     {
         return Err(SettingsError(format!("--{flag} is an option of serve, not of this command")));
     }
-    if let Some(refused) = &environment.refused {
-        return Err(SettingsError(refused.clone()));
-    }
     let mut layers = Figment::from(Serialized::defaults(default_layer()?));
     if let Some(file) = invocation.config.map(Path::to_path_buf).or_else(|| environment.config_file()) {
         if !file.is_file() {
@@ -434,7 +466,7 @@ pub fn resolve(
     }
     layers = layers
         .merge(environment.clone())
-        .merge(Serialized::defaults(given(invocation.common, invocation.given)?))
+        .merge(Serialized::defaults(with_one_collector_url(given(invocation.common, invocation.given)?)))
         .merge(Serialized::defaults(serve_flags));
     if let Some(after) = invocation.serve_after {
         layers = layers.merge(Serialized::defaults(given(after, invocation.given_after)?));
