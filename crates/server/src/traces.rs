@@ -826,6 +826,83 @@ mod tests {
         let _ = provider.shutdown();
     }
 
+    /// Found by the review of the wake: when the command telling the export thread of a
+    /// batch could not be sent (its queue full of flushes), the flag saying it had been
+    /// told stayed set, and no batch ever woke the thread again.
+    #[test]
+    fn a_batch_that_could_not_wake_the_thread_does_not_keep_the_next_from_waking_it() {
+        let batches = Batches::default();
+        let (release, gate) = mpsc::channel();
+        let holding = Arc::new(AtomicBool::new(false));
+        let exporter = FirstHeld {
+            batches: batches.clone(),
+            gate: std::sync::Mutex::new(Some(gate)),
+            holding: Arc::clone(&holding),
+        };
+        let processor = BoundedExport::spawn(QUEUE, Duration::from_secs(3600), move || Some(exporter));
+        let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
+        let tracer = provider.tracer("test");
+        use opentelemetry::trace::{Span as _, Tracer as _};
+        let batch = || {
+            for _ in 0..BATCH {
+                tracer.start("span").end();
+            }
+        };
+        let within_seconds = |done: &dyn Fn() -> bool| {
+            for _ in 0..200 {
+                if done() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            false
+        };
+        batch();
+        assert!(within_seconds(&|| holding.load(Ordering::Relaxed)), "the first batch's export began");
+        // While it is held, four flushes fill the thread's commands; the next batch cannot
+        // tell the thread.
+        let flushes: Vec<_> = (0..4)
+            .map(|_| {
+                let provider = provider.clone();
+                std::thread::spawn(move || provider.force_flush())
+            })
+            .collect();
+        std::thread::sleep(Duration::from_millis(300));
+        batch();
+        release.send(()).unwrap();
+        for flush in flushes {
+            let _ = flush.join();
+        }
+        assert_eq!(batches.sizes(), [BATCH, BATCH], "the held batch, then the second, sent by a flush");
+        batch();
+        assert!(
+            within_seconds(&|| batches.sizes().len() == 3),
+            "the third batch woke the thread: {:?}",
+            batches.sizes()
+        );
+        let _ = provider.shutdown();
+    }
+
+    /// Keeps the size of each batch it is sent, holding the first until the test lets it go.
+    #[derive(Debug)]
+    struct FirstHeld {
+        batches: Batches,
+        gate: std::sync::Mutex<Option<mpsc::Receiver<()>>>,
+        holding: Arc<AtomicBool>,
+    }
+
+    impl SpanExporter for FirstHeld {
+        async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+            let gate = self.gate.lock().unwrap().take();
+            if let Some(gate) = gate {
+                self.holding.store(true, Ordering::Relaxed);
+                let _ = gate.recv();
+            }
+            self.batches.0.lock().unwrap().push(batch.len());
+            Ok(())
+        }
+    }
+
     /// Keeps the size of each batch it is sent.
     #[derive(Debug, Clone, Default)]
     struct Batches(Arc<std::sync::Mutex<Vec<usize>>>);
