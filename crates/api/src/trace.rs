@@ -50,7 +50,7 @@ pub struct TraceIds {
 
 impl TraceIds {
     /// The trace id as W3C writes it (32 lower-case hex digits), on the stack: the log's
-    /// span fields and the access line take the ids as text, which costs a tenth of
+    /// span fields and the access line take the ids as text, which costs a fraction of
     /// formatting the numbers through `Display` (issue 34's bench, `--logged`).
     pub fn trace_id_hex(&self) -> Hex<32> {
         Hex::of(&self.trace_id.to_bytes())

@@ -283,10 +283,6 @@ impl Environment {
                 vars.push((setting.to_owned(), value));
             }
         }
-        // A base URL given here outranks a traces URL from the config file.
-        if vars.iter().any(|(name, _)| name == ENDPOINTS[0]) && !vars.iter().any(|(name, _)| name == ENDPOINTS[1]) {
-            vars.push((ENDPOINTS[1].to_owned(), String::new()));
-        }
         Self { vars, warnings }
     }
 
@@ -319,7 +315,7 @@ impl Provider for Environment {
                 (name.to_ascii_lowercase().replace('_', "-"), parsed)
             })
             .collect();
-        Ok(Profile::Default.collect(dict))
+        Ok(Profile::Default.collect(with_one_collector_url(dict)))
     }
 }
 
