@@ -194,7 +194,8 @@ async fn outages_scheduled_by_the_cli_are_served_soonest_first_and_leave_when_ca
     })
     .await;
     assert_eq!(served, Some(expected), "served within a refresh, soonest first");
-    assert_eq!(status(&app).await["data"]["status"], "OK", "none is under way");
+    let now_status = status(&app).await;
+    assert_eq!(now_status["data"]["status"], "OK", "none is under way: {now_status}");
 
     let cancel = branch_atm(&app.database_url, &["outages", "cancel", lines[0][0]]);
     assert!(cancel.status.success(), "{}", stderr(&cancel));
