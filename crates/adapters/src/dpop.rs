@@ -329,6 +329,12 @@ impl SharedReplays {
         })
     }
 
+    /// Whether proofs are marked used by this instance alone now: Redis failed when
+    /// last asked and has not answered since.
+    pub fn shared_marks_lost(&self) -> bool {
+        self.health.is_down()
+    }
+
     async fn ask(&self, key: &str) -> Result<bool, String> {
         let mut command = redis::cmd("SET");
         // The fingerprint, not the `jti` sent: every key the same 32 characters.
@@ -548,5 +554,15 @@ mod tests {
         assert!(replays.first_use_now("key:jti-2"));
         std::thread::sleep(Duration::from_millis(60));
         assert!(replays.first_use_now("key:jti-1"));
+    }
+
+    #[tokio::test]
+    async fn proofs_are_still_used_once_here_while_redis_is_lost_and_the_loss_is_told() {
+        // Nothing listens on port 1: Redis cannot answer.
+        let replays = SharedReplays::new("redis://127.0.0.1:1", Duration::from_secs(60)).unwrap();
+        assert!(!replays.shared_marks_lost(), "not known lost before it is asked");
+        assert!(replays.first_use("key:jti-1").await);
+        assert!(replays.shared_marks_lost(), "the published status is told");
+        assert!(!replays.first_use("key:jti-1").await, "a replay is still refused by this instance");
     }
 }

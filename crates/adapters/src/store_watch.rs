@@ -75,23 +75,23 @@ impl ServingHealth for StoreHealth {
 /// What the published status is derived from ([`domain::status`]): the store's probe
 /// (readiness's, so a status refresh costs no extra query while checks come), the age
 /// of the data the view holds, the token writer's last outcome, and, with Redis, whether
-/// the shared request limits answer.
+/// the checks shared across instances (request limits, DPoP proofs' single use) answer.
 pub struct ServiceSignals {
     watch: Arc<StoreWatch>,
     view: Arc<StoreView>,
-    shared_limits: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    shared_checks_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
 }
 
 impl ServiceSignals {
     /// Signals of the service answering from `view` over the store `watch` probes;
-    /// `shared_limits_lost` says whether the shared request limits are lost (none without
-    /// Redis).
+    /// `shared_checks_lost` says whether the checks shared across instances are lost (none
+    /// without Redis).
     pub fn new(
         watch: Arc<StoreWatch>,
         view: Arc<StoreView>,
-        shared_limits_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+        shared_checks_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
     ) -> Self {
-        Self { watch, view, shared_limits: shared_limits_lost }
+        Self { watch, view, shared_checks_lost }
     }
 }
 
@@ -102,7 +102,7 @@ impl HealthSignals for ServiceSignals {
             store_answers: self.watch.answers().await,
             data_age: self.view.age(),
             token_writes_failing: self.view.token_writes_failing(),
-            shared_limits_lost: self.shared_limits.as_ref().is_some_and(|lost| lost()),
+            shared_checks_lost: self.shared_checks_lost.as_ref().is_some_and(|lost| lost()),
         }
     }
 }

@@ -37,7 +37,7 @@ pub struct StatusResponse {
 #[serde(rename_all = "camelCase")]
 struct StatusData {
     /// `OK`; `PARTIAL_FAILURE` (part of the service fails: tokens cannot be issued while
-    /// wait times and ATMs are answered from memory, the shared request limits are lost,
+    /// wait times and ATMs are answered from memory, the checks shared across servers are lost,
     /// or the data held is going stale); `UNAVAILABLE` (the data store has been out past
     /// the staleness bound); `SCHEDULED_OUTAGE` (a planned outage is under way).
     status: Condition,

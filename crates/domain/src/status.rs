@@ -17,7 +17,7 @@ pub enum ServiceCondition {
     /// Everything works.
     Ok,
     /// Part of the service fails (tokens cannot be issued while reads are answered from
-    /// memory; the shared request limits are lost; the data held is going stale).
+    /// memory; the checks shared across instances are lost; the data held is going stale).
     PartialFailure,
     /// The service cannot answer: its store has been out past the staleness bound.
     Unavailable,
@@ -47,9 +47,9 @@ pub struct HealthFacts {
     /// The last write of token records failed and none has succeeded since: tokens
     /// cannot be issued.
     pub token_writes_failing: bool,
-    /// Redis, where the request limits are counted across instances, does not answer:
-    /// each instance counts on its own.
-    pub shared_limits_lost: bool,
+    /// Redis, where the request limits are counted and DPoP proofs marked used across
+    /// instances, does not answer: each instance checks on its own.
+    pub shared_checks_lost: bool,
 }
 
 /// The bounds the facts are read against, from the service's settings.
@@ -98,9 +98,9 @@ pub const TOKENS_UNAVAILABLE: &str = "New visitor tokens cannot be issued: the d
 /// Why the data is going stale.
 pub const DATA_GOING_STALE: &str =
     "Changes to wait times, ATMs and registrations are late: the data store has not answered recently.";
-/// Why the request limits are per instance.
-pub const LIMITS_PER_INSTANCE: &str =
-    "Request limits are counted by each server on its own: the shared counter (Redis) does not answer.";
+/// Why the request limits and DPoP proofs' single use are per instance.
+pub const CHECKS_PER_INSTANCE: &str = "Request limits, and that a DPoP proof is used only once, are checked by each \
+     server on its own: Redis, which shares them across servers, does not answer.";
 
 /// The condition `facts` show, before any plan is considered: the worst one observed.
 fn observed(facts: &HealthFacts, bounds: &HealthBounds) -> (ServiceCondition, Option<&'static str>) {
@@ -110,8 +110,8 @@ fn observed(facts: &HealthFacts, bounds: &HealthBounds) -> (ServiceCondition, Op
         (ServiceCondition::PartialFailure, Some(TOKENS_UNAVAILABLE))
     } else if facts.data_age > bounds.going_stale_after() {
         (ServiceCondition::PartialFailure, Some(DATA_GOING_STALE))
-    } else if facts.shared_limits_lost {
-        (ServiceCondition::PartialFailure, Some(LIMITS_PER_INSTANCE))
+    } else if facts.shared_checks_lost {
+        (ServiceCondition::PartialFailure, Some(CHECKS_PER_INSTANCE))
     } else {
         (ServiceCondition::Ok, None)
     }
@@ -204,7 +204,7 @@ mod tests {
             store_answers: true,
             data_age: Duration::from_millis(300),
             token_writes_failing: false,
-            shared_limits_lost: false,
+            shared_checks_lost: false,
         }
     }
 
@@ -246,10 +246,10 @@ mod tests {
     fn data_going_stale_and_lost_shared_limits_are_partial_failures() {
         let stale = HealthFacts { data_age: Duration::from_secs(4), ..healthy() };
         assert_eq!(assess(&stale, &BOUNDS, &[], 1_000).explanation.as_deref(), Some(DATA_GOING_STALE));
-        let no_redis = HealthFacts { shared_limits_lost: true, ..healthy() };
+        let no_redis = HealthFacts { shared_checks_lost: true, ..healthy() };
         let assessment = assess(&no_redis, &BOUNDS, &[], 1_000);
         assert_eq!(assessment.condition, ServiceCondition::PartialFailure);
-        assert_eq!(assessment.explanation.as_deref(), Some(LIMITS_PER_INSTANCE));
+        assert_eq!(assessment.explanation.as_deref(), Some(CHECKS_PER_INSTANCE));
     }
 
     #[test]
@@ -287,7 +287,7 @@ mod tests {
 
     #[test]
     fn a_failure_whose_cause_changes_keeps_its_detection_time_and_moves_its_update_time() {
-        let no_redis = HealthFacts { shared_limits_lost: true, ..healthy() };
+        let no_redis = HealthFacts { shared_checks_lost: true, ..healthy() };
         let first = next_status(None, assess(&no_redis, &BOUNDS, &[], 1_000), 1_000);
         let store_too = HealthFacts { store_answers: false, ..no_redis };
         let worse = next_status(Some(&first), assess(&store_too, &BOUNDS, &[], 1_004), 1_004);

@@ -50,20 +50,38 @@ use crate::settings::{Settings, TlsFiles};
 /// The DPoP proof check: proofs remembered in the limits' Redis when one is set (this
 /// instance's own cache standing in while it cannot answer), else in this process; and
 /// nonces made from the signing keys when `--dpop-nonce` asks for them.
-fn proof_check(
-    settings: &Settings,
-    jwt: &Arc<JwtTokens>,
-    clock: Arc<dyn Clock>,
-) -> Result<Arc<DpopCheck>, StartupError> {
+fn proof_check(settings: &Settings, jwt: &Arc<JwtTokens>, clock: Arc<dyn Clock>) -> Result<ProofCheck, StartupError> {
     let window = settings.tokens.dpop_window();
-    let replays: Arc<dyn ProofReplays> = match &settings.limits.redis_url {
+    let (replays, shared_lost): (Arc<dyn ProofReplays>, Option<SharedLost>) = match &settings.limits.redis_url {
         Some(url) => {
-            Arc::new(SharedReplays::new(url.expose_secret(), window.replay_ttl()).map_err(StartupError::Limits)?)
+            let shared =
+                Arc::new(SharedReplays::new(url.expose_secret(), window.replay_ttl()).map_err(StartupError::Limits)?);
+            let lost = Arc::clone(&shared);
+            (shared, Some(Arc::new(move || lost.shared_marks_lost())))
         }
-        None => Arc::new(LocalReplays::new(window.replay_ttl())),
+        None => (Arc::new(LocalReplays::new(window.replay_ttl())), None),
     };
     let nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(jwt) as Arc<dyn ProofNonces>);
-    Ok(Arc::new(DpopCheck::new(Arc::new(DpopProofs), replays, nonces, clock, window)))
+    let check = Arc::new(DpopCheck::new(Arc::new(DpopProofs), replays, nonces, clock, window));
+    Ok(ProofCheck { check, shared_lost })
+}
+
+/// Whether a check shared across instances in Redis is made by this instance alone now.
+type SharedLost = Arc<dyn Fn() -> bool + Send + Sync>;
+
+/// The DPoP check as [`proof_check`] makes it.
+struct ProofCheck {
+    /// What proofs are checked by.
+    check: Arc<DpopCheck>,
+    /// With Redis: whether proofs are marked used by this instance alone now.
+    shared_lost: Option<SharedLost>,
+}
+
+/// Whether any of the checks Redis shares across instances is lost: for the published
+/// status, which says that request limits and proofs' single use hold per instance.
+fn any_lost(checks: [Option<SharedLost>; 2]) -> Option<SharedLost> {
+    let checks: Vec<SharedLost> = checks.into_iter().flatten().collect();
+    (!checks.is_empty()).then(|| Arc::new(move || checks.iter().any(|lost| lost())) as SharedLost)
 }
 
 /// The request limits: counted by this instance, or in the Redis `--redis-url` names
@@ -88,7 +106,7 @@ struct RequestLimits {
     /// This instance's own count, for its sweeper.
     local: Arc<LocalLimits>,
     /// With Redis: whether the shared count is lost now, for the published status.
-    shared_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    shared_lost: Option<SharedLost>,
 }
 
 /// How long requests in flight may take to finish once the drain period is over (the
@@ -542,7 +560,8 @@ impl Application {
         let health = StoreHealth::new(Arc::clone(&watch), Arc::clone(&view));
         let readiness = Arc::new(Readiness::new(Arc::new(health)));
         let RequestLimits { limiter: limits, local: local_limits, shared_lost } = request_limiter(&settings)?;
-        let signals = ServiceSignals::new(watch, Arc::clone(&view), shared_lost);
+        let ProofCheck { check: proofs, shared_lost: marks_lost } = proof_check(&settings, &jwt, Arc::clone(&clock))?;
+        let signals = ServiceSignals::new(watch, Arc::clone(&view), any_lost([shared_lost, marks_lost]));
         let bounds = HealthBounds {
             refresh_interval: settings.view.refresh_interval(),
             max_staleness: settings.view.max_staleness(),
@@ -555,7 +574,6 @@ impl Application {
         let ledger: Arc<dyn TokenLedger> = view.clone();
         let metrics_clock = Arc::clone(&clock);
         let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
-        let proofs = proof_check(&settings, &jwt, Arc::clone(&clock))?;
         let dpop_nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(&jwt) as Arc<dyn ProofNonces>);
         let state = web::Data::new(AppState {
             tokens: Arc::new(TokenService::new(
@@ -704,5 +722,22 @@ impl Application {
             metrics.stop(false).await;
         }
         outcome
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn fixed(lost: bool) -> Option<SharedLost> {
+        Some(Arc::new(move || lost))
+    }
+
+    #[test]
+    fn the_status_hears_of_redis_lost_from_either_check_it_shares() {
+        assert!(any_lost([None, None]).is_none(), "without Redis nothing is shared");
+        assert!(!any_lost([fixed(false), fixed(false)]).unwrap()(), "both answer");
+        assert!(any_lost([fixed(false), fixed(true)]).unwrap()(), "only DPoP's marks failed to reach it");
+        assert!(any_lost([fixed(true), None]).unwrap()(), "the limits alone");
     }
 }

@@ -180,7 +180,7 @@ fn healthy() -> crate::status::HealthFacts {
         store_answers: true,
         data_age: std::time::Duration::ZERO,
         token_writes_failing: false,
-        shared_limits_lost: false,
+        shared_checks_lost: false,
     }
 }
 
@@ -266,7 +266,7 @@ mod tests {
             store_answers: false,
             data_age: Duration::from_secs(2),
             token_writes_failing: false,
-            shared_limits_lost: false,
+            shared_checks_lost: false,
         });
         let bounds = HealthBounds { refresh_interval: Duration::from_secs(1), max_staleness: Duration::from_secs(10) };
         let monitor = StatusMonitor::new(Arc::new(signals), Arc::new(records), clock(), bounds);

@@ -274,7 +274,7 @@ async fn two_instances_on_one_store_publish_the_same_planned_outage_status() {
 }
 
 #[tokio::test]
-async fn shared_request_limits_that_cannot_be_reached_are_a_partial_failure() {
+async fn shared_checks_that_cannot_be_reached_are_a_partial_failure() {
     // Nothing listens on port 1: every count falls back to this instance's own.
     let app = TestApp::builder()
         .settings(|settings| {
@@ -287,5 +287,6 @@ async fn shared_request_limits_that_cannot_be_reached_are_a_partial_failure() {
     assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 200, "counted locally");
     let partial = eventually_status(&app, "PARTIAL_FAILURE").await.expect("the lost limits are published");
     let explanation = partial["data"]["explanation"].as_str().unwrap();
-    assert!(explanation.contains("Request limits are counted by each server on its own"), "{partial}");
+    assert!(explanation.contains("Request limits, and that a DPoP proof is used only once"), "{partial}");
+    assert!(explanation.contains("checked by each server on its own"), "{partial}");
 }
