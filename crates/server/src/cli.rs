@@ -596,6 +596,38 @@ mod tests {
         assert!(Environment::of([("OTEL_TRACES_SAMPLER", "always_on")]).warnings().is_empty());
     }
 
+    /// OpenTelemetry's rule for a value out of range: warn, and treat it as not set. The
+    /// warning names the variable the platform set, not the service's own setting.
+    #[test]
+    fn a_standard_variable_the_service_cannot_use_is_ignored_with_a_warning_naming_it() {
+        let endpoint = ("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318");
+        for (argument, sampler, expected) in
+            [("abc", None, 0.01), ("2", None, 0.01), ("-0.5", Some("traceidratio"), 1.0), ("NaN", None, 0.01)]
+        {
+            let mut environment = vec![endpoint, ("OTEL_TRACES_SAMPLER_ARG", argument)];
+            environment.extend(sampler.map(|sampler| ("OTEL_TRACES_SAMPLER", sampler)));
+            let traces = traces_under(&environment, &[]);
+            assert_eq!(traces.map(|traces| traces.unwrap().2), Ok(expected), "{argument} is not set");
+            let warned = Environment::of(environment).warnings().join("\n");
+            assert!(warned.contains(&format!("OTEL_TRACES_SAMPLER_ARG {argument:?}")), "{warned}");
+        }
+        for (variable, url) in [
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "collector:4318"),
+            ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "not a url"),
+            ("OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://collector:4317"),
+        ] {
+            assert_eq!(traces_under(&[(variable, url)], &[]), Ok(None), "{variable}={url} sends nothing");
+            let warned = Environment::of([(variable, url)]).warnings().join("\n");
+            assert!(warned.contains(&format!("{variable} {url:?}")) && warned.contains("ignored"), "{warned}");
+        }
+        // The base URL still serves when only the traces URL is unusable.
+        let beside = [endpoint, ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "not a url")];
+        assert_eq!(traces_under(&beside, &[]).unwrap().unwrap().0, "http://collector:4318/v1/traces");
+        // The service's own settings are still refused, naming the setting.
+        let own = traces_under(&[("BRANCH_ATM_TRACE_SAMPLE_RATIO", "2"), endpoint], &[]).unwrap_err();
+        assert!(own.contains("trace-sample-ratio"), "{own}");
+    }
+
     #[test]
     fn opentelemetrys_sdk_disabled_turns_the_standard_variables_off_but_not_a_flag() {
         let disabled = [("OTEL_EXPORTER_OTLP_ENDPOINT", "http://collector:4318"), ("OTEL_SDK_DISABLED", "true")];

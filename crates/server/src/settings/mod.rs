@@ -189,6 +189,10 @@ const ENV_PREFIX: &str = "BRANCH_ATM_";
 ///   `traceidratio` pair the argument (1 without one, as the specification says); a
 ///   sampler the service does not have (`jaeger_remote`, `xray`, a typo) is ignored with
 ///   a warning, as the specification says;
+/// - a value the service cannot use (a ratio outside 0 to 1 or not a number, a URL that
+///   is not http or https) is not set, with a warning naming the variable: the
+///   specification's rule for a value out of range, so that a platform's setting cannot
+///   keep the service from starting;
 /// - `OTEL_SDK_DISABLED=true`: none of them (no traces unless a setting asks).
 ///
 /// An empty variable is not set, as the specification says.
@@ -204,19 +208,31 @@ fn standard_settings(otel: &[(String, String)]) -> (Vec<(&'static str, String)>,
     for (otel, setting) in [
         ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTLP_ENDPOINT"),
         ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTLP_TRACES_ENDPOINT"),
-        ("OTEL_SERVICE_NAME", "OTEL_SERVICE_NAME"),
     ] {
-        if let Some(value) = get(otel) {
-            settings.push((setting, value.to_owned()));
+        let Some(url) = get(otel) else { continue };
+        match observability::collector_url_problem(url) {
+            None => settings.push((setting, url.to_owned())),
+            Some(problem) => warnings.push(format!("{otel} {url:?} is ignored: it {problem}")),
         }
     }
-    let argument = get("OTEL_TRACES_SAMPLER_ARG");
+    if let Some(name) = get("OTEL_SERVICE_NAME") {
+        settings.push(("OTEL_SERVICE_NAME", name.to_owned()));
+    }
+    // The argument, when the sampler takes one and it is a ratio.
+    let mut argument = || {
+        let argument = get("OTEL_TRACES_SAMPLER_ARG")?;
+        if argument.parse().is_ok_and(observability::is_ratio) {
+            return Some(argument);
+        }
+        warnings.push(format!("OTEL_TRACES_SAMPLER_ARG {argument:?} is ignored: it is not a ratio from 0 to 1"));
+        None
+    };
     let sampler = get("OTEL_TRACES_SAMPLER");
     let ratio = match sampler.map(str::to_ascii_lowercase).as_deref() {
-        None => argument,
+        None => argument(),
         Some("always_on" | "parentbased_always_on") => Some("1"),
         Some("always_off" | "parentbased_always_off") => Some("0"),
-        Some("traceidratio" | "parentbased_traceidratio") => Some(argument.unwrap_or("1")),
+        Some("traceidratio" | "parentbased_traceidratio") => Some(argument().unwrap_or("1")),
         Some(_) => {
             warnings.push(format!(
                 "OTEL_TRACES_SAMPLER {:?} is not a sampler of this service and is ignored: it samples new \

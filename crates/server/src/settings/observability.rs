@@ -54,7 +54,7 @@ impl Logs {
     }
 
     pub(super) fn check(&self) -> Result<(), SettingsError> {
-        if !(0.0..=1.0).contains(&self.trace_sample_ratio) {
+        if !is_ratio(self.trace_sample_ratio) {
             return Err(SettingsError("trace-sample-ratio must be from 0 to 1".to_owned()));
         }
         if self.otel_service_name.trim().is_empty() {
@@ -63,15 +63,25 @@ impl Logs {
         for (setting, url) in
             [("otlp-endpoint", &self.otlp_endpoint), ("otlp-traces-endpoint", &self.otlp_traces_endpoint)]
         {
-            if let Some(url) = given(url) {
-                let url =
-                    url::Url::parse(url).map_err(|error| SettingsError(format!("{setting} is not a URL ({error})")))?;
-                if !matches!(url.scheme(), "http" | "https") {
-                    return Err(SettingsError(format!("{setting} must be an http or https URL")));
-                }
+            if let Some(problem) = given(url).and_then(collector_url_problem) {
+                return Err(SettingsError(format!("{setting} {problem}")));
             }
         }
         Ok(())
+    }
+}
+
+/// Whether `ratio` is a share of new traces to keep: from 0 to 1.
+pub(super) fn is_ratio(ratio: f64) -> bool {
+    (0.0..=1.0).contains(&ratio)
+}
+
+/// Why `url` cannot be a collector's URL, if it cannot.
+pub(super) fn collector_url_problem(url: &str) -> Option<String> {
+    match url::Url::parse(url) {
+        Err(error) => Some(format!("is not a URL ({error})")),
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => Some("must be an http or https URL".to_owned()),
+        Ok(_) => None,
     }
 }
 
