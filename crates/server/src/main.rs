@@ -32,11 +32,6 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
     }
     let environment = Environment::of_process();
     let (common, settings) = resolve(&cli.invocation(), &environment).map_err(|e| CommandError(e.to_string()))?;
-    let warn_of_the_environment = || {
-        for warning in environment.warnings() {
-            tracing::warn!("{warning}");
-        }
-    };
     let command = match cli.command {
         None | Some(Command::Serve(_)) => {
             // Held until the service returns: dropping it writes the log's last lines.
@@ -46,7 +41,9 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
                 Sink::Stdout,
                 common.logs.traces().as_ref(),
             );
-            warn_of_the_environment();
+            for warning in environment.warnings() {
+                tracing::warn!("{warning}");
+            }
             let served = serve(settings).await;
             // The workers have stopped: their last access lines go to the log writer.
             server::access_log::flush();
@@ -67,7 +64,11 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             traces.as_ref(),
         )
     });
-    warn_of_the_environment();
+    // On the operator's terminal, as a command's other warnings: its log is off unless
+    // asked for.
+    for warning in environment.warnings() {
+        eprintln!("warning: {}", escaped(warning));
+    }
     if let Command::HealthCheck = command {
         let address = server::probe::probe_address(settings.http.listen);
         let tls_cert = settings.http.tls_cert.as_deref();

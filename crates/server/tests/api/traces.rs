@@ -416,14 +416,45 @@ fn opentelemetrys_standard_variables_send_the_traces_where_they_say() {
         .env("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", &traces_url)
         .env("OTEL_SERVICE_NAME", "atm-api-green")
         .env("OTEL_TRACES_SAMPLER", "xray")
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", "grpc://collector:4317")
         .output()
         .unwrap();
     assert!(imported.status.success(), "{}", crate::cli::stderr(&imported));
+    // What the service cannot use is set aside, and the operator told which variable.
+    let warned = crate::cli::stderr(&imported);
+    assert!(warned.contains("warning: OTEL_TRACES_SAMPLER \"xray\" is not a sampler of this service"), "{warned}");
+    assert!(warned.contains("warning: OTEL_EXPORTER_OTLP_ENDPOINT \"grpc://collector:4317\" is ignored"), "{warned}");
     let spans = collector.spans();
     let root = spans.iter().find(|span| span.span.name == "wait times import").expect("the import's span");
     assert_eq!(root.service, "atm-api-green");
     let paths = collector.paths.lock().unwrap().clone();
     assert!(!paths.is_empty() && paths.iter().all(|path| path == "/otlp/spans"), "{paths:?}");
+}
+
+#[test]
+fn a_standard_variable_the_service_cannot_use_is_a_warn_line_in_the_services_log() {
+    let fresh = crate::cli::fresh_database();
+    let mut server = crate::binary::branch_atm_command()
+        .args(["--database-url", &fresh.url, "serve", "--listen", "127.0.0.1:0", "--shutdown-drain-ms", "0"])
+        .args(["--log-format", "json", "--log-filter", "warn"])
+        .env("OTEL_TRACES_SAMPLER_ARG", "1%")
+        .current_dir(fresh.folder.path())
+        .stdout(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let lines = BufReader::new(server.stdout.take().unwrap()).lines();
+    let before_listening: Vec<String> =
+        lines.map_while(Result::ok).take_while(|line| !line.starts_with("branch-atm listening on ")).collect();
+    // Its shutdown is not what this test is about (and its output is no longer read).
+    server.kill().unwrap();
+    server.wait().unwrap();
+    let warned = before_listening
+        .iter()
+        .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+        .find(|line| line["fields"]["message"].as_str().is_some_and(|text| text.contains("OTEL_TRACES_SAMPLER_ARG")))
+        .unwrap_or_else(|| panic!("a line names the variable: {before_listening:?}"));
+    assert_eq!(warned["level"], "WARN", "{warned}");
+    assert!(warned["fields"]["message"].as_str().unwrap().contains("\"1%\" is ignored"), "{warned}");
 }
 
 #[tokio::test]
