@@ -765,6 +765,7 @@ mod tests {
         let stuck = Stuck(std::sync::Mutex::new(held), Arc::clone(&exported), Arc::clone(&asked));
         let processor = BoundedExport::spawn(4, Duration::from_millis(50), move || Some(stuck));
         let dropped = Arc::clone(&processor.dropped);
+        let queued = Arc::clone(&processor.queued);
         let provider = SdkTracerProvider::builder().with_span_processor(processor).build();
         let tracer = provider.tracer("test");
         use opentelemetry::trace::{Span as _, Tracer as _};
@@ -782,11 +783,15 @@ mod tests {
             tracer.start("more").end();
         }
         assert_eq!(dropped.load(Ordering::Relaxed), 6, "a queue of 4 behind a stuck export");
+        // A dropped span is not counted as queued: the count that wakes the thread for a
+        // batch would otherwise drift up with every drop, and wake it for nothing.
+        assert_eq!(queued.load(Ordering::Relaxed), 4, "only what the queue holds is counted");
         for _ in 0..3 {
             let _ = release.send(());
         }
         assert!(provider.force_flush().is_ok());
         assert_eq!(exported.load(Ordering::Relaxed), 5, "what was queued is sent once the collector answers");
+        assert_eq!(queued.load(Ordering::Relaxed), 0, "and the count is back to none");
         drop(release);
         let _ = provider.shutdown();
     }
