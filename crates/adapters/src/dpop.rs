@@ -8,7 +8,7 @@
 //! coordinates. The signature is aws-lc-rs's, as for the access tokens.
 
 use std::collections::HashSet;
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_lc_rs::digest::{SHA256, digest};
@@ -309,30 +309,24 @@ const KEY_PREFIX: &str = "branch-atm:dpop";
 /// asked again a second later.
 pub struct SharedReplays {
     link: RedisLink,
-    health: RedisHealth,
+    health: Arc<RedisHealth>,
     local: LocalReplays,
     ttl_ms: u64,
 }
 
 impl SharedReplays {
     /// Proofs remembered for `window` in the Redis at `url`, and in this process while
-    /// it cannot answer.
+    /// it cannot answer, as `health` (the Redis's, shared with its other uses) says.
     ///
     /// # Errors
     /// The reason, for a URL that is not a Redis URL.
-    pub fn new(url: &str, window: Duration) -> Result<Self, String> {
+    pub fn new(url: &str, window: Duration, health: Arc<RedisHealth>) -> Result<Self, String> {
         Ok(Self {
             link: RedisLink::new(url)?,
-            health: RedisHealth::new("the shared DPoP replay cache", "proofs are accepted once across instances"),
+            health,
             local: LocalReplays::new(window),
             ttl_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
         })
-    }
-
-    /// Whether proofs are marked used by this instance alone now: Redis failed when
-    /// last asked and has not answered since.
-    pub fn shared_marks_lost(&self) -> bool {
-        self.health.is_down()
     }
 
     async fn ask(&self, key: &str) -> Result<bool, String> {
@@ -559,10 +553,11 @@ mod tests {
     #[tokio::test]
     async fn proofs_are_still_used_once_here_while_redis_is_lost_and_the_loss_is_told() {
         // Nothing listens on port 1: Redis cannot answer.
-        let replays = SharedReplays::new("redis://127.0.0.1:1", Duration::from_secs(60)).unwrap();
-        assert!(!replays.shared_marks_lost(), "not known lost before it is asked");
+        let health = Arc::new(RedisHealth::new());
+        let replays = SharedReplays::new("redis://127.0.0.1:1", Duration::from_secs(60), Arc::clone(&health)).unwrap();
+        assert!(!health.is_down(), "not known lost before it is asked");
         assert!(replays.first_use("key:jti-1").await);
-        assert!(replays.shared_marks_lost(), "the published status is told");
+        assert!(health.is_down(), "the published status is told");
         assert!(!replays.first_use("key:jti-1").await, "a replay is still refused by this instance");
     }
 }

@@ -116,19 +116,14 @@ impl RequestLimiter for RedisLimits {
 pub struct SharedOrLocal {
     shared: RedisLimits,
     local: Arc<dyn RequestLimiter>,
-    health: RedisHealth,
+    health: Arc<RedisHealth>,
 }
 
 impl SharedOrLocal {
-    /// Counts in `shared`, and in `local` while `shared` cannot answer.
-    pub fn new(shared: RedisLimits, local: Arc<dyn RequestLimiter>) -> Self {
-        Self { shared, local, health: RedisHealth::new("the shared request limits", "limits hold across instances") }
-    }
-
-    /// Whether the limits are counted by this instance alone now: Redis failed when last
-    /// asked and has not answered since.
-    pub fn shared_counts_lost(&self) -> bool {
-        self.health.is_down()
+    /// Counts in `shared`, and in `local` while `shared` cannot answer, as `health` (the
+    /// Redis's, shared with its other uses) says.
+    pub fn new(shared: RedisLimits, local: Arc<dyn RequestLimiter>, health: Arc<RedisHealth>) -> Self {
+        Self { shared, local, health }
     }
 
     /// Redis's answer, or the local one when Redis fails (and then for a second).

@@ -85,22 +85,28 @@ pub async fn within<T>(
     }
 }
 
-/// Whether Redis is asked, for one use of it: after a failure the instance decides
-/// alone for a second, saying so once in the log, and once more when
-/// Redis answers again.
+/// Whether Redis is asked, for every use of it (the request limits and the DPoP replay
+/// cache share one): after a failure of either the instance decides alone for a second,
+/// saying so once in the log, and once more when Redis answers either again. One Redis
+/// is up or down for both, so the published status hears of it from whichever asked
+/// last, and hears it is back from the limits' next request even when no DPoP proof
+/// comes.
 pub struct RedisHealth {
-    what: &'static str,
-    holds: &'static str,
     started: Instant,
     /// Milliseconds after `started` until which Redis is not asked (0: ask).
     down_until: AtomicU64,
 }
 
+impl Default for RedisHealth {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
 impl RedisHealth {
-    /// The health of `what` (`the shared request limits`), which, while Redis
-    /// answers, `holds` (`limits hold across instances`).
-    pub fn new(what: &'static str, holds: &'static str) -> Self {
-        Self { what, holds, started: Instant::now(), down_until: AtomicU64::new(0) }
+    /// A Redis not yet asked: counted as answering.
+    pub fn new() -> Self {
+        Self { started: Instant::now(), down_until: AtomicU64::new(0) }
     }
 
     fn elapsed_ms(&self) -> u64 {
@@ -122,14 +128,18 @@ impl RedisHealth {
     pub fn failed(&self, error: &str) {
         let until = self.elapsed_ms() + SHARED_RETRY_AFTER.as_millis() as u64;
         if self.down_until.swap(until, Ordering::Relaxed) == 0 {
-            tracing::warn!(%error, "{} is unavailable: this instance decides on its own", self.what);
+            tracing::warn!(
+                %error,
+                "Redis is unavailable: this instance applies the request limits and DPoP proofs' single use on \
+                 its own"
+            );
         }
     }
 
     /// Redis answered.
     pub fn answered(&self) {
         if self.down_until.swap(0, Ordering::Relaxed) != 0 {
-            tracing::info!("{} answers again: {}", self.what, self.holds);
+            tracing::info!("Redis answers again: request limits and DPoP proofs' single use hold across instances");
         }
     }
 }

@@ -16,6 +16,7 @@ use domain::ports::{HealthSignals, ServingHealth};
 use domain::status::HealthFacts;
 use tokio::sync::watch;
 
+use crate::redis_link::RedisHealth;
 use crate::store::StoreLifecycle;
 use crate::view::StoreView;
 
@@ -79,19 +80,15 @@ impl ServingHealth for StoreHealth {
 pub struct ServiceSignals {
     watch: Arc<StoreWatch>,
     view: Arc<StoreView>,
-    shared_checks_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
+    redis: Option<Arc<RedisHealth>>,
 }
 
 impl ServiceSignals {
     /// Signals of the service answering from `view` over the store `watch` probes;
-    /// `shared_checks_lost` says whether the checks shared across instances are lost (none
-    /// without Redis).
-    pub fn new(
-        watch: Arc<StoreWatch>,
-        view: Arc<StoreView>,
-        shared_checks_lost: Option<Arc<dyn Fn() -> bool + Send + Sync>>,
-    ) -> Self {
-        Self { watch, view, shared_checks_lost }
+    /// `redis` says whether the Redis the checks shared across instances are made in
+    /// answers (none without Redis).
+    pub fn new(watch: Arc<StoreWatch>, view: Arc<StoreView>, redis: Option<Arc<RedisHealth>>) -> Self {
+        Self { watch, view, redis }
     }
 }
 
@@ -102,7 +99,7 @@ impl HealthSignals for ServiceSignals {
             store_answers: self.watch.answers().await,
             data_age: self.view.age(),
             token_writes_failing: self.view.token_writes_failing(),
-            shared_checks_lost: self.shared_checks_lost.as_ref().is_some_and(|lost| lost()),
+            shared_checks_lost: self.redis.as_ref().is_some_and(|redis| redis.is_down()),
         }
     }
 }

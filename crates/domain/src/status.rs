@@ -125,7 +125,7 @@ fn observed(facts: &HealthFacts, bounds: &HealthBounds) -> (ServiceCondition, Op
 ///   observed `UNAVAILABLE` (worse than what was planned);
 /// - otherwise what is observed: `UNAVAILABLE` once the data held is older than the
 ///   staleness bound, `PARTIAL_FAILURE` while tokens cannot be issued, the data is going
-///   stale or the shared limits are lost, else `OK`.
+///   stale or the checks shared across instances are lost, else `OK`.
 ///
 /// Of two planned outages under way, the full one wins, then the one ending last.
 pub fn assess(facts: &HealthFacts, bounds: &HealthBounds, outages: &[PlannedOutage], now: i64) -> Assessment {
@@ -243,7 +243,7 @@ mod tests {
     }
 
     #[test]
-    fn data_going_stale_and_lost_shared_limits_are_partial_failures() {
+    fn data_going_stale_and_lost_shared_checks_are_partial_failures() {
         let stale = HealthFacts { data_age: Duration::from_secs(4), ..healthy() };
         assert_eq!(assess(&stale, &BOUNDS, &[], 1_000).explanation.as_deref(), Some(DATA_GOING_STALE));
         let no_redis = HealthFacts { shared_checks_lost: true, ..healthy() };
@@ -261,6 +261,14 @@ mod tests {
         assert_eq!(assess(&busy, &quick, &[], 1_000).condition, ServiceCondition::Ok);
         let late = HealthFacts { data_age: Duration::from_millis(2_100), ..healthy() };
         assert_eq!(assess(&late, &quick, &[], 1_000).explanation.as_deref(), Some(DATA_GOING_STALE));
+        // A staleness bound within the promise leaves no time for going stale: the data
+        // is served until the bound, and then not at all.
+        let strict =
+            HealthBounds { refresh_interval: Duration::from_millis(100), max_staleness: Duration::from_millis(1_500) };
+        let within = HealthFacts { data_age: Duration::from_millis(1_400), ..healthy() };
+        assert_eq!(assess(&within, &strict, &[], 1_000).condition, ServiceCondition::Ok);
+        let past = HealthFacts { data_age: Duration::from_millis(1_600), ..healthy() };
+        assert_eq!(assess(&past, &strict, &[], 1_000).condition, ServiceCondition::Unavailable);
     }
 
     #[test]

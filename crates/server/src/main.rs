@@ -64,10 +64,17 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             traces.as_ref(),
         )
     });
-    // On the operator's terminal, as a command's other warnings: its log is off unless
-    // asked for.
-    for warning in environment.warnings() {
-        eprintln!("warning: {}", escaped(warning));
+    // In the log when a filter asks for one, else on the operator's terminal as a
+    // command's other warnings; not from the health check a container runs every few
+    // seconds.
+    if !matches!(command, Command::HealthCheck) {
+        for warning in environment.warnings() {
+            if common.logs.log_filter.is_some() {
+                tracing::warn!("{warning}");
+            } else {
+                eprintln!("warning: {}", escaped(warning));
+            }
+        }
     }
     if let Command::HealthCheck = command {
         let address = server::probe::probe_address(settings.http.listen);

@@ -15,6 +15,7 @@ use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
 use adapters::local_limits::LocalLimits;
 use adapters::redis_limits::{RedisLimits, SharedOrLocal};
+use adapters::redis_link::RedisHealth;
 use adapters::store::{Store, StoreLifecycle};
 use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
@@ -48,55 +49,37 @@ use api::middleware::Observer;
 use crate::settings::{Settings, TlsFiles};
 
 /// The DPoP proof check: proofs remembered in the limits' Redis when one is set (this
-/// instance's own cache standing in while it cannot answer), else in this process; and
-/// nonces made from the signing keys when `--dpop-nonce` asks for them.
-fn proof_check(settings: &Settings, jwt: &Arc<JwtTokens>, clock: Arc<dyn Clock>) -> Result<ProofCheck, StartupError> {
+/// instance's own cache standing in while `redis` says it cannot answer), else in this
+/// process; and nonces made from the signing keys when `--dpop-nonce` asks for them.
+fn proof_check(
+    settings: &Settings,
+    jwt: &Arc<JwtTokens>,
+    clock: Arc<dyn Clock>,
+    redis: Option<&Arc<RedisHealth>>,
+) -> Result<Arc<DpopCheck>, StartupError> {
     let window = settings.tokens.dpop_window();
-    let (replays, shared_lost): (Arc<dyn ProofReplays>, Option<SharedLost>) = match &settings.limits.redis_url {
-        Some(url) => {
-            let shared =
-                Arc::new(SharedReplays::new(url.expose_secret(), window.replay_ttl()).map_err(StartupError::Limits)?);
-            let lost = Arc::clone(&shared);
-            (shared, Some(Arc::new(move || lost.shared_marks_lost())))
-        }
-        None => (Arc::new(LocalReplays::new(window.replay_ttl())), None),
+    let replays: Arc<dyn ProofReplays> = match (&settings.limits.redis_url, redis) {
+        (Some(url), Some(health)) => Arc::new(
+            SharedReplays::new(url.expose_secret(), window.replay_ttl(), Arc::clone(health))
+                .map_err(StartupError::Limits)?,
+        ),
+        _ => Arc::new(LocalReplays::new(window.replay_ttl())),
     };
     let nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(jwt) as Arc<dyn ProofNonces>);
-    let check = Arc::new(DpopCheck::new(Arc::new(DpopProofs), replays, nonces, clock, window));
-    Ok(ProofCheck { check, shared_lost })
-}
-
-/// Whether a check shared across instances in Redis is made by this instance alone now.
-type SharedLost = Arc<dyn Fn() -> bool + Send + Sync>;
-
-/// The DPoP check as [`proof_check`] makes it.
-struct ProofCheck {
-    /// What proofs are checked by.
-    check: Arc<DpopCheck>,
-    /// With Redis: whether proofs are marked used by this instance alone now.
-    shared_lost: Option<SharedLost>,
-}
-
-/// Whether any of the checks Redis shares across instances is lost: for the published
-/// status, which says that request limits and proofs' single use hold per instance.
-fn any_lost(checks: [Option<SharedLost>; 2]) -> Option<SharedLost> {
-    let checks: Vec<SharedLost> = checks.into_iter().flatten().collect();
-    (!checks.is_empty()).then(|| Arc::new(move || checks.iter().any(|lost| lost())) as SharedLost)
+    Ok(Arc::new(DpopCheck::new(Arc::new(DpopProofs), replays, nonces, clock, window)))
 }
 
 /// The request limits: counted by this instance, or in the Redis `--redis-url` names
-/// (by this instance while Redis cannot answer). The local count is returned too, for
-/// its sweeper ([`spawn_rate_limit_sweeper`]), and with Redis whether it is lost.
-fn request_limiter(settings: &Settings) -> Result<RequestLimits, StartupError> {
+/// (by this instance while `redis` says it cannot answer). The local count is returned
+/// too, for its sweeper ([`spawn_rate_limit_sweeper`]).
+fn request_limiter(settings: &Settings, redis: Option<&Arc<RedisHealth>>) -> Result<RequestLimits, StartupError> {
     let rates = settings.limits.rates();
     let local = Arc::new(LocalLimits::new(&rates));
-    let Some(url) = &settings.limits.redis_url else {
-        return Ok(RequestLimits { limiter: local.clone(), local, shared_lost: None });
+    let (Some(url), Some(health)) = (&settings.limits.redis_url, redis) else {
+        return Ok(RequestLimits { limiter: local.clone(), local });
     };
     let redis = RedisLimits::new(url.expose_secret(), &rates).map_err(|e| StartupError::Limits(e.to_string()))?;
-    let shared = Arc::new(SharedOrLocal::new(redis, local.clone()));
-    let lost = Arc::clone(&shared);
-    Ok(RequestLimits { limiter: shared, local, shared_lost: Some(Arc::new(move || lost.shared_counts_lost())) })
+    Ok(RequestLimits { limiter: Arc::new(SharedOrLocal::new(redis, local.clone(), Arc::clone(health))), local })
 }
 
 /// The request limits as [`request_limiter`] makes them.
@@ -105,8 +88,6 @@ struct RequestLimits {
     limiter: Arc<dyn RequestLimiter>,
     /// This instance's own count, for its sweeper.
     local: Arc<LocalLimits>,
-    /// With Redis: whether the shared count is lost now, for the published status.
-    shared_lost: Option<SharedLost>,
 }
 
 /// How long requests in flight may take to finish once the drain period is over (the
@@ -559,9 +540,11 @@ impl Application {
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
         let health = StoreHealth::new(Arc::clone(&watch), Arc::clone(&view));
         let readiness = Arc::new(Readiness::new(Arc::new(health)));
-        let RequestLimits { limiter: limits, local: local_limits, shared_lost } = request_limiter(&settings)?;
-        let ProofCheck { check: proofs, shared_lost: marks_lost } = proof_check(&settings, &jwt, Arc::clone(&clock))?;
-        let signals = ServiceSignals::new(watch, Arc::clone(&view), any_lost([shared_lost, marks_lost]));
+        // One Redis for the limits and the proofs: up or down for both.
+        let redis = settings.limits.redis_url.as_ref().map(|_| Arc::new(RedisHealth::new()));
+        let RequestLimits { limiter: limits, local: local_limits } = request_limiter(&settings, redis.as_ref())?;
+        let proofs = proof_check(&settings, &jwt, Arc::clone(&clock), redis.as_ref())?;
+        let signals = ServiceSignals::new(watch, Arc::clone(&view), redis);
         let bounds = HealthBounds {
             refresh_interval: settings.view.refresh_interval(),
             max_staleness: settings.view.max_staleness(),
@@ -722,22 +705,5 @@ impl Application {
             metrics.stop(false).await;
         }
         outcome
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn fixed(lost: bool) -> Option<SharedLost> {
-        Some(Arc::new(move || lost))
-    }
-
-    #[test]
-    fn the_status_hears_of_redis_lost_from_either_check_it_shares() {
-        assert!(any_lost([None, None]).is_none(), "without Redis nothing is shared");
-        assert!(!any_lost([fixed(false), fixed(false)]).unwrap()(), "both answer");
-        assert!(any_lost([fixed(false), fixed(true)]).unwrap()(), "only DPoP's marks failed to reach it");
-        assert!(any_lost([fixed(true), None]).unwrap()(), "the limits alone");
     }
 }

@@ -212,27 +212,39 @@ fn standard_settings(otel: &[(String, String)]) -> (Vec<(&'static str, String)>,
         let Some(url) = get(otel) else { continue };
         match observability::collector_url_problem(url) {
             None => settings.push((setting, url.to_owned())),
-            Some(problem) => warnings.push(format!("{otel} {url:?} is ignored: it {problem}")),
+            // Not the value itself: a URL may carry a credential.
+            Some(problem) => warnings.push(format!("{otel} is ignored: it {problem}")),
         }
     }
     if let Some(name) = get("OTEL_SERVICE_NAME") {
         settings.push(("OTEL_SERVICE_NAME", name.to_owned()));
     }
-    // The argument, when the sampler takes one and it is a ratio.
-    let mut argument = || {
-        let argument = get("OTEL_TRACES_SAMPLER_ARG")?;
-        if argument.parse().is_ok_and(observability::is_ratio) {
-            return Some(argument);
-        }
-        warnings.push(format!("OTEL_TRACES_SAMPLER_ARG {argument:?} is ignored: it is not a ratio from 0 to 1"));
-        None
-    };
+    // The argument as a number (`1e-2` too), when it is a ratio; what is not is said
+    // where a sampler takes an argument.
+    let argument = get("OTEL_TRACES_SAMPLER_ARG");
+    let ratio_given =
+        argument.and_then(|argument| argument.parse().ok().filter(|ratio| observability::is_ratio(*ratio)));
+    let unusable = argument.filter(|_| ratio_given.is_none());
+    let not_a_ratio =
+        |argument: &str| format!("OTEL_TRACES_SAMPLER_ARG {argument:?} is ignored: it is not a ratio from 0 to 1");
     let sampler = get("OTEL_TRACES_SAMPLER");
-    let ratio = match sampler.map(str::to_ascii_lowercase).as_deref() {
-        None => argument(),
-        Some("always_on" | "parentbased_always_on") => Some("1"),
-        Some("always_off" | "parentbased_always_off") => Some("0"),
-        Some("traceidratio" | "parentbased_traceidratio") => Some(argument().unwrap_or("1")),
+    let ratio: Option<f64> = match sampler.map(str::to_ascii_lowercase).as_deref() {
+        None => {
+            warnings.extend(unusable.map(not_a_ratio));
+            ratio_given
+        }
+        Some("always_on" | "parentbased_always_on") => Some(1.0),
+        Some("always_off" | "parentbased_always_off") => Some(0.0),
+        Some("traceidratio" | "parentbased_traceidratio") => {
+            warnings.extend(unusable.map(|argument| {
+                let sampler = sampler.unwrap_or_default();
+                format!(
+                    "{}, and OTEL_TRACES_SAMPLER {sampler:?} without one keeps every new trace",
+                    not_a_ratio(argument)
+                )
+            }));
+            Some(ratio_given.unwrap_or(1.0))
+        }
         Some(_) => {
             warnings.push(format!(
                 "OTEL_TRACES_SAMPLER {:?} is not a sampler of this service and is ignored: it samples new \
@@ -244,7 +256,8 @@ fn standard_settings(otel: &[(String, String)]) -> (Vec<(&'static str, String)>,
         }
     };
     if let Some(ratio) = ratio {
-        settings.push(("TRACE_SAMPLE_RATIO", ratio.to_owned()));
+        // Written as a number figment reads as one (`Display` never writes an exponent).
+        settings.push(("TRACE_SAMPLE_RATIO", ratio.to_string()));
     }
     (settings, warnings)
 }

@@ -194,8 +194,8 @@ async fn outages_scheduled_by_the_cli_are_served_soonest_first_and_leave_when_ca
     })
     .await;
     assert_eq!(served, Some(expected), "served within a refresh, soonest first");
-    let now_status = status(&app).await;
-    assert_eq!(now_status["data"]["status"], "OK", "none is under way: {now_status}");
+    // Within seconds: a store probe may run slow for a moment on a busy machine.
+    assert!(eventually_status(&app, "OK").await.is_some(), "none is under way: {}", status(&app).await);
 
     let cancel = branch_atm(&app.database_url, &["outages", "cancel", lines[0][0]]);
     assert!(cancel.status.success(), "{}", stderr(&cancel));
