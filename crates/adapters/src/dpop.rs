@@ -20,7 +20,7 @@ use domain::ports::{ProofReplays, ProofVerifier};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::redis_link::{RedisHealth, RedisLink};
+use crate::redis_link::{RedisHealth, RedisLink, RedisNews};
 
 /// RFC 9449 §4.2: the `typ` of a proof.
 const PROOF_TYPE: &str = "dpop+jwt";
@@ -309,21 +309,21 @@ const KEY_PREFIX: &str = "branch-atm:dpop";
 /// asked again a second later.
 pub struct SharedReplays {
     link: RedisLink,
-    health: Arc<RedisHealth>,
+    health: RedisHealth,
     local: LocalReplays,
     ttl_ms: u64,
 }
 
 impl SharedReplays {
     /// Proofs remembered for `window` in the Redis at `url`, and in this process while
-    /// it cannot answer, as `health` (the Redis's, shared with its other uses) says.
+    /// it cannot answer; what Redis answers goes to `news` (the published status's).
     ///
     /// # Errors
     /// The reason, for a URL that is not a Redis URL.
-    pub fn new(url: &str, window: Duration, health: Arc<RedisHealth>) -> Result<Self, String> {
+    pub fn new(url: &str, window: Duration, news: Arc<RedisNews>) -> Result<Self, String> {
         Ok(Self {
             link: RedisLink::new(url)?,
-            health,
+            health: RedisHealth::new("the shared DPoP replay cache", "proofs are accepted once across instances", news),
             local: LocalReplays::new(window),
             ttl_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
         })
@@ -347,13 +347,14 @@ impl ProofReplays for SharedReplays {
         if !self.health.ask_shared() {
             return first_here;
         }
+        let asked = self.health.asking();
         match self.ask(key).await {
             Ok(first) => {
-                self.health.answered();
+                self.health.answered(asked);
                 first && first_here
             }
             Err(error) => {
-                self.health.failed(&error);
+                self.health.failed(asked, &error);
                 first_here
             }
         }
@@ -553,11 +554,11 @@ mod tests {
     #[tokio::test]
     async fn proofs_are_still_used_once_here_while_redis_is_lost_and_the_loss_is_told() {
         // Nothing listens on port 1: Redis cannot answer.
-        let health = Arc::new(RedisHealth::new());
-        let replays = SharedReplays::new("redis://127.0.0.1:1", Duration::from_secs(60), Arc::clone(&health)).unwrap();
-        assert!(!health.is_down(), "not known lost before it is asked");
+        let news = Arc::new(RedisNews::new());
+        let replays = SharedReplays::new("redis://127.0.0.1:1", Duration::from_secs(60), Arc::clone(&news)).unwrap();
+        assert!(!news.is_lost(), "not known lost before it is asked");
         assert!(replays.first_use("key:jti-1").await);
-        assert!(health.is_down(), "the published status is told");
+        assert!(news.is_lost(), "the published status is told");
         assert!(!replays.first_use("key:jti-1").await, "a replay is still refused by this instance");
     }
 }

@@ -21,7 +21,7 @@ use domain::limits::{Admission, LimitCheck, LimitError, LimitExceeded, RateLimit
 use domain::ports::RequestLimiter;
 use redis::Script;
 
-use crate::redis_link::{RedisHealth, RedisLink, within};
+use crate::redis_link::{RedisHealth, RedisLink, RedisNews, within};
 
 /// KEYS: one per limit, narrowest first. ARGV: for each key, its emission interval
 /// (microseconds between requests at the sustained rate) and its burst. Returns
@@ -116,25 +116,27 @@ impl RequestLimiter for RedisLimits {
 pub struct SharedOrLocal {
     shared: RedisLimits,
     local: Arc<dyn RequestLimiter>,
-    health: Arc<RedisHealth>,
+    health: RedisHealth,
 }
 
 impl SharedOrLocal {
-    /// Counts in `shared`, and in `local` while `shared` cannot answer, as `health` (the
-    /// Redis's, shared with its other uses) says.
-    pub fn new(shared: RedisLimits, local: Arc<dyn RequestLimiter>, health: Arc<RedisHealth>) -> Self {
+    /// Counts in `shared`, and in `local` while `shared` cannot answer; what Redis
+    /// answers goes to `news` (the published status's).
+    pub fn new(shared: RedisLimits, local: Arc<dyn RequestLimiter>, news: Arc<RedisNews>) -> Self {
+        let health = RedisHealth::new("the shared request limits", "limits hold across instances", news);
         Self { shared, local, health }
     }
 
     /// Redis's answer, or the local one when Redis fails (and then for a second).
     async fn count<'a>(&'a self, checks: &'a [LimitCheck<'a>]) -> Result<(), LimitError> {
+        let asked = self.health.asking();
         match self.shared.count(checks).await {
             Err(LimitError::Unavailable(error)) => {
-                self.health.failed(&error);
+                self.health.failed(asked, &error);
                 self.local.admit(checks).await
             }
             answer => {
-                self.health.answered();
+                self.health.answered(asked);
                 answer
             }
         }

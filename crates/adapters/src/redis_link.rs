@@ -3,6 +3,7 @@
 //! few round trips or not at all, and the rule for when Redis cannot answer (the
 //! instance decides alone, says so once, and asks Redis again a second later).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -85,61 +86,121 @@ pub async fn within<T>(
     }
 }
 
-/// Whether Redis is asked, for every use of it (the request limits and the DPoP replay
-/// cache share one): after a failure of either the instance decides alone for a second,
-/// saying so once in the log, and once more when Redis answers either again. One Redis
-/// is up or down for both, so the published status hears of it from whichever asked
-/// last, and hears it is back from the limits' next request even when no DPoP proof
-/// comes.
-pub struct RedisHealth {
+/// What was last heard of one Redis from all its uses (the request limits and the DPoP
+/// replay cache), for the published status: lost while the latest ask that failed
+/// began after the latest ask that was answered. Times are when the asks began, so an
+/// answer to an ask sent before a failure does not clear it, and the first answer to one
+/// sent after does, whichever use sent it: the status hears Redis is back from the
+/// limits' next request even when no DPoP proof comes. Each use keeps its own back-off
+/// and log lines ([`RedisHealth`]): one use's trouble does not make the other decide
+/// alone.
+pub struct RedisNews {
     started: Instant,
-    /// Milliseconds after `started` until which Redis is not asked (0: ask).
-    down_until: AtomicU64,
+    /// When the latest ask that failed began, in µs after `started` (0: none).
+    failed: AtomicU64,
+    /// When the latest ask that was answered began, in µs after `started` (0: none).
+    answered: AtomicU64,
 }
 
-impl Default for RedisHealth {
+impl Default for RedisNews {
     fn default() -> Self {
         Self::new()
     }
 }
 
-impl RedisHealth {
-    /// A Redis not yet asked: counted as answering.
+impl RedisNews {
+    /// Nothing heard yet: not lost.
     pub fn new() -> Self {
-        Self { started: Instant::now(), down_until: AtomicU64::new(0) }
+        Self { started: Instant::now(), failed: AtomicU64::new(0), answered: AtomicU64::new(0) }
     }
 
-    fn elapsed_ms(&self) -> u64 {
-        (self.started.elapsed().as_millis() as u64).max(1)
+    fn now_us(&self) -> u64 {
+        (self.started.elapsed().as_micros() as u64).max(1)
+    }
+
+    /// Whether the latest news of Redis is a failure.
+    pub fn is_lost(&self) -> bool {
+        self.failed.load(Ordering::Relaxed) > self.answered.load(Ordering::Relaxed)
+    }
+}
+
+/// When an ask of Redis began ([`RedisHealth::asking`]).
+#[derive(Debug, Clone, Copy)]
+pub struct Asked(u64);
+
+/// Whether Redis is asked, for one use of it: after a failure the instance decides
+/// alone for a second, saying so once in the log, and once more when Redis answers
+/// again. What each ask found goes to the news of Redis all uses share.
+pub struct RedisHealth {
+    what: &'static str,
+    holds: &'static str,
+    news: Arc<RedisNews>,
+    /// Microseconds after the news's start until which Redis is not asked (0: ask).
+    down_until: AtomicU64,
+}
+
+impl RedisHealth {
+    /// The health of `what` (`the shared request limits`), which, while Redis answers,
+    /// `holds` (`limits hold across instances`); its asks' outcomes go to `news`.
+    pub fn new(what: &'static str, holds: &'static str, news: Arc<RedisNews>) -> Self {
+        Self { what, holds, news, down_until: AtomicU64::new(0) }
     }
 
     /// Whether to ask Redis now.
     pub fn ask_shared(&self) -> bool {
         let down_until = self.down_until.load(Ordering::Relaxed);
-        down_until == 0 || self.elapsed_ms() >= down_until
+        down_until == 0 || self.news.now_us() >= down_until
     }
 
-    /// Whether Redis failed last time it was asked and has not answered since.
-    pub fn is_down(&self) -> bool {
-        self.down_until.load(Ordering::Relaxed) != 0
+    /// An ask begins.
+    pub fn asking(&self) -> Asked {
+        Asked(self.news.now_us())
     }
 
-    /// Redis could not answer: decide alone for a while.
-    pub fn failed(&self, error: &str) {
-        let until = self.elapsed_ms() + SHARED_RETRY_AFTER.as_millis() as u64;
+    /// Redis could not answer the ask begun at `asked`: decide alone for a while.
+    pub fn failed(&self, asked: Asked, error: &str) {
+        self.news.failed.fetch_max(asked.0, Ordering::Relaxed);
+        let until = self.news.now_us() + SHARED_RETRY_AFTER.as_micros() as u64;
         if self.down_until.swap(until, Ordering::Relaxed) == 0 {
-            tracing::warn!(
-                %error,
-                "Redis is unavailable: this instance applies the request limits and DPoP proofs' single use on \
-                 its own"
-            );
+            tracing::warn!(%error, "{} is unavailable: this instance decides on its own", self.what);
         }
     }
 
-    /// Redis answered.
-    pub fn answered(&self) {
+    /// Redis answered the ask begun at `asked`.
+    pub fn answered(&self, asked: Asked) {
+        self.news.answered.fetch_max(asked.0, Ordering::Relaxed);
         if self.down_until.swap(0, Ordering::Relaxed) != 0 {
-            tracing::info!("Redis answers again: request limits and DPoP proofs' single use hold across instances");
+            tracing::info!("{} answers again: {}", self.what, self.holds);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn pause() {
+        // Asks begun apart (the news is kept to the microsecond).
+        std::thread::sleep(Duration::from_millis(2));
+    }
+
+    #[test]
+    fn the_latest_ask_decides_the_news_and_each_use_keeps_its_own_back_off() {
+        let news = Arc::new(RedisNews::new());
+        let limits = RedisHealth::new("the limits", "they hold", Arc::clone(&news));
+        let proofs = RedisHealth::new("the proofs", "they hold", Arc::clone(&news));
+        assert!(!news.is_lost(), "nothing heard: not lost");
+        let early = limits.asking();
+        pause();
+        proofs.failed(proofs.asking(), "connection refused");
+        assert!(news.is_lost());
+        limits.answered(early);
+        assert!(news.is_lost(), "an answer to an ask begun before the failure is older news");
+        assert!(!proofs.ask_shared(), "the failing use decides alone for a second");
+        assert!(limits.ask_shared(), "the other goes on asking: one use's trouble is not the other's");
+        pause();
+        limits.answered(limits.asking());
+        assert!(!news.is_lost(), "an answer to an ask begun after it says Redis is back");
+        assert!(!proofs.ask_shared(), "the failing use still waits out its own second");
     }
 }

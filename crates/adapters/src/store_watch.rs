@@ -16,7 +16,7 @@ use domain::ports::{HealthSignals, ServingHealth};
 use domain::status::HealthFacts;
 use tokio::sync::watch;
 
-use crate::redis_link::RedisHealth;
+use crate::redis_link::RedisNews;
 use crate::store::StoreLifecycle;
 use crate::view::StoreView;
 
@@ -80,14 +80,14 @@ impl ServingHealth for StoreHealth {
 pub struct ServiceSignals {
     watch: Arc<StoreWatch>,
     view: Arc<StoreView>,
-    redis: Option<Arc<RedisHealth>>,
+    redis: Option<Arc<RedisNews>>,
 }
 
 impl ServiceSignals {
     /// Signals of the service answering from `view` over the store `watch` probes;
-    /// `redis` says whether the Redis the checks shared across instances are made in
-    /// answers (none without Redis).
-    pub fn new(watch: Arc<StoreWatch>, view: Arc<StoreView>, redis: Option<Arc<RedisHealth>>) -> Self {
+    /// `redis` is what was last heard of the Redis the checks shared across instances
+    /// are made in (none without Redis).
+    pub fn new(watch: Arc<StoreWatch>, view: Arc<StoreView>, redis: Option<Arc<RedisNews>>) -> Self {
         Self { watch, view, redis }
     }
 }
@@ -99,7 +99,7 @@ impl HealthSignals for ServiceSignals {
             store_answers: self.watch.answers().await,
             data_age: self.view.age(),
             token_writes_failing: self.view.token_writes_failing(),
-            shared_checks_lost: self.redis.as_ref().is_some_and(|redis| redis.is_down()),
+            shared_checks_lost: self.redis.as_ref().is_some_and(|redis| redis.is_lost()),
         }
     }
 }

@@ -64,12 +64,11 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             traces.as_ref(),
         )
     });
-    // In the log when a filter asks for one, else on the operator's terminal as a
-    // command's other warnings; not from the health check a container runs every few
-    // seconds.
+    // In the log when it takes warnings, else on the operator's terminal as a command's
+    // other warnings; not from the health check a container runs every few seconds.
     if !matches!(command, Command::HealthCheck) {
         for warning in environment.warnings() {
-            if common.logs.log_filter.is_some() {
+            if tracing::enabled!(tracing::Level::WARN) {
                 tracing::warn!("{warning}");
             } else {
                 eprintln!("warning: {}", escaped(warning));

@@ -15,7 +15,7 @@ use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
 use adapters::local_limits::LocalLimits;
 use adapters::redis_limits::{RedisLimits, SharedOrLocal};
-use adapters::redis_link::RedisHealth;
+use adapters::redis_link::RedisNews;
 use adapters::store::{Store, StoreLifecycle};
 use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
@@ -48,38 +48,44 @@ use api::middleware::Observer;
 
 use crate::settings::{Settings, TlsFiles};
 
+/// The Redis `--redis-url` names, and what its uses hear of it.
+struct SharedRedis<'a> {
+    url: &'a str,
+    news: Arc<RedisNews>,
+}
+
 /// The DPoP proof check: proofs remembered in the limits' Redis when one is set (this
-/// instance's own cache standing in while `redis` says it cannot answer), else in this
-/// process; and nonces made from the signing keys when `--dpop-nonce` asks for them.
+/// instance's own cache standing in while it cannot answer), else in this process; and
+/// nonces made from the signing keys when `--dpop-nonce` asks for them.
 fn proof_check(
     settings: &Settings,
     jwt: &Arc<JwtTokens>,
     clock: Arc<dyn Clock>,
-    redis: Option<&Arc<RedisHealth>>,
+    redis: Option<&SharedRedis<'_>>,
 ) -> Result<Arc<DpopCheck>, StartupError> {
     let window = settings.tokens.dpop_window();
-    let replays: Arc<dyn ProofReplays> = match (&settings.limits.redis_url, redis) {
-        (Some(url), Some(health)) => Arc::new(
-            SharedReplays::new(url.expose_secret(), window.replay_ttl(), Arc::clone(health))
+    let replays: Arc<dyn ProofReplays> = match redis {
+        Some(redis) => Arc::new(
+            SharedReplays::new(redis.url, window.replay_ttl(), Arc::clone(&redis.news))
                 .map_err(StartupError::Limits)?,
         ),
-        _ => Arc::new(LocalReplays::new(window.replay_ttl())),
+        None => Arc::new(LocalReplays::new(window.replay_ttl())),
     };
     let nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(jwt) as Arc<dyn ProofNonces>);
     Ok(Arc::new(DpopCheck::new(Arc::new(DpopProofs), replays, nonces, clock, window)))
 }
 
 /// The request limits: counted by this instance, or in the Redis `--redis-url` names
-/// (by this instance while `redis` says it cannot answer). The local count is returned
-/// too, for its sweeper ([`spawn_rate_limit_sweeper`]).
-fn request_limiter(settings: &Settings, redis: Option<&Arc<RedisHealth>>) -> Result<RequestLimits, StartupError> {
+/// (by this instance while it cannot answer). The local count is returned too, for its
+/// sweeper ([`spawn_rate_limit_sweeper`]).
+fn request_limiter(settings: &Settings, redis: Option<&SharedRedis<'_>>) -> Result<RequestLimits, StartupError> {
     let rates = settings.limits.rates();
     let local = Arc::new(LocalLimits::new(&rates));
-    let (Some(url), Some(health)) = (&settings.limits.redis_url, redis) else {
+    let Some(redis) = redis else {
         return Ok(RequestLimits { limiter: local.clone(), local });
     };
-    let redis = RedisLimits::new(url.expose_secret(), &rates).map_err(|e| StartupError::Limits(e.to_string()))?;
-    Ok(RequestLimits { limiter: Arc::new(SharedOrLocal::new(redis, local.clone(), Arc::clone(health))), local })
+    let counts = RedisLimits::new(redis.url, &rates).map_err(|e| StartupError::Limits(e.to_string()))?;
+    Ok(RequestLimits { limiter: Arc::new(SharedOrLocal::new(counts, local.clone(), Arc::clone(&redis.news))), local })
 }
 
 /// The request limits as [`request_limiter`] makes them.
@@ -540,11 +546,15 @@ impl Application {
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
         let health = StoreHealth::new(Arc::clone(&watch), Arc::clone(&view));
         let readiness = Arc::new(Readiness::new(Arc::new(health)));
-        // One Redis for the limits and the proofs: up or down for both.
-        let redis = settings.limits.redis_url.as_ref().map(|_| Arc::new(RedisHealth::new()));
+        // One Redis for the limits and the proofs: the status hears of it from both.
+        let redis = settings
+            .limits
+            .redis_url
+            .as_ref()
+            .map(|url| SharedRedis { url: url.expose_secret(), news: Arc::new(RedisNews::new()) });
         let RequestLimits { limiter: limits, local: local_limits } = request_limiter(&settings, redis.as_ref())?;
         let proofs = proof_check(&settings, &jwt, Arc::clone(&clock), redis.as_ref())?;
-        let signals = ServiceSignals::new(watch, Arc::clone(&view), redis);
+        let signals = ServiceSignals::new(watch, Arc::clone(&view), redis.map(|redis| redis.news));
         let bounds = HealthBounds {
             refresh_interval: settings.view.refresh_interval(),
             max_staleness: settings.view.max_staleness(),

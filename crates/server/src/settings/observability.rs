@@ -80,9 +80,8 @@ pub(super) fn is_ratio(ratio: f64) -> bool {
 pub(super) fn collector_url_problem(url: &str) -> Option<String> {
     match url::Url::parse(url) {
         Err(error) => Some(format!("is not a URL ({error})")),
-        Ok(url) if !matches!(url.scheme(), "http" | "https") => {
-            Some(format!("must be an http or https URL, not {}", url.scheme()))
-        }
+        // Not the scheme either: in `user:secret@host`, the user is read as one.
+        Ok(url) if !matches!(url.scheme(), "http" | "https") => Some("must be an http or https URL".to_owned()),
         Ok(_) => None,
     }
 }

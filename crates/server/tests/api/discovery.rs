@@ -353,12 +353,17 @@ async fn status_while_asking(app: &TestApp, expected: &str) -> Option<Value> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn redis_lost_is_published_and_its_return_found_without_a_restart() {
     let Some(redis) = crate::helpers::redis_url("the status's Redis signal") else { return };
-    let target = redis.trim_start_matches("redis://").trim_end_matches('/').to_owned();
+    let redis = url::Url::parse(&redis).unwrap();
+    let target = format!("{}:{}", redis.host_str().unwrap(), redis.port().unwrap_or(6379));
     let line = RedisLine::to(target).await;
     let app = TestApp::builder()
         .settings(|settings| {
             settings.view.refresh_interval_ms = 100;
-            settings.limits.redis_url = Some(format!("redis://127.0.0.1:{}", line.port).parse().unwrap());
+            // The same Redis, its password and database kept, through the line.
+            let mut through = redis.clone();
+            through.set_host(Some("127.0.0.1")).unwrap();
+            through.set_port(Some(line.port)).unwrap();
+            settings.limits.redis_url = Some(through.as_str().parse().unwrap());
         })
         .start()
         .await;
