@@ -41,9 +41,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
                 Sink::Stdout,
                 common.logs.traces().as_ref(),
             );
-            for warning in environment.warnings() {
-                tracing::warn!("{warning}");
-            }
+            warn_of(&environment);
             let served = serve(settings).await;
             // The workers have stopped: their last access lines go to the log writer.
             server::access_log::flush();
@@ -64,16 +62,9 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             traces.as_ref(),
         )
     });
-    // In the log when it takes warnings, else on the operator's terminal as a command's
-    // other warnings; not from the health check a container runs every few seconds.
+    // Not from the health check a container runs every few seconds.
     if !matches!(command, Command::HealthCheck) {
-        for warning in environment.warnings() {
-            if tracing::enabled!(tracing::Level::WARN) {
-                tracing::warn!("{warning}");
-            } else {
-                eprintln!("warning: {}", escaped(warning));
-            }
-        }
+        warn_of(&environment);
     }
     if let Command::HealthCheck = command {
         let address = server::probe::probe_address(settings.http.listen);
@@ -133,4 +124,16 @@ async fn serve(settings: Settings) -> Result<(), CommandError> {
         _ => {}
     }
     application.run_until_stopped().await.map_err(|e| CommandError(format!("server failed: {e}")))
+}
+
+/// Says what of OpenTelemetry's standard variables `environment` ignores: in the log when
+/// it takes warnings, else on the operator's terminal as a command's other warnings.
+fn warn_of(environment: &Environment) {
+    for warning in environment.warnings() {
+        if tracing::enabled!(tracing::Level::WARN) {
+            tracing::warn!("{warning}");
+        } else {
+            eprintln!("warning: {}", escaped(warning));
+        }
+    }
 }

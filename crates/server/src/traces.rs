@@ -743,6 +743,17 @@ mod tests {
         assert!(!decision(&ServiceSampler::new(1.0), None, SpanKind::Internal, &[link(false)]));
     }
 
+    /// Whether `done` comes true within ten seconds, asked every 50 ms.
+    fn within_seconds(done: impl Fn() -> bool) -> bool {
+        for _ in 0..200 {
+            if done() {
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        false
+    }
+
     /// An exporter that holds every export until the test lets it go: a collector that
     /// does not answer.
     #[derive(Debug)]
@@ -772,13 +783,7 @@ mod tests {
         // The first span goes to the export thread, which then waits on the collector;
         // four more fill the queue; the rest are dropped, each end returning at once.
         tracer.start("first").end();
-        for _ in 0..200 {
-            if asked.load(Ordering::Relaxed) {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        assert!(asked.load(Ordering::Relaxed), "the first span's export began");
+        assert!(within_seconds(|| asked.load(Ordering::Relaxed)), "the first span's export began");
         for _ in 0..10 {
             tracer.start("more").end();
         }
@@ -817,12 +822,7 @@ mod tests {
         assert_eq!(queued.load(Ordering::Relaxed), BATCH - 1, "short of a batch, the thread was not woken to take any");
         assert!(batches.sizes().is_empty(), "nothing sent short of a batch");
         tracer.start("the batch's last").end();
-        for _ in 0..200 {
-            if !batches.sizes().is_empty() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(50));
-        }
+        within_seconds(|| !batches.sizes().is_empty());
         assert_eq!(batches.sizes(), [BATCH], "a batch's worth is sent at once, long before the interval");
         assert_eq!(queued.load(Ordering::Relaxed), 0);
         tracer.start("after").end();
@@ -853,17 +853,8 @@ mod tests {
                 tracer.start("span").end();
             }
         };
-        let within_seconds = |done: &dyn Fn() -> bool| {
-            for _ in 0..200 {
-                if done() {
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(50));
-            }
-            false
-        };
         batch();
-        assert!(within_seconds(&|| holding.load(Ordering::Relaxed)), "the first batch's export began");
+        assert!(within_seconds(|| holding.load(Ordering::Relaxed)), "the first batch's export began");
         // While it is held, four flushes fill the thread's commands; the next batch cannot
         // tell the thread.
         let flushes: Vec<_> = (0..4)
@@ -881,7 +872,7 @@ mod tests {
         assert_eq!(batches.sizes(), [BATCH, BATCH], "the held batch, then the second, sent by a flush");
         batch();
         assert!(
-            within_seconds(&|| batches.sizes().len() == 3),
+            within_seconds(|| batches.sizes().len() == 3),
             "the third batch woke the thread: {:?}",
             batches.sizes()
         );

@@ -286,8 +286,8 @@ impl Environment {
     /// standard variables give (`OTEL_EXPORTER_OTLP_ENDPOINT`,
     /// `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_SERVICE_NAME`, `OTEL_TRACES_SAMPLER`
     /// with `OTEL_TRACES_SAMPLER_ARG`, unless `OTEL_SDK_DISABLED=true`) where no
-    /// `BRANCH_ATM_*` one sets the same; any other is left out. An unknown sampler is
-    /// ignored and said in [`Environment::warnings`].
+    /// `BRANCH_ATM_*` one sets the same; any other is left out. An unknown sampler, and
+    /// a value the service cannot use, are ignored and said in [`Environment::warnings`].
     pub fn of<N: AsRef<str>, V: Into<String>>(vars: impl IntoIterator<Item = (N, V)>) -> Self {
         let mut otel = Vec::new();
         let mut vars: Vec<(String, String)> = vars

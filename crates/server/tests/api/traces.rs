@@ -163,6 +163,14 @@ fn serve_traced(
     (server, address, lines)
 }
 
+/// A new store, and a wait-time feed of one branch for a command to import into it.
+fn store_and_feed() -> (crate::cli::Fresh, std::path::PathBuf) {
+    let fresh = crate::cli::fresh_database();
+    let csv = fresh.folder.path().join("waits.csv");
+    std::fs::write(&csv, "branchId,timeTaken\n00001,12\n").unwrap();
+    (fresh, csv)
+}
+
 fn stop(server: &mut Child) {
     let killed = Command::new("kill").args(["-TERM", &server.id().to_string()]).status().unwrap();
     assert!(killed.success());
@@ -380,9 +388,7 @@ async fn a_callers_traceparent_makes_the_request_its_child_and_its_sampling_deci
 #[test]
 fn an_import_run_by_a_command_is_traced_whole_whatever_the_ratio() {
     let collector = Collector::start();
-    let fresh = crate::cli::fresh_database();
-    let csv = fresh.folder.path().join("waits.csv");
-    std::fs::write(&csv, "branchId,timeTaken\n00001,12\n").unwrap();
+    let (fresh, csv) = store_and_feed();
     let endpoint = collector.endpoint();
     let import = crate::cli::branch_atm(
         &fresh.url,
@@ -407,9 +413,7 @@ fn an_import_run_by_a_command_is_traced_whole_whatever_the_ratio() {
 #[test]
 fn opentelemetrys_standard_variables_send_the_traces_where_they_say() {
     let collector = Collector::start();
-    let fresh = crate::cli::fresh_database();
-    let csv = fresh.folder.path().join("waits.csv");
-    std::fs::write(&csv, "branchId,timeTaken\n00001,12\n").unwrap();
+    let (fresh, csv) = store_and_feed();
     let traces_url = format!("{}/otlp/spans", collector.endpoint());
     let imported = crate::binary::branch_atm_command()
         .args(["--database-url", &fresh.url, "waittimes", "import", csv.to_str().unwrap()])
