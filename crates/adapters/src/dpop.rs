@@ -8,6 +8,7 @@
 //! coordinates. The signature is aws-lc-rs's, as for the access tokens.
 
 use std::collections::HashSet;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -20,7 +21,9 @@ use domain::ports::{ProofReplays, ProofVerifier};
 use serde::Deserialize;
 use serde_json::Value;
 
-use crate::redis_link::{RedisHealth, RedisLink, RedisNews};
+use redis::Script;
+
+use crate::redis_link::{RedisHealth, RedisLink, RedisNews, RedisProbe};
 
 /// RFC 9449 §4.2: the `typ` of a proof.
 const PROOF_TYPE: &str = "dpop+jwt";
@@ -291,6 +294,16 @@ impl LocalReplays {
         }
         generations.newer.insert(fingerprint)
     }
+
+    /// Every proof remembered now, with the longest it may still need remembering: a
+    /// window for one seen since the generations last turned, what is left of the
+    /// window since then for an older one.
+    fn held(&self) -> Vec<(u128, Duration)> {
+        let generations = self.generations.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let older_for = self.window.saturating_sub(generations.started.elapsed());
+        let older = generations.older.iter().filter(|_| !older_for.is_zero()).map(|proof| (*proof, older_for));
+        generations.newer.iter().map(|proof| (*proof, self.window)).chain(older).collect()
+    }
 }
 
 #[async_trait::async_trait]
@@ -303,15 +316,48 @@ impl ProofReplays for LocalReplays {
 /// Every key the service writes for proofs starts with this.
 const KEY_PREFIX: &str = "branch-atm:dpop";
 
-/// The proofs every instance has seen, in Redis: one `SET … NX PX` per proof, which
+/// KEYS\[1\]: a proof's key. ARGV\[1\]: this ask's mark; ARGV\[2\]: how long to remember
+/// the proof, in milliseconds. 1 when the proof is new, or was marked by this very ask
+/// (sent a second time when Redis dropped the connection before answering the first,
+/// [`RedisLink::ask`]): a plain `SET … NX` would call the proof used, by itself; else 0.
+const FIRST_USE: &str = r"
+local held = redis.call('GET', KEYS[1])
+if not held then
+  redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+  return 1
+end
+if held == ARGV[1] then
+  return 1
+end
+return 0
+";
+
+/// How many proofs one round trip writes when an instance catches Redis up.
+const WRITE_BATCH: usize = 1_000;
+
+/// The proofs every instance has seen, in Redis: one script call per proof, which
 /// Redis answers for all instances at once. While Redis cannot answer, the instance's
 /// own [`LocalReplays`] stands in (as the limits do), says so in the log, and Redis is
-/// asked again a second later.
+/// asked again a second later, or as soon as the probe ([`RedisProbe`]) hears it back.
+///
+/// Every proof is remembered here too, and Redis is caught up with them all when it
+/// may lack some: once it answers after this instance decided alone (the proofs it
+/// accepted then are refused on every instance from then on), and when it no longer
+/// holds this instance's mark (a Redis restarted without its data, or another one
+/// failed over to, forgot every proof).
 pub struct SharedReplays {
     link: RedisLink,
     health: RedisHealth,
     local: LocalReplays,
+    script: Script,
     ttl_ms: u64,
+    /// What this instance's asks mark a proof with: its own random high half, a count.
+    marks: AtomicU64,
+    instance: u64,
+    /// The key whose presence says Redis holds what this instance remembers.
+    held_key: String,
+    /// This instance decided alone since Redis was last caught up.
+    unsynced: AtomicBool,
 }
 
 impl SharedReplays {
@@ -321,30 +367,74 @@ impl SharedReplays {
     /// # Errors
     /// The reason, for a URL that is not a Redis URL.
     pub fn new(url: &str, window: Duration, news: Arc<RedisNews>) -> Result<Self, String> {
+        let instance: u64 = rand::random();
         Ok(Self {
             link: RedisLink::new(url)?,
             health: RedisHealth::new("the shared DPoP replay cache", "proofs are accepted once across instances", news),
             local: LocalReplays::new(window),
-            ttl_ms: u64::try_from(window.as_millis()).unwrap_or(u64::MAX).max(1),
+            script: Script::new(FIRST_USE),
+            ttl_ms: millis(window),
+            marks: AtomicU64::new(0),
+            instance,
+            held_key: format!("{KEY_PREFIX}:held:{instance:016x}"),
+            // Nothing written yet: the first probe writes the mark.
+            unsynced: AtomicBool::new(true),
         })
     }
 
     async fn ask(&self, key: &str) -> Result<bool, String> {
-        let mut command = redis::cmd("SET");
         // The fingerprint, not the `jti` sent: every key the same 32 characters.
-        command.arg(format!("{KEY_PREFIX}:{:032x}", fingerprint(key))).arg(1).arg("NX").arg("PX").arg(self.ttl_ms);
-        let answer: Option<String> = self.link.query("SET", &command).await?;
-        Ok(answer.is_some())
+        let key = format!("{KEY_PREFIX}:{:032x}", fingerprint(key));
+        let mark = format!("{:016x}{:x}", self.instance, self.marks.fetch_add(1, Ordering::Relaxed));
+        let mut invocation = self.script.prepare_invoke();
+        invocation.key(key).arg(mark).arg(self.ttl_ms);
+        let invocation = &invocation;
+        let first: u8 = self
+            .link
+            .ask("EVALSHA", |mut connection| async move { invocation.invoke_async(&mut connection).await })
+            .await?;
+        Ok(first == 1)
     }
+
+    /// Writes every proof this instance remembers to Redis (those it has already are
+    /// left as they are), then this instance's mark: how many were sent.
+    async fn catch_up(&self) -> Result<usize, String> {
+        let held = self.local.held();
+        for batch in held.chunks(WRITE_BATCH) {
+            let mut pipe = redis::pipe();
+            for (proof, remembered_for) in batch {
+                pipe.cmd("SET")
+                    .arg(format!("{KEY_PREFIX}:{proof:032x}"))
+                    .arg(1)
+                    .arg("NX")
+                    .arg("PX")
+                    .arg(millis(*remembered_for))
+                    .ignore();
+            }
+            let pipe = &pipe;
+            self.link.ask("SET", |mut connection| async move { pipe.query_async::<()>(&mut connection).await }).await?;
+        }
+        let mut mark = redis::cmd("SET");
+        mark.arg(&self.held_key).arg(1).arg("PX").arg(self.ttl_ms);
+        self.link.query::<()>("SET", &mark).await?;
+        Ok(held.len())
+    }
+}
+
+/// `duration` in whole milliseconds, at least one (Redis refuses `PX 0`).
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX).max(1)
 }
 
 #[async_trait::async_trait]
 impl ProofReplays for SharedReplays {
     async fn first_use(&self, key: &str) -> bool {
         // Recorded here too, so that a proof seen while Redis answered is still known
-        // to this instance if Redis stops answering within its window.
+        // to this instance if Redis stops answering within its window, and so that
+        // Redis can be caught up with it.
         let first_here = self.local.first_use_now(key);
         if !self.health.ask_shared() {
+            self.unsynced.store(true, Ordering::Relaxed);
             return first_here;
         }
         let asked = self.health.asking();
@@ -354,8 +444,42 @@ impl ProofReplays for SharedReplays {
                 first && first_here
             }
             Err(error) => {
+                self.unsynced.store(true, Ordering::Relaxed);
                 self.health.failed(asked, &error);
                 first_here
+            }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RedisProbe for SharedReplays {
+    async fn probe(&self) {
+        let asked = self.health.asking();
+        // Whether Redis still holds this instance's mark, its time renewed if it does.
+        let mut mark = redis::cmd("SET");
+        mark.arg(&self.held_key).arg(1).arg("XX").arg("PX").arg(self.ttl_ms);
+        let kept = match self.link.query::<Option<String>>("SET", &mark).await {
+            Ok(kept) => kept.is_some(),
+            Err(error) => {
+                self.unsynced.store(true, Ordering::Relaxed);
+                self.health.failed(asked, &error);
+                return;
+            }
+        };
+        // Requests ask Redis again from here on; what was decided alone before is in
+        // the local cache, which is read after.
+        self.health.answered(asked);
+        let behind = self.unsynced.swap(false, Ordering::Relaxed) | self.link.take_reconnected() | !kept;
+        if !behind {
+            return;
+        }
+        let asked = self.health.asking();
+        match self.catch_up().await {
+            Ok(written) => tracing::debug!(written, "the shared DPoP replay cache holds this instance's proofs"),
+            Err(error) => {
+                self.unsynced.store(true, Ordering::Relaxed);
+                self.health.failed(asked, &error);
             }
         }
     }
@@ -549,6 +673,32 @@ mod tests {
         assert!(replays.first_use_now("key:jti-2"));
         std::thread::sleep(Duration::from_millis(60));
         assert!(replays.first_use_now("key:jti-1"));
+    }
+
+    /// A proof's mark set by an ask whose answer was lost with the connection: the ask
+    /// sent again on the new one ([`RedisLink::ask`]) is still the proof's first use, and
+    /// any other ask is not. Against the Redis `TEST_REDIS_URL` names.
+    #[tokio::test]
+    async fn a_proof_asked_again_with_its_own_mark_is_still_its_first_use() {
+        let Ok(url) = std::env::var("TEST_REDIS_URL") else {
+            assert!(std::env::var("CI").is_err(), "CI must run the Redis tests: set TEST_REDIS_URL");
+            eprintln!("SKIPPED: the proofs' script needs Redis: set TEST_REDIS_URL=redis://host:port");
+            return;
+        };
+        let link = RedisLink::new(&url).unwrap();
+        let script = Script::new(FIRST_USE);
+        let key = format!("{KEY_PREFIX}:test:{}", uuid::Uuid::new_v4().simple());
+        let (script, key, link) = (&script, &key, &link);
+        let ask = |mark: &'static str| async move {
+            let mut invocation = script.prepare_invoke();
+            invocation.key(key).arg(mark).arg(60_000);
+            let invocation = &invocation;
+            link.ask("EVALSHA", |mut connection| async move { invocation.invoke_async::<u8>(&mut connection).await })
+                .await
+        };
+        assert_eq!(ask("one-ask").await, Ok(1), "first use");
+        assert_eq!(ask("one-ask").await, Ok(1), "the same ask, sent again");
+        assert_eq!(ask("another-ask").await, Ok(0), "a replay");
     }
 
     #[tokio::test]

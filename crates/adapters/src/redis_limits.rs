@@ -12,7 +12,8 @@
 //!
 //! When Redis cannot be reached the instance counts alone ([`SharedOrLocal`]), as
 //! without it (never refusing everything, never admitting everything), says so in the
-//! log, and tries Redis again a second later.
+//! log, and tries Redis again a second later, or as soon as the probe hears it back.
+//! What it counted alone stays its own: Redis's counts start again from what they held.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use domain::limits::{Admission, LimitCheck, LimitError, LimitExceeded, RateLimit
 use domain::ports::RequestLimiter;
 use redis::Script;
 
-use crate::redis_link::{RedisHealth, RedisLink, RedisNews, within};
+use crate::redis_link::{RedisHealth, RedisLink, RedisNews, RedisProbe};
 
 /// KEYS: one per limit, narrowest first. ARGV: for each key, its emission interval
 /// (microseconds between requests at the sustained rate) and its burst. Returns
@@ -79,8 +80,15 @@ impl RedisLimits {
                 .arg(interval_micros(rate.per_second.get()))
                 .arg(rate.burst.get());
         }
-        let mut connection = self.link.connection();
-        match within("EVALSHA", invocation.invoke_async::<(u64, u64)>(&mut connection)).await {
+        let invocation = &invocation;
+        let answer = self
+            .link
+            .ask(
+                "EVALSHA",
+                |mut connection| async move { invocation.invoke_async::<(u64, u64)>(&mut connection).await },
+            )
+            .await;
+        match answer {
             Ok((0, _)) => Ok(()),
             Ok((refused_by, wait)) => {
                 let check = usize::try_from(refused_by).ok().and_then(|i| checks.get(i.checked_sub(1)?));
@@ -139,6 +147,17 @@ impl SharedOrLocal {
                 self.health.answered(asked);
                 answer
             }
+        }
+    }
+}
+
+#[async_trait::async_trait]
+impl RedisProbe for SharedOrLocal {
+    async fn probe(&self) {
+        let asked = self.health.asking();
+        match self.shared.link.query::<String>("PING", &redis::cmd("PING")).await {
+            Ok(_) => self.health.answered(asked),
+            Err(error) => self.health.failed(asked, &error),
         }
     }
 }

@@ -1,28 +1,40 @@
 //! What the request limits ([`crate::redis_limits`]) and the DPoP replay cache
 //! ([`crate::dpop`]) share of Redis: one lazily made connection that answers within a
-//! few round trips or not at all, and the rule for when Redis cannot answer (the
-//! instance decides alone, says so once, and asks Redis again a second later).
+//! few round trips or not at all, made again and asked once more when Redis dropped it,
+//! the rule for when Redis cannot answer (the instance decides alone, says so once, and
+//! asks Redis again a second later, or sooner when the probe hears it back), and the
+//! probe ([`RedisProbe`]) that asks Redis even while no request does.
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
+use async_trait::async_trait;
 use redis::aio::{ConnectionManager, ConnectionManagerConfig};
 use redis::io::tcp::TcpSettings;
-use redis::{FromRedisValue, IntoConnectionInfo as _};
+use redis::{FromRedisValue, IntoConnectionInfo as _, RedisResult};
 
 /// How long a request waits for Redis before the instance decides alone: a few round
 /// trips on a LAN, a small part of any request's budget.
 pub const ANSWER_WITHIN: Duration = Duration::from_millis(50);
 
 /// After Redis failed, how long the instance decides alone before asking it again:
-/// while it is down, requests do not each wait out their timeout.
+/// while it is down, requests do not each wait out their timeout. The probe ends it
+/// sooner when Redis answers it.
 const SHARED_RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// How often each [`RedisProbe`] asks Redis: an instance that decided alone hears Redis is
+/// back, and writes what it decided, within about this long of its return (issue 42's
+/// replays, tried 1 s after it, must all be refused); a few commands a second for
+/// Redis.
+pub const PROBE_EVERY: Duration = Duration::from_millis(250);
+
 /// A connection to the Redis at one URL.
-#[derive(Clone)]
 pub struct RedisLink {
     connection: ConnectionManager,
+    /// The connection was found dropped and made again since [`Self::take_reconnected`]
+    /// last asked: Redis may have restarted and forgotten what it held.
+    reconnected: AtomicBool,
 }
 
 impl RedisLink {
@@ -38,27 +50,57 @@ impl RedisLink {
         let info =
             url.into_connection_info().map_err(unavailable)?.set_tcp_settings(TcpSettings::default().set_nodelay(true));
         let client = redis::Client::open(info).map_err(unavailable)?;
+        // One attempt per reconnection, no back-off of the manager's own: a reconnection
+        // that waited out its back-off while Redis came back made the asks after its
+        // return fail until it ended (up to a second and a half). The asks and the probe
+        // are the retries.
         let config = ConnectionManagerConfig::new()
             .set_connection_timeout(Some(ANSWER_WITHIN * 4))
             .set_response_timeout(Some(ANSWER_WITHIN))
-            .set_number_of_retries(1)
-            .set_max_delay(Duration::from_secs(1));
+            .set_number_of_retries(0);
         let connection = ConnectionManager::new_lazy_with_config(client, config).map_err(unavailable)?;
-        Ok(Self { connection })
+        Ok(Self { connection, reconnected: AtomicBool::new(false) })
     }
 
-    /// The connection, for a script or a pipeline.
-    pub fn connection(&self) -> ConnectionManager {
-        self.connection.clone()
+    /// `ask`'s answer on the connection, or why there was none within
+    /// [`ANSWER_WITHIN`]. When the connection was found dropped (Redis restarted, a
+    /// proxy or failover closed it), the manager makes a new one and `ask` is sent once
+    /// more on it, within the same time: the first ask after Redis returns is answered,
+    /// not failed. So `ask` may run twice: a command whose first sending Redis carried
+    /// out must answer the second alike (a proof's mark is checked against this ask's
+    /// own, [`crate::dpop`]).
+    ///
+    /// # Errors
+    /// The reason, when Redis failed or did not answer in time.
+    pub async fn ask<T, F, Fut>(&self, operation: &'static str, mut ask: F) -> Result<T, String>
+    where
+        F: FnMut(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        within(operation, async {
+            match ask(self.connection.clone()).await {
+                // The errors on which the manager starts a new connection.
+                Err(error) if error.is_io_error() || error.is_unrecoverable_error() => {
+                    self.reconnected.store(true, Ordering::Relaxed);
+                    ask(self.connection.clone()).await
+                }
+                answer => answer,
+            }
+        })
+        .await
     }
 
-    /// Runs `command`, or says why there was no answer within [`ANSWER_WITHIN`].
+    /// Runs `command` as [`Self::ask`] does.
     ///
     /// # Errors
     /// The reason, when Redis failed or did not answer in time.
     pub async fn query<T: FromRedisValue>(&self, operation: &'static str, command: &redis::Cmd) -> Result<T, String> {
-        let mut connection = self.connection.clone();
-        within(operation, command.query_async::<T>(&mut connection)).await
+        self.ask(operation, |mut connection| async move { command.query_async::<T>(&mut connection).await }).await
+    }
+
+    /// Whether the connection was dropped and made again since this was last asked.
+    pub fn take_reconnected(&self) -> bool {
+        self.reconnected.swap(false, Ordering::Relaxed)
     }
 }
 
@@ -66,10 +108,7 @@ impl RedisLink {
 ///
 /// # Errors
 /// The reason, when Redis failed or did not answer in time.
-pub async fn within<T>(
-    operation: &'static str,
-    answer: impl Future<Output = redis::RedisResult<T>>,
-) -> Result<T, String> {
+async fn within<T>(operation: &'static str, answer: impl Future<Output = RedisResult<T>>) -> Result<T, String> {
     // A CLIENT span under a traced request (OpenTelemetry's database conventions);
     // disabled, at no cost, when traces are off.
     let span = tracing::trace_span!(
@@ -173,6 +212,17 @@ impl RedisHealth {
             tracing::info!("{} answers again: {}", self.what, self.holds);
         }
     }
+}
+
+/// A use of Redis, asked every [`PROBE_EVERY`] on its own connection for as long as the
+/// service runs: an instance no request reaches still hears Redis go and come back (the
+/// published status), its connections are made again before a request needs them, and
+/// what it decided alone is written to Redis soon after Redis returns.
+#[async_trait]
+pub trait RedisProbe: Send + Sync {
+    /// Asks Redis something light and tells the use's health what it heard; a use that
+    /// decided alone while Redis could not answer catches up here once it answers.
+    async fn probe(&self);
 }
 
 #[cfg(test)]

@@ -468,6 +468,59 @@ impl Drop for TestDatabase {
     }
 }
 
+/// A TCP forwarder to a server (a Redis, say) that a test can cut and mend, as a
+/// restarted server, a proxy or a failover does to its clients: cut, it closes every
+/// connection it carries and closes new ones at once; mended, it carries new ones again.
+pub struct TcpLine {
+    /// The loopback port it listens on.
+    pub port: u16,
+    up: Arc<AtomicBool>,
+    carried: Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
+}
+
+impl TcpLine {
+    /// A line to `target` (`host:port`), carrying connections from now on.
+    ///
+    /// # Panics
+    /// If no loopback port can be had: the test cannot run.
+    #[allow(clippy::unwrap_used)]
+    pub async fn to(target: String) -> Self {
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let up = Arc::new(AtomicBool::new(true));
+        let carried = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let (line_up, line_carried) = (up.clone(), carried.clone());
+        tokio::spawn(async move {
+            while let Ok((mut caller, _)) = listener.accept().await {
+                if !line_up.load(Ordering::SeqCst) {
+                    continue; // dropped: closed at once
+                }
+                let target = target.clone();
+                let carrying = tokio::spawn(async move {
+                    if let Ok(mut server) = tokio::net::TcpStream::connect(target).await {
+                        let _ = tokio::io::copy_bidirectional(&mut caller, &mut server).await;
+                    }
+                });
+                line_carried.lock().unwrap_or_else(std::sync::PoisonError::into_inner).push(carrying.abort_handle());
+            }
+        });
+        Self { port, up, carried }
+    }
+
+    /// Closes every connection carried and refuses new ones.
+    pub fn cut(&self) {
+        self.up.store(false, Ordering::SeqCst);
+        for carrying in self.carried.lock().unwrap_or_else(std::sync::PoisonError::into_inner).drain(..) {
+            carrying.abort();
+        }
+    }
+
+    /// Carries new connections again.
+    pub fn mend(&self) {
+        self.up.store(true, Ordering::SeqCst);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::database_url;

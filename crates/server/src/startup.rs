@@ -15,7 +15,7 @@ use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
 use adapters::local_limits::LocalLimits;
 use adapters::redis_limits::{RedisLimits, SharedOrLocal};
-use adapters::redis_link::RedisNews;
+use adapters::redis_link::{PROBE_EVERY, RedisNews, RedisProbe};
 use adapters::store::{Store, StoreLifecycle};
 use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
@@ -48,10 +48,12 @@ use api::middleware::Observer;
 
 use crate::settings::{Settings, TlsFiles};
 
-/// The Redis `--redis-url` names, and what its uses hear of it.
+/// The Redis `--redis-url` names, what its uses hear of it, and the uses the probe asks
+/// of it ([`spawn_redis_probe`]).
 struct SharedRedis<'a> {
     url: &'a str,
     news: Arc<RedisNews>,
+    probes: Vec<Arc<dyn RedisProbe>>,
 }
 
 /// The DPoP proof check: proofs remembered in the limits' Redis when one is set (this
@@ -61,14 +63,18 @@ fn proof_check(
     settings: &Settings,
     jwt: &Arc<JwtTokens>,
     clock: Arc<dyn Clock>,
-    redis: Option<&SharedRedis<'_>>,
+    redis: Option<&mut SharedRedis<'_>>,
 ) -> Result<Arc<DpopCheck>, StartupError> {
     let window = settings.tokens.dpop_window();
     let replays: Arc<dyn ProofReplays> = match redis {
-        Some(redis) => Arc::new(
-            SharedReplays::new(redis.url, window.replay_ttl(), Arc::clone(&redis.news))
-                .map_err(StartupError::Limits)?,
-        ),
+        Some(redis) => {
+            let shared = Arc::new(
+                SharedReplays::new(redis.url, window.replay_ttl(), Arc::clone(&redis.news))
+                    .map_err(StartupError::Limits)?,
+            );
+            redis.probes.push(shared.clone());
+            shared
+        }
         None => Arc::new(LocalReplays::new(window.replay_ttl())),
     };
     let nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(jwt) as Arc<dyn ProofNonces>);
@@ -78,14 +84,16 @@ fn proof_check(
 /// The request limits: counted by this instance, or in the Redis `--redis-url` names
 /// (by this instance while it cannot answer). The local count is returned too, for its
 /// sweeper ([`spawn_rate_limit_sweeper`]).
-fn request_limiter(settings: &Settings, redis: Option<&SharedRedis<'_>>) -> Result<RequestLimits, StartupError> {
+fn request_limiter(settings: &Settings, redis: Option<&mut SharedRedis<'_>>) -> Result<RequestLimits, StartupError> {
     let rates = settings.limits.rates();
     let local = Arc::new(LocalLimits::new(&rates));
     let Some(redis) = redis else {
         return Ok(RequestLimits { limiter: local.clone(), local });
     };
     let counts = RedisLimits::new(redis.url, &rates).map_err(|e| StartupError::Limits(e.to_string()))?;
-    Ok(RequestLimits { limiter: Arc::new(SharedOrLocal::new(counts, local.clone(), Arc::clone(&redis.news))), local })
+    let shared = Arc::new(SharedOrLocal::new(counts, local.clone(), Arc::clone(&redis.news)));
+    redis.probes.push(shared.clone());
+    Ok(RequestLimits { limiter: shared, local })
 }
 
 /// The request limits as [`request_limiter`] makes them.
@@ -360,6 +368,19 @@ fn spawn_status_monitor(monitor: Arc<StatusMonitor>, interval: Duration) {
     });
 }
 
+/// Asks Redis of each of its `uses` every [`PROBE_EVERY`] ([`RedisProbe`]).
+fn spawn_redis_probe(uses: Vec<Arc<dyn RedisProbe>>) {
+    let uses = Arc::new(uses);
+    spawn_every(PROBE_EVERY, move || {
+        let uses = Arc::clone(&uses);
+        async move {
+            for probed in uses.iter() {
+                probed.probe().await;
+            }
+        }
+    });
+}
+
 fn spawn_rate_limit_sweeper(limits: Arc<LocalLimits>) {
     spawn_every(RATE_LIMIT_SWEEP, move || {
         limits.forget_idle();
@@ -546,15 +567,23 @@ impl Application {
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
         let health = StoreHealth::new(Arc::clone(&watch), Arc::clone(&view));
         let readiness = Arc::new(Readiness::new(Arc::new(health)));
-        // One Redis for the limits and the proofs: the status hears of it from both.
-        let redis = settings
-            .limits
-            .redis_url
-            .as_ref()
-            .map(|url| SharedRedis { url: url.expose_secret(), news: Arc::new(RedisNews::new()) });
-        let RequestLimits { limiter: limits, local: local_limits } = request_limiter(&settings, redis.as_ref())?;
-        let proofs = proof_check(&settings, &jwt, Arc::clone(&clock), redis.as_ref())?;
-        let signals = ServiceSignals::new(watch, Arc::clone(&view), redis.map(|redis| redis.news));
+        // One Redis for the limits and the proofs: the status hears of it from both, and
+        // from their probes while no request asks.
+        let mut redis = settings.limits.redis_url.as_ref().map(|url| SharedRedis {
+            url: url.expose_secret(),
+            news: Arc::new(RedisNews::new()),
+            probes: Vec::new(),
+        });
+        let RequestLimits { limiter: limits, local: local_limits } = request_limiter(&settings, redis.as_mut())?;
+        let proofs = proof_check(&settings, &jwt, Arc::clone(&clock), redis.as_mut())?;
+        let signals = ServiceSignals::new(
+            watch,
+            Arc::clone(&view),
+            redis.map(|redis| {
+                spawn_redis_probe(redis.probes);
+                redis.news
+            }),
+        );
         let bounds = HealthBounds {
             refresh_interval: settings.view.refresh_interval(),
             max_staleness: settings.view.max_staleness(),

@@ -283,79 +283,20 @@ async fn shared_checks_that_cannot_be_reached_are_a_partial_failure() {
         })
         .start()
         .await;
-    assert_eq!(status(&app).await["data"]["status"], "OK", "Redis is not known lost before it is asked");
-    assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 200, "counted locally");
+    // No request: the service's own probe finds Redis lost.
     let partial = eventually_status(&app, "PARTIAL_FAILURE").await.expect("the lost limits are published");
+    assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 200, "counted locally");
     let explanation = partial["data"]["explanation"].as_str().unwrap();
     assert!(explanation.contains("Request limits, and that a DPoP proof is used only once"), "{partial}");
     assert!(explanation.contains("checked by each server on its own"), "{partial}");
 }
 
-/// A way to Redis that can be cut and mended: connections are forwarded to `target`
-/// while it is up; cutting it closes them and refuses new ones, as a Redis gone does.
-struct RedisLine {
-    port: u16,
-    up: std::sync::Arc<std::sync::atomic::AtomicBool>,
-    carried: std::sync::Arc<std::sync::Mutex<Vec<tokio::task::AbortHandle>>>,
-}
-
-impl RedisLine {
-    async fn to(target: String) -> Self {
-        use std::sync::atomic::Ordering;
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let port = listener.local_addr().unwrap().port();
-        let up = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
-        let carried = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
-        let (line_up, line_carried) = (up.clone(), carried.clone());
-        tokio::spawn(async move {
-            while let Ok((mut caller, _)) = listener.accept().await {
-                if !line_up.load(Ordering::SeqCst) {
-                    continue; // dropped: closed at once
-                }
-                let target = target.clone();
-                let carrying = tokio::spawn(async move {
-                    if let Ok(mut redis) = tokio::net::TcpStream::connect(target).await {
-                        let _ = tokio::io::copy_bidirectional(&mut caller, &mut redis).await;
-                    }
-                });
-                line_carried.lock().unwrap().push(carrying.abort_handle());
-            }
-        });
-        Self { port, up, carried }
-    }
-
-    fn cut(&self) {
-        self.up.store(false, std::sync::atomic::Ordering::SeqCst);
-        for carrying in self.carried.lock().unwrap().drain(..) {
-            carrying.abort();
-        }
-    }
-
-    fn mend(&self) {
-        self.up.store(true, std::sync::atomic::Ordering::SeqCst);
-    }
-}
-
-/// The status once its `status` field is `expected` while tokens are asked for (Redis is
-/// seen only when a request asks it), if it becomes so within 10 s.
-async fn status_while_asking(app: &TestApp, expected: &str) -> Option<Value> {
-    for _ in 0..100 {
-        assert_eq!(app.authorize(&crate::helpers::demo_authorize_query()).await.status(), 200);
-        let body = status(app).await;
-        if body["data"]["status"] == expected {
-            return Some(body);
-        }
-        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
-    }
-    None
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn redis_lost_is_published_and_its_return_found_without_a_restart() {
+async fn redis_lost_is_published_and_its_return_found_without_a_restart_on_an_idle_instance() {
     let Some(redis) = crate::helpers::redis_url("the status's Redis signal") else { return };
     let redis = url::Url::parse(&redis).unwrap();
     let target = format!("{}:{}", redis.host_str().unwrap(), redis.port().unwrap_or(6379));
-    let line = RedisLine::to(target).await;
+    let line = adapters::testing::TcpLine::to(target).await;
     let app = TestApp::builder()
         .settings(|settings| {
             settings.view.refresh_interval_ms = 100;
@@ -367,13 +308,13 @@ async fn redis_lost_is_published_and_its_return_found_without_a_restart() {
         })
         .start()
         .await;
-    assert!(status_while_asking(&app, "OK").await.is_some(), "OK while Redis answers");
+    assert!(eventually_status(&app, "OK").await.is_some(), "OK while Redis answers");
 
     line.cut();
-    let partial = status_while_asking(&app, "PARTIAL_FAILURE").await.expect("the loss is published");
+    let partial = eventually_status(&app, "PARTIAL_FAILURE").await.expect("the loss is published");
     assert!(partial["data"]["explanation"].as_str().unwrap().contains("Redis"), "{partial}");
 
     line.mend();
-    let back = status_while_asking(&app, "OK").await.expect("OK again once Redis answers, without a restart");
+    let back = eventually_status(&app, "OK").await.expect("OK again once Redis answers, without a restart");
     assert!(back["data"].get("detectionTime").is_none(), "{back}");
 }

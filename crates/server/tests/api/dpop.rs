@@ -430,6 +430,63 @@ async fn a_proof_used_on_one_instance_is_refused_on_another_sharing_redis() {
     assert!(body["details"].as_str().unwrap().contains("used before"), "{body}");
 }
 
+/// Issue 42: two instances share a Redis through a line that is cut and mended, as a
+/// Redis restart or failover does. Proofs the first accepted alone while Redis was away,
+/// and those it accepted just after Redis returned (its first ask then failed on the
+/// dropped connection, and it decided alone for a second), were accepted again on the
+/// second 3 and 20 s after the return. Now each set is refused there 1, 3 and 20 s after.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn after_redis_returns_no_proof_used_on_one_instance_is_accepted_on_another() {
+    let Some(redis) = redis_url("replays refused across instances after Redis returns") else { return };
+    let redis = url::Url::parse(&redis).unwrap();
+    let line =
+        adapters::testing::TcpLine::to(format!("{}:{}", redis.host_str().unwrap(), redis.port().unwrap_or(6379))).await;
+    // The same Redis, its password and database kept, through the line.
+    let mut through = redis.clone();
+    through.set_host(Some("127.0.0.1")).unwrap();
+    through.set_port(Some(line.port)).unwrap();
+    let shared = |settings: &mut server::settings::Settings| {
+        settings.limits.redis_url = Some(through.as_str().parse().unwrap());
+    };
+    let Some(first) = TestApp::builder().on_backend("postgres").settings(shared).try_start().await else { return };
+    let second = TestApp::builder().on_store(&first.database_url).settings(shared).start().await;
+    let key = AppKey::p256();
+    let used_on_first = || async {
+        let proof = key.proof("GET", &authorize_url(&first), None, None);
+        let response = authorize_with(&first, &[&proof]).await;
+        assert_eq!(response.status(), 200, "{}", response.text().await.unwrap());
+        proof
+    };
+    // Both instances have asked Redis before it goes.
+    used_on_first().await;
+    let proof = key.proof("GET", &authorize_url(&second), None, None);
+    assert_eq!(authorize_with(&second, &[&proof]).await.status(), 200);
+
+    line.cut();
+    let mut sets: [Vec<String>; 3] = Default::default();
+    for set in &mut sets {
+        for _ in 0..4 {
+            set.push(used_on_first().await);
+        }
+    }
+    line.mend();
+    let returned = std::time::Instant::now();
+    for set in &mut sets {
+        for _ in 0..4 {
+            set.push(used_on_first().await);
+        }
+    }
+
+    for (set, after) in sets.iter().zip([1, 3, 20]) {
+        tokio::time::sleep_until((returned + std::time::Duration::from_secs(after)).into()).await;
+        for (n, proof) in set.iter().enumerate() {
+            let response = authorize_with(&second, &[proof]).await;
+            let body = assert_token_error(response, 400, "invalid_dpop_proof", Some("DPoP")).await;
+            assert!(body["details"].as_str().unwrap().contains("used before"), "{after} s after, proof {n}: {body}");
+        }
+    }
+}
+
 /// A page that makes a P-256 key with WebCrypto (not extractable), gets a token bound to
 /// it, answering the server's request for a nonce (read from `DPoP-Nonce`), calls both
 /// bearer operations with fresh proofs, and tries the token as a bearer token; its

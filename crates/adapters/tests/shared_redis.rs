@@ -1,4 +1,4 @@
-//! The shared request limits against a real Redis, named by `TEST_REDIS_URL`
+//! The shared request limits and DPoP replay cache against a real Redis, named by `TEST_REDIS_URL`
 //! (`redis://127.0.0.1:6379`); without it they are ignored (counted so in cargo's
 //! summary; build.rs), except under `CI=true`, where they fail. Every test counts under keys of its own (a random session or client id),
 //! so tests and runs never share a count.
@@ -139,4 +139,101 @@ async fn redis_lost_by_one_use_is_found_back_by_the_other() {
     tokio::time::sleep(Duration::from_millis(5)).await;
     assert_eq!(limits.admit(&[LimitCheck::PerSession(&session)]).await, Ok(()));
     assert!(!news.is_lost(), "the limits' answer to an ask begun after the loss says Redis is back");
+}
+
+/// `url` reached through a line that can be cut and mended, with its password and
+/// database kept.
+async fn through_a_line(url: &str) -> (adapters::testing::TcpLine, String) {
+    let mut url = url::Url::parse(url).unwrap();
+    let line =
+        adapters::testing::TcpLine::to(format!("{}:{}", url.host_str().unwrap(), url.port().unwrap_or(6379))).await;
+    url.set_host(Some("127.0.0.1")).unwrap();
+    url.set_port(Some(line.port)).unwrap();
+    (line, url.to_string())
+}
+
+/// Issue 42: after Redis returns, each instance's first ask of it failed on the dropped
+/// connection and the instance counted alone for a second, so two instances each let a
+/// client's burst through. The ask is now sent again on a new connection.
+#[tokio::test]
+async fn the_first_count_after_redis_returns_is_counted_in_redis() {
+    use adapters::redis_limits::SharedOrLocal;
+    use adapters::redis_link::RedisNews;
+    use std::sync::Arc;
+
+    let Some(url) = redis_url() else { return };
+    let (line, through) = through_a_line(&url).await;
+    let rates = RateLimits { per_client: rate(1, 1), ..RateLimits::unlimited() };
+    let instance = || {
+        let local = Arc::new(adapters::local_limits::LocalLimits::new(&rates));
+        SharedOrLocal::new(RedisLimits::new(&through, &rates).unwrap(), local, Arc::new(RedisNews::new()))
+    };
+    let (one, two) = (instance(), instance());
+    // Connected first: the first ask over a new connection may take longer than the
+    // limits wait for Redis.
+    for limits in [&one, &two] {
+        for _ in 0..20 {
+            let _ = limits.admit(&[LimitCheck::PerClient(&client())]).await;
+        }
+    }
+    line.cut();
+    line.mend();
+    let client = client();
+    assert_eq!(one.admit(&[LimitCheck::PerClient(&client)]).await, Ok(()));
+    let Err(LimitError::Exceeded(_)) = two.admit(&[LimitCheck::PerClient(&client)]).await else {
+        panic!(
+            "the second instance lets the client's one request a second through again: the first was not counted in Redis"
+        )
+    };
+}
+
+/// Two instances' DPoP replay caches on one Redis reached through a line.
+async fn two_replay_caches(url: &str) -> (adapters::testing::TcpLine, [adapters::dpop::SharedReplays; 2]) {
+    use adapters::redis_link::RedisNews;
+    use std::sync::Arc;
+    let (line, through) = through_a_line(url).await;
+    let cache =
+        || adapters::dpop::SharedReplays::new(&through, Duration::from_secs(60), Arc::new(RedisNews::new())).unwrap();
+    (line, [cache(), cache()])
+}
+
+/// Issue 42: a proof one instance accepted alone while Redis was away is refused on
+/// every other once Redis answers that instance's probe.
+#[tokio::test]
+async fn a_proof_accepted_alone_while_redis_was_away_is_refused_on_another_instance_once_it_returns() {
+    use adapters::redis_link::RedisProbe as _;
+    use domain::ports::ProofReplays as _;
+
+    let Some(url) = redis_url() else { return };
+    let (line, [one, two]) = two_replay_caches(&url).await;
+    one.probe().await;
+    two.probe().await;
+    line.cut();
+    let proof = fresh_key();
+    assert!(one.first_use(&proof).await, "accepted alone");
+    line.mend();
+    one.probe().await;
+    assert!(!two.first_use(&proof).await, "refused on the other instance");
+}
+
+/// A Redis that lost what it held (restarted without its data, another one failed over
+/// to) is caught up by each instance's probe with the proofs that instance remembers.
+/// On a database of its own, which it empties.
+#[tokio::test]
+async fn a_redis_that_forgot_every_proof_is_given_them_again_by_the_probe() {
+    use adapters::redis_link::RedisProbe as _;
+    use domain::ports::ProofReplays as _;
+
+    let Some(url) = redis_url() else { return };
+    let mut own = url::Url::parse(&url).unwrap();
+    own.set_path("/13");
+    let (_line, [one, two]) = two_replay_caches(own.as_str()).await;
+    let proof = fresh_key();
+    assert!(one.first_use(&proof).await);
+    one.probe().await;
+    let mut redis = redis::Client::open(own.as_str()).unwrap().get_multiplexed_async_connection().await.unwrap();
+    redis::cmd("FLUSHDB").query_async::<()>(&mut redis).await.unwrap();
+    assert!(two.first_use(&fresh_key()).await, "a new proof is new");
+    one.probe().await;
+    assert!(!two.first_use(&proof).await, "a proof used before Redis forgot it is refused on the other instance");
 }
