@@ -23,7 +23,7 @@ use serde_json::Value;
 
 use redis::Script;
 
-use crate::redis_link::{RedisHealth, RedisLink, RedisNews, RedisProbe};
+use crate::redis_link::{PROBE_WITHIN, RedisHealth, RedisLink, RedisNews, RedisProbe};
 
 /// RFC 9449 §4.2: the `typ` of a proof.
 const PROOF_TYPE: &str = "dpop+jwt";
@@ -412,7 +412,11 @@ impl SharedReplays {
                     .ignore();
             }
             let pipe = &pipe;
-            self.link.ask("SET", |mut connection| async move { pipe.query_async::<()>(&mut connection).await }).await?;
+            self.link
+                .ask_within(PROBE_WITHIN, "SET", |mut connection| async move {
+                    pipe.query_async::<()>(&mut connection).await
+                })
+                .await?;
         }
         let mut mark = redis::cmd("SET");
         mark.arg(&self.held_key).arg(1).arg("PX").arg(self.ttl_ms);
@@ -459,7 +463,7 @@ impl RedisProbe for SharedReplays {
         // Whether Redis still holds this instance's mark, its time renewed if it does.
         let mut mark = redis::cmd("SET");
         mark.arg(&self.held_key).arg(1).arg("XX").arg("PX").arg(self.ttl_ms);
-        let kept = match self.link.query::<Option<String>>("SET", &mark).await {
+        let kept = match self.link.probe::<Option<String>>(&mark).await {
             Ok(kept) => kept.is_some(),
             Err(error) => {
                 self.unsynced.store(true, Ordering::Relaxed);

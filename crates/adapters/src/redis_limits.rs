@@ -155,7 +155,7 @@ impl SharedOrLocal {
 impl RedisProbe for SharedOrLocal {
     async fn probe(&self) {
         let asked = self.health.asking();
-        match self.shared.link.query::<String>("PING", &redis::cmd("PING")).await {
+        match self.shared.link.probe::<String>(&redis::cmd("PING")).await {
             Ok(_) => self.health.answered(asked),
             Err(error) => self.health.failed(asked, &error),
         }

@@ -23,6 +23,12 @@ pub const ANSWER_WITHIN: Duration = Duration::from_millis(50);
 /// sooner when Redis answers it.
 const SHARED_RETRY_AFTER: Duration = Duration::from_secs(1);
 
+/// How long a probe waits for Redis: as long as a new connection may take to be made
+/// (the connection's own timeout), since no request waits on it. A request's 50 ms is
+/// too short for a connection made on a busy machine, and a probe that failed on it would
+/// make the instance decide alone for a second for nothing.
+pub const PROBE_WITHIN: Duration = Duration::from_millis(200);
+
 /// How often each [`RedisProbe`] asks Redis: an instance that decided alone hears Redis is
 /// back, and writes what it decided, within about this long of its return (issue 42's
 /// replays, tried 1 s after it, must all be refused); a few commands a second for
@@ -55,8 +61,9 @@ impl RedisLink {
         // return fail until it ended (up to a second and a half). The asks and the probe
         // are the retries.
         let config = ConnectionManagerConfig::new()
-            .set_connection_timeout(Some(ANSWER_WITHIN * 4))
-            .set_response_timeout(Some(ANSWER_WITHIN))
+            .set_connection_timeout(Some(PROBE_WITHIN))
+            // The longest any ask waits: each ask's own budget is kept by `within`.
+            .set_response_timeout(Some(PROBE_WITHIN))
             .set_number_of_retries(0);
         let connection = ConnectionManager::new_lazy_with_config(client, config).map_err(unavailable)?;
         Ok(Self { connection, reconnected: AtomicBool::new(false) })
@@ -72,12 +79,30 @@ impl RedisLink {
     ///
     /// # Errors
     /// The reason, when Redis failed or did not answer in time.
-    pub async fn ask<T, F, Fut>(&self, operation: &'static str, mut ask: F) -> Result<T, String>
+    pub async fn ask<T, F, Fut>(&self, operation: &'static str, ask: F) -> Result<T, String>
     where
         F: FnMut(ConnectionManager) -> Fut,
         Fut: Future<Output = RedisResult<T>>,
     {
-        within(operation, async {
+        self.ask_within(ANSWER_WITHIN, operation, ask).await
+    }
+
+    /// [`Self::ask`], waiting `budget` for the answer: a probe, which no request waits on,
+    /// gives Redis as long as a new connection may take ([`PROBE_WITHIN`]).
+    ///
+    /// # Errors
+    /// The reason, when Redis failed or did not answer in time.
+    pub async fn ask_within<T, F, Fut>(
+        &self,
+        budget: Duration,
+        operation: &'static str,
+        mut ask: F,
+    ) -> Result<T, String>
+    where
+        F: FnMut(ConnectionManager) -> Fut,
+        Fut: Future<Output = RedisResult<T>>,
+    {
+        within(budget, operation, async {
             match ask(self.connection.clone()).await {
                 // The errors on which the manager starts a new connection.
                 Err(error) if error.is_io_error() || error.is_unrecoverable_error() => {
@@ -98,17 +123,32 @@ impl RedisLink {
         self.ask(operation, |mut connection| async move { command.query_async::<T>(&mut connection).await }).await
     }
 
+    /// Runs `command` for a probe ([`PROBE_WITHIN`]).
+    ///
+    /// # Errors
+    /// The reason, when Redis failed or did not answer in time.
+    pub async fn probe<T: FromRedisValue>(&self, command: &redis::Cmd) -> Result<T, String> {
+        self.ask_within(PROBE_WITHIN, "probe", |mut connection| async move {
+            command.query_async::<T>(&mut connection).await
+        })
+        .await
+    }
+
     /// Whether the connection was dropped and made again since this was last asked.
     pub fn take_reconnected(&self) -> bool {
         self.reconnected.swap(false, Ordering::Relaxed)
     }
 }
 
-/// `answer`, or why there was none within [`ANSWER_WITHIN`].
+/// `answer`, or why there was none within `budget`.
 ///
 /// # Errors
 /// The reason, when Redis failed or did not answer in time.
-async fn within<T>(operation: &'static str, answer: impl Future<Output = RedisResult<T>>) -> Result<T, String> {
+async fn within<T>(
+    budget: Duration,
+    operation: &'static str,
+    answer: impl Future<Output = RedisResult<T>>,
+) -> Result<T, String> {
     // A CLIENT span under a traced request (OpenTelemetry's database conventions);
     // disabled, at no cost, when traces are off.
     let span = tracing::trace_span!(
@@ -118,10 +158,10 @@ async fn within<T>(operation: &'static str, answer: impl Future<Output = RedisRe
         db.system.name = "redis",
         db.operation.name = operation,
     );
-    match tokio::time::timeout(ANSWER_WITHIN, tracing::Instrument::instrument(answer, span)).await {
+    match tokio::time::timeout(budget, tracing::Instrument::instrument(answer, span)).await {
         Ok(Ok(value)) => Ok(value),
         Ok(Err(error)) => Err(error.to_string()),
-        Err(_) => Err(format!("no answer within {} ms", ANSWER_WITHIN.as_millis())),
+        Err(_) => Err(format!("no answer within {} ms", budget.as_millis())),
     }
 }
 

@@ -11,6 +11,7 @@ use actix_web::http::header::HeaderValue;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
 use adapters::dpop::{DpopProofs, LocalReplays, SharedReplays};
+use adapters::formats::shown::quoted;
 use adapters::jwt::{Ed25519Keys, JwtTokens};
 use adapters::key_seal::{KeyEncryptionKey, KeyFileError};
 use adapters::local_limits::LocalLimits;
@@ -49,7 +50,7 @@ use api::middleware::Observer;
 use crate::settings::{Settings, TlsFiles};
 
 /// The Redis `--redis-url` names, what its uses hear of it, and the uses the probe asks
-/// of it ([`spawn_redis_probe`]).
+/// of it ([`probe_redis`]).
 struct SharedRedis<'a> {
     url: &'a str,
     news: Arc<RedisNews>,
@@ -368,8 +369,14 @@ fn spawn_status_monitor(monitor: Arc<StatusMonitor>, interval: Duration) {
     });
 }
 
-/// Asks Redis of each of its `uses` every [`PROBE_EVERY`] ([`RedisProbe`]).
-fn spawn_redis_probe(uses: Vec<Arc<dyn RedisProbe>>) {
+/// Asks Redis of each of its `uses` once, so that their connections are made before the
+/// first request needs them, then every [`PROBE_EVERY`] ([`RedisProbe`]). A Redis that
+/// does not answer holds the start up by at most
+/// [`PROBE_WITHIN`](adapters::redis_link::PROBE_WITHIN) a use.
+async fn probe_redis(uses: Vec<Arc<dyn RedisProbe>>) {
+    for probed in &uses {
+        probed.probe().await;
+    }
     let uses = Arc::new(uses);
     spawn_every(PROBE_EVERY, move || {
         let uses = Arc::clone(&uses);
@@ -392,20 +399,26 @@ fn spawn_rate_limit_sweeper(limits: Arc<LocalLimits>) {
 /// is a few kilobytes. `/dev/zero` given as a file is refused, not read forever.
 const TLS_FILE_MAX_BYTES: u64 = 1 << 20;
 
-/// The PEM file at `path`, refused (naming it as `what`) past [`TLS_FILE_MAX_BYTES`].
-fn read_pem(what: &str, path: &Path) -> Result<Vec<u8>, StartupError> {
-    let refused = |reason: String| StartupError::Tls(format!("{what} {}: {reason}", path.display()));
-    adapters::key_seal::read_at_most(path, TLS_FILE_MAX_BYTES)
-        .map_err(|e| refused(e.to_string()))?
-        .ok_or_else(|| refused(format!("holds more than {TLS_FILE_MAX_BYTES} bytes, more than any PEM file of ours")))
+/// The PEM file at `path`, a regular file of at most [`TLS_FILE_MAX_BYTES`], or why not,
+/// naming it as `what` (`certificate`) and quoting its path; `parse` reads what it holds.
+pub(crate) fn read_pem<T, E: std::fmt::Display>(
+    what: &str,
+    path: &Path,
+    parse: impl FnOnce(&[u8]) -> Result<T, E>,
+) -> Result<T, String> {
+    let refused = |reason: String| format!("{what} {}: {reason}", quoted(&path.to_string_lossy()));
+    let pem =
+        adapters::key_seal::read_at_most(path, TLS_FILE_MAX_BYTES).map_err(|e| refused(e.to_string()))?.ok_or_else(
+            || refused(format!("holds more than {TLS_FILE_MAX_BYTES} bytes, more than any PEM file of ours")),
+        )?;
+    parse(&pem).map_err(|e| refused(e.to_string()))
 }
 
 fn tls_config(files: &TlsFiles) -> Result<rustls::ServerConfig, StartupError> {
-    let certs = CertificateDer::pem_slice_iter(&read_pem("certificate", &files.cert)?)
-        .collect::<Result<Vec<_>, _>>()
-        .map_err(|e| StartupError::Tls(format!("certificate {}: {e}", files.cert.display())))?;
-    let key = PrivateKeyDer::from_pem_slice(&read_pem("key", &files.key)?)
-        .map_err(|e| StartupError::Tls(format!("key {}: {e}", files.key.display())))?;
+    let certs =
+        read_pem("certificate", &files.cert, |pem| CertificateDer::pem_slice_iter(pem).collect::<Result<Vec<_>, _>>())
+            .map_err(StartupError::Tls)?;
+    let key = read_pem("key", &files.key, PrivateKeyDer::from_pem_slice).map_err(StartupError::Tls)?;
     rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::aws_lc_rs::default_provider()))
         .with_safe_default_protocol_versions()
         .map_err(|e| StartupError::Tls(e.to_string()))?
@@ -576,14 +589,14 @@ impl Application {
         });
         let RequestLimits { limiter: limits, local: local_limits } = request_limiter(&settings, redis.as_mut())?;
         let proofs = proof_check(&settings, &jwt, Arc::clone(&clock), redis.as_mut())?;
-        let signals = ServiceSignals::new(
-            watch,
-            Arc::clone(&view),
-            redis.map(|redis| {
-                spawn_redis_probe(redis.probes);
-                redis.news
-            }),
-        );
+        let redis_news = match redis {
+            Some(redis) => {
+                probe_redis(redis.probes).await;
+                Some(redis.news)
+            }
+            None => None,
+        };
+        let signals = ServiceSignals::new(watch, Arc::clone(&view), redis_news);
         let bounds = HealthBounds {
             refresh_interval: settings.view.refresh_interval(),
             max_staleness: settings.view.max_staleness(),
