@@ -17,6 +17,8 @@ use aws_lc_rs::rand::{SecureRandom as _, SystemRandom};
 use domain::ports::{SigningKeyRecords, StoreUnavailable};
 use domain::token::SigningKey;
 
+use crate::formats::shown::quoted;
+
 /// Where signing keys are sealed in place, beside the domain's key records: rewriting a
 /// key's stored private bytes is an adapter's concern (encryption at rest), not the
 /// domain's.
@@ -50,20 +52,48 @@ pub struct KeyFileError {
 }
 
 /// The most a key file is read: 64 hexadecimal characters with room for whitespace
-/// and line ends. The finding: `--key-encryption-key-file /dev/zero` made every
+/// and line ends. The finding: `--key-encryption-key-file` reading a file without end made every
 /// command read until memory ran out.
 const KEY_FILE_MAX_BYTES: u64 = 256;
 
-/// The content of `path` if it holds at most `limit` bytes, `None` if it holds more
-/// (read no further than one byte past the limit, so an endless file is no danger).
+/// The content of the regular file `path` if it holds at most `limit` bytes, `None` if
+/// it holds more (read no further than one byte past the limit).
+///
+/// Anything but a regular file (after symbolic links) is refused before it is opened:
+/// opening a FIFO blocks until something writes to it (issue 42: every command hung),
+/// and a device (`/dev/zero`, `/dev/stdin`) is no key or certificate.
 ///
 /// # Errors
-/// The file cannot be opened or read.
+/// The file is not a regular file, or cannot be opened or read.
 pub fn read_at_most(path: &Path, limit: u64) -> std::io::Result<Option<Vec<u8>>> {
     use std::io::Read as _;
+    regular_file(&std::fs::metadata(path)?)?;
+    let file = std::fs::File::open(path)?;
+    // Again on what was opened: the name may have been pointed elsewhere meanwhile.
+    regular_file(&file.metadata()?)?;
     let mut content = Vec::new();
-    std::fs::File::open(path)?.take(limit.saturating_add(1)).read_to_end(&mut content)?;
+    file.take(limit.saturating_add(1)).read_to_end(&mut content)?;
     Ok((content.len() as u64 <= limit).then_some(content))
+}
+
+/// Whether `metadata` is a regular file's, or what it is instead.
+fn regular_file(metadata: &std::fs::Metadata) -> std::io::Result<()> {
+    use std::os::unix::fs::FileTypeExt as _;
+    let kind = metadata.file_type();
+    let what = if kind.is_file() {
+        return Ok(());
+    } else if kind.is_dir() {
+        "a directory"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_char_device() || kind.is_block_device() {
+        "a device"
+    } else {
+        "not a file"
+    };
+    Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, format!("is {what}, not a regular file")))
 }
 
 /// The key that encrypts the signing keys at rest: 32 bytes.
@@ -86,7 +116,7 @@ impl KeyEncryptionKey {
     /// # Errors
     /// [`KeyFileError`] naming the file and what is wrong with it.
     pub fn from_file(path: &Path) -> Result<Self, KeyFileError> {
-        let error = |reason: String| KeyFileError { path: path.display().to_string(), reason };
+        let error = |reason: String| KeyFileError { path: quoted(&path.to_string_lossy()), reason };
         let content = read_at_most(path, KEY_FILE_MAX_BYTES).map_err(|e| error(e.to_string()))?.ok_or_else(|| {
             error(format!(
                 "holds more than {KEY_FILE_MAX_BYTES} bytes; it must hold 32 bytes or 64 hexadecimal characters"
@@ -323,13 +353,23 @@ mod tests {
         assert!(KeyEncryptionKey::from_file(&padded).is_ok(), "whitespace around the hex is fine");
     }
 
-    /// The finding: `--key-encryption-key-file /dev/zero` made every command read
-    /// forever (6.9 GB after 4 s). A key file is read no further than 257 bytes.
+    /// The findings: `--key-encryption-key-file /dev/zero` made every command read
+    /// forever (6.9 GB after 4 s); a FIFO as the key file blocked every command until it
+    /// was killed (issue 42). A key file is a regular file, read no further than 257 bytes.
     #[test]
-    fn an_endless_or_oversized_key_file_is_refused_without_reading_it_whole() {
+    fn an_endless_oversized_or_unopenable_key_file_is_refused_without_reading_it_whole() {
         let endless = KeyEncryptionKey::from_file(Path::new("/dev/zero")).err().unwrap().to_string();
-        assert!(endless.contains("holds more than 256 bytes") && endless.contains("/dev/zero"), "{endless}");
+        assert!(endless.contains("is a device, not a regular file") && endless.contains("/dev/zero"), "{endless}");
         let folder = tempfile::tempdir().unwrap();
+        let fifo = folder.path().join("fifo");
+        nix::unistd::mkfifo(&fifo, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR).unwrap();
+        let (said, refused) = std::sync::mpsc::channel();
+        let reading = fifo.clone();
+        std::thread::spawn(move || said.send(KeyEncryptionKey::from_file(&reading).err().map(|e| e.to_string())));
+        let error = refused.recv_timeout(std::time::Duration::from_secs(5)).expect("a FIFO is refused, not waited on");
+        assert!(error.unwrap().contains("is a FIFO, not a regular file"));
+        let directory = KeyEncryptionKey::from_file(folder.path()).err().unwrap().to_string();
+        assert!(directory.contains("is a directory, not a regular file"), "{directory}");
         let large = folder.path().join("large");
         std::fs::write(&large, vec![b'a'; 10_000]).unwrap();
         let error = KeyEncryptionKey::from_file(&large).err().unwrap().to_string();

@@ -91,9 +91,14 @@ fn secure_or_loopback(raw: &str) -> bool {
 }
 
 impl RedirectUri {
-    /// Parses a URI to register; compared later by exact string match (RFC 9700 §2.1).
+    /// Parses a URI to register; compared later by exact string match (RFC 9700 §2.1), so
+    /// it holds no character that is not seen as itself ([`crate::text::Hidden`]).
     pub fn parse(raw: &str) -> Result<Self, Expected> {
-        let acceptable = secure_or_loopback(raw) && !raw.contains('#') && raw.len() <= 2048 && raw.validate_url();
+        let acceptable = secure_or_loopback(raw)
+            && !raw.contains('#')
+            && raw.len() <= 2048
+            && crate::text::first_hidden(raw).is_none()
+            && raw.validate_url();
         if acceptable { Ok(Self(raw.to_owned())) } else { Err(Expected::RedirectUri) }
     }
 
@@ -250,6 +255,9 @@ mod tests {
             "http://localhost.evil.example/cb",
             "app.example.mx/cb",
             "javascript:alert(1)",
+            // Issue 42: what an operator is shown must read as it is.
+            "https://app.example.mx/\u{202e}bc/",
+            "https://app.example.mx/c\u{200b}b",
         ] {
             assert_eq!(RedirectUri::parse(raw), Err(Expected::RedirectUri), "{raw:?}");
         }

@@ -26,6 +26,7 @@
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
 //! - [`store_contents`] — which kinds of data a store holds; the demo data set's rule.
+//! - [`text`] — what an identifier or code may hold, and which characters are not seen as themselves.
 //! - `testing` — sample values for tests (with the `mock` feature).
 
 pub mod atm;
@@ -43,6 +44,7 @@ pub mod status;
 pub mod store_contents;
 #[cfg(any(test, feature = "mock"))]
 pub mod testing;
+pub mod text;
 pub mod token;
 
 /// The `tracing` target of the spans that start a trace (docs/operations.md, "Traces"):

@@ -52,6 +52,24 @@ opaque_id!(
     SessionId
 );
 opaque_id!(
+    /// A signing key's id (`kid`): the RFC 7638 thumbprint of its public key, 43
+    /// base64url characters, as `keys list` prints it.
+    #[derive(Debug)]
+    KeyId
+);
+
+impl KeyId {
+    /// The longest key id read from an operator: every one this service makes is 43.
+    pub const MAX_LEN: usize = 128;
+
+    /// Reads a key id an operator typed: 1 to [`Self::MAX_LEN`] base64url characters.
+    /// Anything else names no key of this service, so it is never looked up.
+    pub fn parse(raw: &str) -> Option<Self> {
+        ((1..=Self::MAX_LEN).contains(&raw.len()) && is_base64url(raw)).then(|| Self(SmolStr::new(raw)))
+    }
+}
+
+opaque_id!(
     /// A random handle on a token's server-side record: no user information, and no use
     /// for authorization by itself. Kept out of `Debug` output and logs all the same.
     OpaqueToken

@@ -6,6 +6,7 @@ use std::collections::BTreeSet;
 use std::ffi::OsString;
 use std::path::PathBuf;
 
+use adapters::formats::shown::shortened;
 use clap::{CommandFactory as _, FromArgMatches as _, Parser, Subcommand};
 
 use crate::settings::{CommonOptions, Invocation, ServeOptions, given_on_command_line};
@@ -45,7 +46,7 @@ struct Given {
 impl Cli {
     /// This process's command line; on a mistake, or for `--help`, clap's answer and exit.
     pub fn from_process() -> Self {
-        Self::try_from_args(std::env::args_os()).unwrap_or_else(|error| error.exit())
+        Self::try_from_args(std::env::args_os()).unwrap_or_else(|error| with_arguments_shortened(error).exit())
     }
 
     /// `args` (the binary's name first), with which options they gave: parse with this,
@@ -151,6 +152,21 @@ pub enum Command {
         #[arg(long, required = true)]
         markdown: bool,
     },
+}
+
+/// `error` with each argument it quotes shortened as a command's errors quote one
+/// ([`shortened`]): clap repeats a value it refuses whole, a 100,000-character line.
+fn with_arguments_shortened(mut error: clap::Error) -> clap::Error {
+    use clap::error::{ContextKind, ContextValue};
+    for kind in [ContextKind::InvalidValue, ContextKind::InvalidArg, ContextKind::InvalidSubcommand] {
+        let short = match error.get(kind) {
+            Some(ContextValue::String(value)) => ContextValue::String(shortened(value)),
+            Some(ContextValue::Strings(values)) => ContextValue::Strings(values.iter().map(|v| shortened(v)).collect()),
+            _ => continue,
+        };
+        error.insert(kind, short);
+    }
+    error
 }
 
 /// `store …`

@@ -82,10 +82,12 @@ fn ask(mut stream: impl Read + Write, address: SocketAddr) -> std::io::Result<St
 
 /// A TLS client that trusts only the first certificate of the PEM file `cert`.
 fn pinned_to(cert: &Path) -> Result<ClientConfig, String> {
-    let expected = CertificateDer::pem_file_iter(cert)
-        .and_then(|mut certs| certs.next().transpose())
-        .map_err(|e| format!("certificate {}: {e}", cert.display()))?
-        .ok_or_else(|| format!("certificate {}: no certificate in the file", cert.display()))?;
+    let expected =
+        crate::startup::read_pem("certificate", cert, |pem| match CertificateDer::pem_slice_iter(pem).next() {
+            Some(Ok(certificate)) => Ok(certificate),
+            Some(Err(error)) => Err(error.to_string()),
+            None => Err("no certificate in the file".to_owned()),
+        })?;
     let provider = Arc::new(rustls::crypto::aws_lc_rs::default_provider());
     let verifier = OwnCertificate { expected, algorithms: provider.signature_verification_algorithms };
     Ok(ClientConfig::builder_with_provider(provider)

@@ -13,6 +13,7 @@ use std::fmt;
 
 use domain::atm::{Accessibility, AtmService};
 use domain::atm_catalog::StoredAtm;
+use domain::text::Hidden;
 use serde::{Deserialize, Serialize};
 
 use super::shown::quoted;
@@ -23,7 +24,8 @@ use super::shown::quoted;
 pub struct AtmFieldError(String);
 
 /// A string of `MIN` to `MAX` characters (JSON Schema lengths count code points), none
-/// of them a control character.
+/// of them a control character, and for an identification or a code (`CODE`) none that
+/// is not seen as itself ([`domain::text::Hidden`]).
 ///
 /// Control characters are every one of Unicode's `Cc`: C0 (U+0000 to U+001F, tab and
 /// newline included), DEL (U+007F) and C1 (U+0080 to U+009F). The schema allows them, but
@@ -32,43 +34,51 @@ pub struct AtmFieldError(String);
 /// escape sequence drives the terminal of the operator shown it, a newline splits a
 /// one-line answer. Tab is refused with the rest: real feeds hold none (HSBC UK's 780
 /// ATMs hold no control character at all; docs/adr/0032-text-rules-for-feeds.md), and a tab in a name is as
-/// much a mistake as a newline.
+/// much a mistake as a newline. An identification also holds no format character (a
+/// right-to-left override shows it reversed, a zero-width space makes two that look
+/// alike) nor line separator; a name or a note may need a joiner or a direction mark,
+/// and is shown escaped to operators instead ([`super::shown::escaped`]).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(try_from = "String", into = "String")]
-pub struct Text<const MIN: usize, const MAX: usize>(String);
+pub struct Text<const MIN: usize, const MAX: usize, const CODE: bool = false>(String);
 
-impl<const MIN: usize, const MAX: usize> Text<MIN, MAX> {
+impl<const MIN: usize, const MAX: usize, const CODE: bool> Text<MIN, MAX, CODE> {
     /// The text.
     pub fn as_str(&self) -> &str {
         &self.0
     }
 }
 
-impl<const MIN: usize, const MAX: usize> TryFrom<String> for Text<MIN, MAX> {
+impl<const MIN: usize, const MAX: usize, const CODE: bool> TryFrom<String> for Text<MIN, MAX, CODE> {
     type Error = AtmFieldError;
     fn try_from(value: String) -> Result<Self, Self::Error> {
         let length = value.chars().count();
         if !(MIN..=MAX).contains(&length) {
             return Err(AtmFieldError(format!("length {length} is outside {MIN} to {MAX} characters")));
         }
-        match value.chars().enumerate().find(|(_, c)| c.is_control()) {
+        let refused = value.chars().enumerate().find_map(|(at, c)| {
+            Hidden::of(c).filter(|hidden| CODE || *hidden == Hidden::Control).map(|hidden| (at, c, hidden))
+        });
+        match refused {
             None => Ok(Self(value)),
-            Some((at, control)) => Err(AtmFieldError(format!(
-                "character {} is the control character U+{:04X}, which no text of an ATM may hold",
+            Some((at, c, hidden)) => Err(AtmFieldError(format!(
+                "character {} is {} U+{:04X}, which no {} of an ATM may hold",
                 at + 1,
-                u32::from(control)
+                hidden.name(),
+                u32::from(c),
+                if CODE { "identification or code" } else { "text" }
             ))),
         }
     }
 }
 
-impl<const MIN: usize, const MAX: usize> From<Text<MIN, MAX>> for String {
-    fn from(text: Text<MIN, MAX>) -> Self {
+impl<const MIN: usize, const MAX: usize, const CODE: bool> From<Text<MIN, MAX, CODE>> for String {
+    fn from(text: Text<MIN, MAX, CODE>) -> Self {
         text.0
     }
 }
 
-impl<const MIN: usize, const MAX: usize> fmt::Display for Text<MIN, MAX> {
+impl<const MIN: usize, const MAX: usize, const CODE: bool> fmt::Display for Text<MIN, MAX, CODE> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.0)
     }
@@ -345,7 +355,7 @@ pub struct OtherCode {
 }
 
 /// An identification of 1 to 35 characters (ATM, branch, site).
-pub type Identification = Text<1, 35>;
+pub type Identification = Text<1, 35, true>;
 
 /// The branch an ATM belongs to.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -425,7 +435,7 @@ pub struct PostalAddress {
     pub country: Option<Country>,
     /// Post code.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub post_code: Option<Text<1, 16>>,
+    pub post_code: Option<Text<1, 16, true>>,
     /// Coordinates.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub geo_location: Option<GeoLocation>,
@@ -655,6 +665,35 @@ mod tests {
         let mut fine = record();
         fine["Note"] = serde_json::json!(["Zócalo, ‘Reforma’ — 24 h €"]);
         assert!(parse(fine).is_ok(), "characters that are not control characters are kept");
+    }
+
+    /// Issue 42: an `Identification` holding a right-to-left override was imported, and
+    /// `atms import --dry-run` printed it reading in another order than it is.
+    #[test]
+    fn a_format_character_or_line_separator_is_refused_in_an_identification_and_kept_in_a_free_text() {
+        let codes = ["/Identification", "/Branch/Identification", "/Location/PostalAddress/PostCode"];
+        for pointer in codes {
+            for (hidden, name) in [
+                ('\u{202e}', "the format character U+202E"),
+                ('\u{200b}', "the format character U+200B"),
+                ('\u{2028}', "the line or paragraph separator U+2028"),
+            ] {
+                let mut bad = record();
+                *bad.pointer_mut(pointer).unwrap() = serde_json::json!(format!("A{hidden}B"));
+                let error = parse(bad).unwrap_err();
+                assert!(
+                    error.contains(&format!(
+                        "character 2 is {name}, which no identification or code of an ATM may hold"
+                    )),
+                    "{pointer}: {error}"
+                );
+            }
+        }
+        let mut free = record();
+        // A Persian word's zero-width non-joiner, an Arabic right-to-left mark.
+        free["Note"] = serde_json::json!(["می\u{200c}خواهم", "\u{200f}صراف آلي"]);
+        free["Location"]["Site"]["Name"] = serde_json::json!("Centro\u{2028}Norte");
+        assert!(parse(free).is_ok(), "a free text keeps what a language may need");
     }
 
     #[test]

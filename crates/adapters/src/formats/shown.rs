@@ -2,13 +2,16 @@
 //! line that refuses a file.
 //!
 //! A feed is written by someone else. Its text must not drive the operator's terminal
-//! (`\u{1b}[2J` clears it), split a one-line answer (`\n`), or make that line as long as
-//! the value (a 10 MB CSV field). So every control character is shown escaped, and a
+//! (`\u{1b}[2J` clears it), split a one-line answer (`\n`, U+2028), read on screen in
+//! another order than it is (U+202E), or make that line as long as the value (a 10 MB CSV
+//! field). So every character not seen as itself ([`Hidden`]) is shown escaped, and a
 //! quoted value is cut to its first [`QUOTED_CHARACTERS`] characters, its full length
 //! said beside it.
 
 use std::borrow::Cow;
 use std::fmt::Write as _;
+
+use domain::text::Hidden;
 
 /// Characters of a bad value an error quotes: enough to recognise it (an identification
 /// is at most 35, a name 70 to 140), short enough that the error stays one readable line.
@@ -19,10 +22,11 @@ pub const QUOTED_CHARACTERS: usize = 64;
 /// OBIE's services), so only a value it failed to delimit makes a reason longer.
 const REASON_CHARACTERS: usize = 1024;
 
-/// `text` with every control character (C0, DEL, C1: Unicode's `Cc`, tab and newline
-/// included) written as its escape, `\u{1b}`; any other character as it is.
+/// `text` with every character not seen as itself (Unicode's `Cc`, `Cf`, `Zl` and
+/// `Zp`: tab, newline, escape, bidirectional overrides, zero-width joiners…) written as
+/// its escape, `\u{1b}`; any other character as it is.
 pub fn escaped(text: &str) -> Cow<'_, str> {
-    if !text.chars().any(char::is_control) {
+    if !text.chars().any(|c| Hidden::of(c).is_some()) {
         return Cow::Borrowed(text);
     }
     let mut shown = String::with_capacity(text.len() + 8);
@@ -32,23 +36,37 @@ pub fn escaped(text: &str) -> Cow<'_, str> {
     Cow::Owned(shown)
 }
 
-/// `c` added to `shown`, escaped if it is a control character.
+/// `c` added to `shown`, escaped if it is not seen as itself.
 fn push_shown(shown: &mut String, c: char) {
-    if c.is_control() {
+    if Hidden::of(c).is_some() {
         shown.extend(c.escape_unicode());
     } else {
         shown.push(c);
     }
 }
 
-/// `value` quoted as Rust writes a string (control characters, quotes and backslashes
-/// escaped), cut to its first [`QUOTED_CHARACTERS`] characters: `"abc…"… (10485760
-/// characters)`.
+/// `value` between double quotes, its quotes and backslashes escaped with a backslash
+/// and every character not seen as itself as [`escaped`] writes it, cut to its first [`QUOTED_CHARACTERS`]
+/// characters: `"abc…"… (10485760 characters)`.
 pub fn quoted(value: &str) -> String {
-    match value.char_indices().nth(QUOTED_CHARACTERS) {
-        None => format!("{value:?}"),
-        Some((cut, _)) => format!("{:?}… ({} characters)", &value[..cut], value.chars().count()),
+    let (kept, cut) = match value.char_indices().nth(QUOTED_CHARACTERS) {
+        None => (value, false),
+        Some((end, _)) => (&value[..end], true),
+    };
+    let mut shown = String::with_capacity(kept.len() + 2);
+    shown.push('"');
+    for c in kept.chars() {
+        if c == '"' || c == '\\' {
+            shown.push('\\');
+        }
+        push_shown(&mut shown, c);
     }
+    shown.push('"');
+    if cut {
+        // Writing to a String cannot fail.
+        let _ = write!(shown, "… ({} characters)", value.chars().count());
+    }
+    shown
 }
 
 /// `text` cut to its first [`QUOTED_CHARACTERS`] characters (with `…` if it was longer),
@@ -58,6 +76,15 @@ pub fn excerpt(text: &str) -> String {
     match text.char_indices().nth(QUOTED_CHARACTERS) {
         None => escaped(text).into_owned(),
         Some((cut, _)) => format!("{}…", escaped(&text[..cut])),
+    }
+}
+
+/// `text` as [`excerpt`] cuts it, with its length said when it was cut: a value another
+/// program quotes itself (clap's `'…'`), `abc…… (100000 characters)` inside its quotes.
+pub fn shortened(text: &str) -> String {
+    match text.char_indices().nth(QUOTED_CHARACTERS) {
+        None => escaped(text).into_owned(),
+        Some(_) => format!("{} ({} characters)", excerpt(text), text.chars().count()),
     }
 }
 
@@ -112,6 +139,7 @@ mod tests {
     fn control_characters_are_shown_escaped_and_other_text_as_it_is() {
         assert_eq!(escaped("Zócalo 1"), "Zócalo 1");
         assert_eq!(escaped("A1\u{1b}[2J\nB\u{0}\u{7f}\u{9b}\t"), "A1\\u{1b}[2J\\u{a}B\\u{0}\\u{7f}\\u{9b}\\u{9}");
+        assert_eq!(escaped("Cierre\u{202e}oicivres\u{2028}x\u{200d}"), "Cierre\\u{202e}oicivres\\u{2028}x\\u{200d}");
     }
 
     #[test]

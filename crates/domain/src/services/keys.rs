@@ -9,7 +9,7 @@
 use std::sync::Arc;
 
 use crate::ports::{Clock, KeyGenerationFailed, KeyGenerator, SigningKeyRecords, StoreUnavailable, TokenVerifier};
-use crate::token::{KeyState, SigningKey};
+use crate::token::{KeyId, KeyState, SigningKey};
 
 /// Why a key was not made or scheduled.
 #[derive(Debug, thiserror::Error)]
@@ -141,11 +141,13 @@ impl KeyManagement {
     /// # Errors
     /// [`KeyManagementError::UnknownKey`] for a key the store does not hold; otherwise
     /// see [`KeyManagementError`].
-    pub async fn revoke(&self, kid: &str) -> Result<KeyRevocation, KeyManagementError> {
+    pub async fn revoke(&self, kid: &KeyId) -> Result<KeyRevocation, KeyManagementError> {
         let now = self.clock.unix_now();
         let keys = self.keys.all().await?;
-        let key =
-            keys.iter().find(|key| key.kid == kid).ok_or_else(|| KeyManagementError::UnknownKey(kid.to_owned()))?;
+        let key = keys
+            .iter()
+            .find(|key| key.kid == kid.as_str())
+            .ok_or_else(|| KeyManagementError::UnknownKey(kid.to_string()))?;
         let replacement = match key.state_at(now) {
             KeyState::Revoked => return Ok(KeyRevocation::AlreadyRevoked),
             KeyState::Retired => None,
@@ -157,7 +159,7 @@ impl KeyManagement {
         .transpose()?;
         let replaced_by =
             replacement.as_ref().map(|key| ScheduledKey { kid: key.kid.clone(), activates_at: key.activates_at });
-        if !self.keys.revoke(kid, now, replacement).await? {
+        if !self.keys.revoke(kid.as_str(), now, replacement).await? {
             return Ok(KeyRevocation::AlreadyRevoked);
         }
         Ok(KeyRevocation::Revoked { replaced_by })
@@ -235,6 +237,10 @@ mod tests {
         generator
     }
 
+    fn kid(raw: &str) -> KeyId {
+        KeyId::parse(raw).unwrap()
+    }
+
     fn management(keys: MockSigningKeyRecords, now: i64) -> KeyManagement {
         KeyManagement::new(Arc::new(keys), Arc::new(generator()), Arc::new(clock_at(now)))
     }
@@ -303,13 +309,16 @@ mod tests {
         keys.expect_revoke().withf(|kid, _, new| kid == "old" && new.is_none()).times(1).returning(|_, _, _| Ok(true));
         let management = management(keys, 500);
         let signing_now = Some(ScheduledKey { kid: "new".into(), activates_at: 500 });
-        assert_eq!(management.revoke("current").await.unwrap(), KeyRevocation::Revoked { replaced_by: signing_now });
+        assert_eq!(
+            management.revoke(&kid("current")).await.unwrap(),
+            KeyRevocation::Revoked { replaced_by: signing_now }
+        );
         let waiting = Some(ScheduledKey { kid: "new".into(), activates_at: 800 });
-        assert_eq!(management.revoke("next").await.unwrap(), KeyRevocation::Revoked { replaced_by: waiting });
-        assert_eq!(management.revoke("old").await.unwrap(), KeyRevocation::Revoked { replaced_by: None });
-        assert_eq!(management.revoke("gone").await.unwrap(), KeyRevocation::AlreadyRevoked);
+        assert_eq!(management.revoke(&kid("next")).await.unwrap(), KeyRevocation::Revoked { replaced_by: waiting });
+        assert_eq!(management.revoke(&kid("old")).await.unwrap(), KeyRevocation::Revoked { replaced_by: None });
+        assert_eq!(management.revoke(&kid("gone")).await.unwrap(), KeyRevocation::AlreadyRevoked);
         assert!(
-            matches!(management.revoke("nowhere").await, Err(KeyManagementError::UnknownKey(kid)) if kid == "nowhere")
+            matches!(management.revoke(&kid("nowhere")).await, Err(KeyManagementError::UnknownKey(kid)) if kid == "nowhere")
         );
     }
 

@@ -8,7 +8,7 @@ use adapters::formats::shown::escaped;
 use domain::ports::ImportKind;
 use domain::services::imports::{AtmImport, AtmSetChanges, DataImport, ImportRules};
 
-use super::{CommandError, open};
+use super::{CommandError, open, shown_path};
 use crate::cli::AtmsAction;
 use crate::errors::one_line;
 
@@ -53,7 +53,7 @@ pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), Comman
         }
     };
     let read = open(&file)
-        .and_then(|opened| atm_file::read(opened).map_err(|e| CommandError(format!("{}: {e}", file.display()))));
+        .and_then(|opened| atm_file::read(opened).map_err(|e| CommandError(format!("{}: {e}", shown_path(&file)))));
     let read = match read {
         Ok(read) => read,
         Err(error) => {
@@ -71,7 +71,7 @@ pub async fn atms(imports: &DataImport, action: AtmsAction) -> Result<(), Comman
         .atms(&read.feed, rules)
         .instrument(span)
         .await
-        .map_err(|e| CommandError(format!("{}: {}", file.display(), one_line(&e))))?;
+        .map_err(|e| CommandError(format!("{}: {}", shown_path(&file), one_line(&e))))?;
     match outcome {
         AtmImport::Unchanged { atms } => {
             println!("unchanged: {} holds the {atms} ATMs stored; nothing written", file.display());
@@ -94,7 +94,7 @@ async fn export_atms(imports: &DataImport, file: Option<&Path>) -> Result<(), Co
     let written = match file {
         Some(path) => std::fs::File::create(path)
             .and_then(|out| atm_file::write(&set.atms, set.last_updated, std::io::BufWriter::new(out)))
-            .map_err(|e| CommandError(format!("cannot write {}: {e}", path.display()))),
+            .map_err(|e| CommandError(format!("cannot write {}: {e}", shown_path(path)))),
         None => atm_file::write(&set.atms, set.last_updated, std::io::stdout().lock())
             .map_err(|e| CommandError(format!("cannot write the ATM file: {e}"))),
     };

@@ -2,11 +2,23 @@
 
 use std::time::Duration;
 
+use adapters::formats::shown::quoted;
 use domain::services::keys::{KeyManagement, KeyRevocation};
-use domain::token::KeyState;
+use domain::token::{KeyId, KeyState};
 
 use super::{CommandError, utc};
 use crate::cli::KeysAction;
+
+/// The key id an operator typed, or why it cannot be one.
+fn key_id(typed: &str) -> Result<KeyId, CommandError> {
+    KeyId::parse(typed).ok_or_else(|| {
+        CommandError(format!(
+            "{} is not a key id: keys list shows them, 1 to {} base64url characters (A-Z, a-z, 0-9, - and _)",
+            quoted(typed),
+            KeyId::MAX_LEN
+        ))
+    })
+}
 
 /// `keys …`; a rotation's new key signs after `activation_delay`.
 ///
@@ -30,7 +42,7 @@ pub async fn keys(keys: &KeyManagement, action: KeysAction, activation_delay: Du
                 delay
             );
         }
-        KeysAction::Revoke { kid } => match keys.revoke(&kid).await.map_err(|e| CommandError::of(&e))? {
+        KeysAction::Revoke { kid } => match keys.revoke(&key_id(&kid)?).await.map_err(|e| CommandError::of(&e))? {
             KeyRevocation::AlreadyRevoked => println!("signing key {kid} was revoked already; nothing changed"),
             KeyRevocation::Revoked { replaced_by } => {
                 println!(

@@ -1,6 +1,7 @@
 //! The operators' commands, one module per command group: each parses its arguments
 //! into domain values, calls a domain service, prints what it did on stdout, and fails
-//! with a one-line reason ([`CommandError`]).
+//! with a one-line reason ([`CommandError`]) that quotes an argument as a feed's value
+//! is quoted ([`quoted`]: its first 64 characters, escaped, and its length).
 
 pub mod access;
 pub mod atms;
@@ -13,12 +14,19 @@ pub mod wait_times;
 
 use std::path::Path;
 
+use adapters::formats::shown::quoted;
 use domain::client::{BusinessCode, ChannelId, ChannelScope, CountryCode};
 use domain::input::Expected;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
 use crate::errors::one_line;
+
+/// `path` as a command's error names it: quoted as every argument is ([`quoted`]), by its
+/// first characters and its length when it is long.
+pub(crate) fn shown_path(path: &Path) -> String {
+    quoted(&path.to_string_lossy())
+}
 
 /// A command failed; the text is its one-line reason.
 #[derive(Debug, thiserror::Error)]
@@ -38,7 +46,8 @@ pub(crate) fn parse<T>(
     raw: &str,
     parse: impl FnOnce(&str) -> Result<T, Expected>,
 ) -> Result<T, CommandError> {
-    parse(raw).map_err(|shape| CommandError(format!("{what} {raw:?} is not valid: expected {}", english(shape))))
+    parse(raw)
+        .map_err(|shape| CommandError(format!("{what} {} is not valid: expected {}", quoted(raw), english(shape))))
 }
 
 /// What a value should look like, as the API tells it in English.
@@ -66,7 +75,7 @@ pub(crate) fn channel_scope(country: &str, business: &str, channel: &str) -> Res
 
 /// The file at `path`, opened to read.
 pub(crate) fn open(path: &Path) -> Result<std::fs::File, CommandError> {
-    std::fs::File::open(path).map_err(|e| CommandError(format!("cannot open {}: {e}", path.display())))
+    std::fs::File::open(path).map_err(|e| CommandError(format!("cannot open {}: {e}", shown_path(path))))
 }
 
 /// A Unix time as RFC 3339 UTC (the number itself if it is out of range).

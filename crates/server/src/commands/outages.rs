@@ -1,5 +1,6 @@
 //! `outages …`: announcing, listing and cancelling planned outages.
 
+use adapters::formats::shown::{escaped, quoted};
 use domain::outage::{OutageDuration, OutageExplanation, OutageId};
 use domain::services::outages::{NOTICE_SECONDS, OutageAdmin};
 use time::OffsetDateTime;
@@ -39,20 +40,21 @@ pub fn parse(action: OutagesAction) -> Result<OutageCommand, CommandError> {
             let starts_at = OffsetDateTime::parse(&start, &Rfc3339)
                 .map_err(|_| {
                     CommandError(format!(
-                        "--start {start:?} is not valid: expected an RFC 3339 date and time such as \
-                         2026-12-05T02:00:00Z"
+                        "--start {} is not valid: expected an RFC 3339 date and time such as \
+                         2026-12-05T02:00:00Z",
+                        quoted(&start)
                     ))
                 })?
                 .unix_timestamp();
             let duration = OutageDuration::parse_iso8601(&duration)
-                .map_err(|error| CommandError(format!("--duration {duration:?} is not valid: {error}")))?;
+                .map_err(|error| CommandError(format!("--duration {} is not valid: {error}", quoted(&duration))))?;
             let explanation = OutageExplanation::parse(&explanation)
                 .map_err(|error| CommandError(format!("--explanation is not valid: {error}")))?;
             OutageCommand::Schedule { starts_at, duration, explanation, partial }
         }
         OutagesAction::List => OutageCommand::List,
         OutagesAction::Cancel { id } => OutageCommand::Cancel(
-            OutageId::parse(&id).map_err(|error| CommandError(format!("{id:?} is not valid: {error}")))?,
+            OutageId::parse(&id).map_err(|error| CommandError(format!("{} is not valid: {error}", quoted(&id))))?,
         ),
     })
 }
@@ -90,7 +92,7 @@ pub async fn run(outages: &OutageAdmin, command: OutageCommand) -> Result<(), Co
                     utc(outage.starts_at),
                     outage.duration,
                     if outage.partial { "partial" } else { "full" },
-                    outage.explanation.as_str()
+                    escaped(outage.explanation.as_str())
                 );
             }
         }

@@ -1,5 +1,6 @@
 //! `tokens …`: looking up, revoking and purging issued tokens' records.
 
+use adapters::formats::shown::quoted;
 use domain::services::token_records::{Revocation, TokenRecords};
 use domain::token::OpaqueToken;
 
@@ -10,7 +11,8 @@ use crate::cli::TokensAction;
 fn opaque(typed: &str) -> Result<OpaqueToken, CommandError> {
     OpaqueToken::parse(typed).ok_or_else(|| {
         CommandError(format!(
-            "not an opaque token: this service issues 1 to {} base64url characters (A-Z, a-z, 0-9, - and _)",
+            "{} is not an opaque token: this service issues 1 to {} base64url characters (A-Z, a-z, 0-9, - and _)",
+            quoted(typed),
             OpaqueToken::MAX_LEN
         ))
     })

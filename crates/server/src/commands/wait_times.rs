@@ -6,7 +6,7 @@ use domain::ports::ImportKind;
 use domain::services::imports::ImportWaitTimesError;
 use tracing::Instrument as _;
 
-use super::{CommandError, english, open};
+use super::{CommandError, english, open, shown_path};
 use crate::cli::WaitTimesAction;
 use crate::startup::Operators;
 
@@ -38,7 +38,7 @@ fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
 /// [`CommandError`] with the reason; nothing is written then.
 pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
     let WaitTimesAction::Import { file, dry_run } = action;
-    let in_file = |e: CommandError| CommandError(format!("{}: {e}", file.display()));
+    let in_file = |e: CommandError| CommandError(format!("{}: {e}", shown_path(&file)));
     let read = match open(&file).and_then(|opened| {
         wait_time_csv::read(opened, operators.clock.unix_now()).map_err(|e| in_file(refused_file(&e)))
     }) {

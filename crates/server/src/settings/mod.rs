@@ -25,6 +25,7 @@ use std::path::{Path, PathBuf};
 use std::str::FromStr;
 use std::time::Duration;
 
+use adapters::formats::shown::quoted;
 use clap::{ArgMatches, Args, FromArgMatches, parser::ValueSource};
 use figment::Figment;
 use figment::providers::{Format as _, Serialized, Toml};
@@ -488,7 +489,7 @@ pub fn resolve(
     let mut layers = Figment::from(Serialized::defaults(default_layer()?));
     if let Some(file) = invocation.config.map(Path::to_path_buf).or_else(|| environment.config_file()) {
         if !file.is_file() {
-            return Err(SettingsError(format!("cannot read config file {}", file.display())));
+            return Err(SettingsError(format!("cannot read config file {}", quoted(&file.to_string_lossy()))));
         }
         layers = layers.merge(Toml::file_exact(&file));
     }

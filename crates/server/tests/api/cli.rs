@@ -703,6 +703,13 @@ async fn signing_keys_are_encrypted_at_rest_and_a_missing_or_wrong_key_file_is_a
 const KEY_WRITING_COMMANDS: &[&[&str]] =
     &[&["keys", "rotate"], &["keys", "rotate", "--now"], &["keys", "revoke", "KID"]];
 
+/// A FIFO in `folder`: opening it to read waits for a writer, which never comes.
+pub fn fifo(folder: &std::path::Path) -> std::path::PathBuf {
+    let path = folder.join("fifo");
+    nix::unistd::mkfifo(&path, nix::sys::stat::Mode::S_IRUSR | nix::sys::stat::Mode::S_IWUSR).unwrap();
+    path
+}
+
 /// Key-encryption key files in a folder of their own: the right one, and every kind of
 /// wrong one with what the one-line refusal must say.
 struct KeyFiles {
@@ -730,7 +737,9 @@ impl KeyFiles {
                 "must hold 32 bytes or 64 hexadecimal characters",
             ),
             ("a file that is not there", Some(folder.path().join("no-such-file")), "no-such-file"),
-            ("an endless file", Some("/dev/zero".into()), "holds more than 256 bytes"),
+            ("an endless file", Some("/dev/zero".into()), "is a device, not a regular file"),
+            // Issue 42: a FIFO blocked every command until it was killed.
+            ("a FIFO", Some(fifo(folder.path())), "is a FIFO, not a regular file"),
         ];
         Self { right, wrong, folder }
     }
@@ -996,6 +1005,9 @@ fn an_atm_feed_holding_a_control_character_is_refused_in_one_line_naming_the_rec
         ("Uno", "A2\u{1b}[2J", "ATM[1].Identification: character 3 is the control character U+001B"),
         ("Uno", "A2\nB", "ATM[1].Identification: character 3 is the control character U+000A"),
         ("Uno\u{0}", "A2", "BrandName: character 4 is the control character U+0000"),
+        // Issue 42: `--dry-run` printed it, reading on screen in another order.
+        ("Uno", "A2\u{202e}1B", "ATM[1].Identification: character 3 is the format character U+202E"),
+        ("Uno", "A2\u{2028}", "ATM[1].Identification: character 3 is the line or paragraph separator U+2028"),
     ];
     for (brand, id, said) in cases {
         let file = atm_file(fresh.folder.path(), brand, &["A1", id]);
@@ -1007,7 +1019,10 @@ fn an_atm_feed_holding_a_control_character_is_refused_in_one_line_naming_the_rec
             assert!(!import.status.success(), "{id:?} {dry_run:?}: {}", stdout(&import));
             assert_eq!(error.lines().count(), 1, "{error}");
             assert!(error.contains(&format!("at data[0].Brand[0].{said}")), "{error}");
-            assert!(!error.contains(['\u{0}', '\u{1b}']) && stdout(&import).is_empty(), "{error}");
+            assert!(
+                !error.contains(['\u{0}', '\u{1b}', '\u{202e}', '\u{2028}']) && stdout(&import).is_empty(),
+                "{error}"
+            );
         }
     }
     let export = stdout(&branch_atm(&fresh.url, &["atms", "export"]));
@@ -1099,4 +1114,103 @@ async fn a_copy_into_postgresql_of_data_it_cannot_hold_says_the_data_was_refused
     assert_eq!(error.lines().count(), 1, "{error}");
     assert!(error.contains("the store refused the data: ") && error.contains("0x00"), "{error}");
     assert!(!error.contains("unavailable"), "{error}");
+}
+
+/// Issue 42: issue 30 bounded what an import quotes of a feed, but other commands
+/// echoed a 100,000-character argument whole (100,061 to 100,138 bytes of stderr). Every
+/// argument of every command is now quoted by its first 64 characters and its length.
+#[test]
+fn every_commands_error_quotes_a_huge_argument_by_its_first_characters_and_its_length() {
+    let fresh = fresh_database();
+    let huge = "x".repeat(100_000);
+    let start = "2030-01-01T00:00:00Z";
+    let client = ["--business-code", "GCB", "--country-code", "MX", "--channel-id", "WEB"];
+    let commands: Vec<Vec<&str>> = vec![
+        [&["clients", "add", "--client-id", &huge][..], &client].concat(),
+        vec![
+            "clients",
+            "add",
+            "--client-id",
+            "a",
+            "--business-code",
+            &huge,
+            "--country-code",
+            "MX",
+            "--channel-id",
+            "W",
+        ],
+        vec![
+            "clients",
+            "add",
+            "--client-id",
+            "a",
+            "--business-code",
+            "G",
+            "--country-code",
+            &huge,
+            "--channel-id",
+            "W",
+        ],
+        vec![
+            "clients",
+            "add",
+            "--client-id",
+            "a",
+            "--business-code",
+            "G",
+            "--country-code",
+            "MX",
+            "--channel-id",
+            &huge,
+        ],
+        [&["clients", "add", "--client-id", "a", "--redirect-uri", &huge][..], &client].concat(),
+        [&["clients", "add", "--client-id", "a", "--allowed-origin", &huge][..], &client].concat(),
+        [&["clients", "add", "--client-id", "a", "--dpop", &huge][..], &client].concat(),
+        vec!["clients", "update", &huge, "--dpop", "required"],
+        vec!["clients", "update", "a", "--redirect-uri", &huge],
+        vec!["clients", "update", "a", "--allowed-origin", &huge],
+        vec!["clients", "update", "a", "--dpop", &huge],
+        vec!["clients", "disable", &huge],
+        vec!["clients", "enable", &huge],
+        vec!["access", "allow", "--country-code", &huge, "--business-code", "G", "--channel-id", "W"],
+        vec!["access", "allow", "--country-code", "MX", "--business-code", &huge, "--channel-id", "W"],
+        vec!["access", "allow", "--country-code", "MX", "--business-code", "G", "--channel-id", &huge],
+        vec!["waittimes", "import", &huge],
+        vec!["atms", "import", &huge],
+        vec!["atms", "import", "f.json", "--max-shrink-percent", &huge],
+        vec!["atms", "export", &huge],
+        vec!["keys", "revoke", &huge],
+        vec!["tokens", "show", &huge],
+        vec!["tokens", "revoke", &huge],
+        vec!["outages", "schedule", "--start", &huge, "--duration", "PT1H", "--explanation", "x"],
+        vec!["outages", "schedule", "--start", start, "--duration", &huge, "--explanation", "x"],
+        vec!["outages", "schedule", "--start", start, "--duration", "PT1H", "--explanation", &huge],
+        vec!["outages", "cancel", &huge],
+        vec!["store", "copy", "--to", &huge],
+        vec![&huge],
+        vec!["clients", &huge],
+        vec!["clients", "list", &huge],
+        vec!["--config", &huge, "clients", "list"],
+        vec!["--key-encryption-key-file", &huge, "clients", "list"],
+    ];
+    let mut echoed = Vec::new();
+    for args in commands.iter().map(|args| ("--database-url", fresh.url.as_str(), args.as_slice())).chain([(
+        "--database-url",
+        huge.as_str(),
+        &["clients", "list"][..],
+    )]) {
+        let (flag, url, args) = args;
+        let output = crate::binary::branch_atm_command().arg(flag).arg(url).args(args).output().unwrap();
+        let error = stderr(&output);
+        // A refusal that does not repeat the argument need not say its length.
+        let fine = !output.status.success()
+            && error.len() < 1_000
+            && (error.contains("(100000 characters)") || !error.contains(&huge[..65]));
+        if !fine {
+            let shown: Vec<&str> =
+                [flag, url].iter().chain(args).map(|arg| if *arg == huge { "<100,000 × x>" } else { arg }).collect();
+            echoed.push(format!("{shown:?}: {} bytes: {}", error.len(), error.chars().take(200).collect::<String>()));
+        }
+    }
+    assert!(echoed.is_empty(), "{} commands echo the argument whole:\n{}", echoed.len(), echoed.join("\n"));
 }

@@ -252,6 +252,27 @@ fn bad_outage_input_is_refused_in_one_line_and_changes_nothing() {
     assert_eq!(stdout(&listed), "", "nothing was scheduled");
 }
 
+/// Issue 42: `outages list` printed an explanation holding a right-to-left override or
+/// a line separator as it is, so on screen it read in another order, or over two lines.
+/// A language may need a joiner or a mark in a free text, so it is kept and served, and
+/// printed escaped.
+#[test]
+fn outages_list_prints_an_explanations_format_characters_and_line_separators_escaped() {
+    if !crate::store::other_processes_reach_the_store("the CLI binary") {
+        return;
+    }
+    let fresh = fresh_database();
+    let start = utc(now() + 30 * 86_400);
+    let explanation = "Cierre \u{202e}oicivres\u{2028}x";
+    let args = ["outages", "schedule", "--start", &start, "--duration", "PT1H", "--explanation", explanation];
+    let scheduled = branch_atm(&fresh.url, &args);
+    assert!(scheduled.status.success(), "{}", stderr(&scheduled));
+    let listed = stdout(&branch_atm(&fresh.url, &["outages", "list"]));
+    assert_eq!(listed.lines().count(), 1, "{listed}");
+    assert!(listed.ends_with("\tCierre \\u{202e}oicivres\\u{2028}x\n"), "{listed:?}");
+    assert!(!listed.contains(['\u{202e}', '\u{2028}']), "{listed:?}");
+}
+
 #[tokio::test]
 async fn two_instances_on_one_store_publish_the_same_planned_outage_status() {
     let fast = |settings: &mut server::settings::Settings| settings.view.refresh_interval_ms = 100;

@@ -123,23 +123,32 @@ fn resident_kb() -> u64 {
     line.split_whitespace().nth(1).unwrap().parse().unwrap()
 }
 
-/// Like the key-encryption key file (the finding: `/dev/zero` given as a key file was
-/// read forever), a certificate or key file past a megabyte is refused in one line, not
-/// read whole.
+/// Like the key-encryption key file (the findings: `/dev/zero` given as a key file was
+/// read forever, a FIFO blocked every command), a certificate or key file that is not a
+/// regular file is refused in one line, and one past a megabyte is not read whole.
 #[tokio::test]
-async fn an_endless_certificate_or_key_file_is_refused_at_start() {
+async fn a_certificate_or_key_file_that_is_not_a_regular_file_is_refused_at_start() {
     let (_, folder) = self_signed(&["localhost"]);
     let (cert, key) = (folder.path().join("cert.pem"), folder.path().join("key.pem"));
     let endless = std::path::PathBuf::from("/dev/zero");
-    for (what, files) in [
-        ("certificate", server::settings::TlsFiles { cert: endless.clone(), key: key.clone() }),
-        ("key", server::settings::TlsFiles { cert: cert.clone(), key: endless.clone() }),
+    // Issue 42: a FIFO blocked the start until it was killed.
+    let fifo = crate::cli::fifo(folder.path());
+    let large = folder.path().join("large.pem");
+    std::fs::write(&large, vec![b'-'; (1 << 20) + 1]).unwrap();
+    let (device, named_pipe, too_large) =
+        ("is a device, not a regular file", "is a FIFO, not a regular file", "holds more than 1048576 bytes");
+    for (what, files, says) in [
+        ("certificate", server::settings::TlsFiles { cert: endless.clone(), key: key.clone() }, device),
+        ("key", server::settings::TlsFiles { cert: cert.clone(), key: endless.clone() }, device),
+        ("certificate", server::settings::TlsFiles { cert: fifo.clone(), key: key.clone() }, named_pipe),
+        ("key", server::settings::TlsFiles { cert: cert.clone(), key: fifo.clone() }, named_pipe),
+        ("certificate", server::settings::TlsFiles { cert: large.clone(), key: key.clone() }, too_large),
     ] {
         let mut settings = server::settings::Settings::for_database("memory:");
         (settings.http.tls_cert, settings.http.tls_key) = (Some(files.cert), Some(files.key));
         let error = server::startup::Application::build(settings).await.err().expect("refused");
         let line = server::errors::one_line(&error);
-        assert!(line.contains(&format!("{what} /dev/zero: holds more than 1048576 bytes")), "{line}");
+        assert!(line.contains(&format!("{what} \"")) && line.contains(says), "{line}");
     }
 }
 
