@@ -28,7 +28,7 @@
 //! - [`dpop`] — DPoP proofs (RFC 9449) verified, and the proofs seen, in process and in Redis.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
-//! - [`jwt`] — Ed25519 signing keys, the token signer/verifier and the JWKS document.
+//! - [`jwt`] — Ed25519 signing keys and the JWKS, the token signer, the verifier and the DPoP nonces, a file each.
 //! - [`key_seal`] — signing keys encrypted at rest (AES-256-GCM under a key-encryption key).
 //! - [`system`] — the system clock and the CSPRNG id generator.
 //! - [`formats`] — the files operators feed in and take out (OBIE ATM files, the
