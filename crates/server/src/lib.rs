@@ -22,6 +22,8 @@ pub mod cli;
 pub mod commands;
 pub mod demo;
 #[cfg(test)]
+mod docs_claims;
+#[cfg(test)]
 mod docs_links;
 #[cfg(test)]
 mod docs_settings;
