@@ -15,6 +15,8 @@ use server::telemetry::{self, Sink, TraceExport};
 
 #[actix_web::main]
 async fn main() -> ExitCode {
+    // Before any thread of the service starts (actix's runtime here has none of its own).
+    server::memory::use_one_arena();
     match run(Cli::from_process()).await {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
