@@ -11,7 +11,7 @@
 //!   take turns on, purges in bounded batches, `OPTIMIZE TABLE` to scrub;
 //! - `migrations/mysql`: its schema, with the triggers that move the change counters;
 //! - every other statement is shared with the other SQL stores, rendered with `?`
-//!   placeholders and `ON DUPLICATE KEY UPDATE`: [`MysqlStore`] is
+//!   placeholders and `ON DUPLICATE KEY UPDATE`: `MysqlStore` is
 //!   `SqlStore<MysqlDialect>`, whose roles are `src/sql/roles/`.
 //!
 //! MariaDB has no change notices (no LISTEN/NOTIFY): instances find changes by polling

@@ -16,7 +16,7 @@
 //!   instance reloads at once instead of at its next poll;
 //! - `migrations/postgres`: its schema, with the triggers that move the change counters
 //!   and notify;
-//! - every other statement is shared with the other SQL stores: [`PostgresStore`] is
+//! - every other statement is shared with the other SQL stores: `PostgresStore` is
 //!   `SqlStore<PostgresDialect>`, whose roles are `src/sql/roles/`.
 
 use std::str::FromStr;

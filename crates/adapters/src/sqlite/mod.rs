@@ -6,7 +6,7 @@
 //! - `records`: what SQLite writes in its own dialect (`SqlDialect`): many rows as
 //!   multi-row `VALUES` in `BEGIN IMMEDIATE` transactions, `VACUUM` to scrub;
 //! - `migrations/sqlite`: its schema, with the triggers that move the change counters;
-//! - every other statement is shared with the other SQL stores: [`SqliteStore`] is
+//! - every other statement is shared with the other SQL stores: `SqliteStore` is
 //!   `SqlStore<SqliteDialect>`, whose roles are `src/sql/roles/` (`impl<D: SqlDialect>
 //!   ClientRecords for SqlStore<D>`, …).
 
