@@ -13,9 +13,8 @@ use crate::rows;
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 use crate::store::{AtmSet, ViewSource};
 
-impl<D> SqlStore<D>
+impl<D: SqlDialect> SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
@@ -36,9 +35,8 @@ where
 }
 
 #[async_trait]
-impl<D> AtmRecords for SqlStore<D>
+impl<D: SqlDialect> AtmRecords for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,

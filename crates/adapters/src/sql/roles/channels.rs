@@ -11,9 +11,8 @@ use crate::rows;
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 
 #[async_trait]
-impl<D> ChannelRecords for SqlStore<D>
+impl<D: SqlDialect> ChannelRecords for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     (String, String, String): for<'r> FromRow<'r, Row<D>>,

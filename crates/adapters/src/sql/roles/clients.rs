@@ -12,9 +12,8 @@ use crate::rows;
 use crate::sql::{Connection, Db, Row, RowsAffected as _, SqlDialect, SqlStore, unavailable};
 
 #[async_trait]
-impl<D> ClientRecords for SqlStore<D>
+impl<D: SqlDialect> ClientRecords for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     for<'q> Option<&'q str>: Encode<'q, Db<D>>,

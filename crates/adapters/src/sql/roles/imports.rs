@@ -10,9 +10,8 @@ use crate::rows;
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 
 #[async_trait]
-impl<D> ImportLog for SqlStore<D>
+impl<D: SqlDialect> ImportLog for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,

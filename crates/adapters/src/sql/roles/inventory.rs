@@ -8,9 +8,8 @@ use sqlx::{Executor, FromRow};
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 
 #[async_trait]
-impl<D> StoreInventory for SqlStore<D>
+impl<D: SqlDialect> StoreInventory for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     (bool, bool, bool, bool, bool): for<'r> FromRow<'r, Row<D>>,
 {

@@ -8,9 +8,8 @@ use crate::sql::{Connection, Db, SqlDialect, SqlStore, migrations, unavailable};
 use crate::store::StoreLifecycle;
 
 #[async_trait]
-impl<D> StoreLifecycle for SqlStore<D>
+impl<D: SqlDialect> StoreLifecycle for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
 {
     /// Runs `migrations/<D::MIGRATIONS>`.

@@ -14,9 +14,8 @@ use crate::sql::{Connection, Db, Row, RowsAffected as _, SqlDialect, SqlStore, u
 use crate::store::KeyVault;
 
 #[async_trait]
-impl<D> SigningKeyRecords for SqlStore<D>
+impl<D: SqlDialect> SigningKeyRecords for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     String: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
@@ -49,9 +48,8 @@ where
     }
 }
 
-impl<D> SqlStore<D>
+impl<D: SqlDialect> SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     String: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
@@ -110,9 +108,8 @@ where
 }
 
 #[async_trait]
-impl<D> KeyVault for SqlStore<D>
+impl<D: SqlDialect> KeyVault for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     for<'q> &'q [u8]: Encode<'q, Db<D>> + Type<Db<D>>,

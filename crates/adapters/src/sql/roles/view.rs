@@ -12,9 +12,8 @@ use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 use crate::store::{AtmSet, ChangeFeed, Revisions, ViewSource};
 
 #[async_trait]
-impl<D> ViewSource for SqlStore<D>
+impl<D: SqlDialect> ViewSource for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     (String, i64): for<'r> FromRow<'r, Row<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,

@@ -13,9 +13,8 @@ use crate::rows;
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 
 #[async_trait]
-impl<D> WaitTimeRecords for SqlStore<D>
+impl<D: SqlDialect> WaitTimeRecords for SqlStore<D>
 where
-    D: SqlDialect,
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     rows::WaitTimeRow: for<'r> FromRow<'r, Row<D>>,
 {
