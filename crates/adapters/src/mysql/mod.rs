@@ -10,8 +10,9 @@
 //!   multi-row `VALUES … ON DUPLICATE KEY UPDATE`, a row lock for each kind of writer to
 //!   take turns on, purges in bounded batches, `OPTIMIZE TABLE` to scrub;
 //! - `migrations/mysql`: its schema, with the triggers that move the change counters;
-//! - every other statement is shared with the other SQL stores (`shared_sql_records!`,
-//!   `src/sql/`), rendered with `?` placeholders and `ON DUPLICATE KEY UPDATE`.
+//! - every other statement is shared with the other SQL stores, rendered with `?`
+//!   placeholders and `ON DUPLICATE KEY UPDATE`: `MysqlStore` is
+//!   `SqlStore<MysqlDialect>`, whose roles are `src/sql/roles/`.
 //!
 //! MariaDB has no change notices (no LISTEN/NOTIFY): instances find changes by polling
 //! the change counters, every `--refresh-interval-ms`.
@@ -24,7 +25,7 @@ use sqlx::mysql::{MySqlConnectOptions, MySqlDatabaseError, MySqlPoolOptions};
 use sqlx::{Connection as _, Executor as _, MySqlConnection, MySqlPool};
 
 use crate::registry::Backend;
-use crate::sql::{Meaning, shared_sql_records};
+use crate::sql::{Meaning, SqlStore};
 use crate::store::Store;
 
 mod records;
@@ -46,9 +47,14 @@ const CONNECT_WAIT: Duration = Duration::from_secs(2);
 const SESSION: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), \
                        innodb_lock_wait_timeout = 60, idle_transaction_timeout = 30";
 
-/// A MariaDB database.
+/// A MariaDB database as a store: every role in the shared statements
+/// (`src/sql/roles/`), with what MariaDB writes its own way ([`MysqlDialect`]).
+pub(crate) type MysqlStore = SqlStore<MysqlDialect>;
+
+/// MariaDB's part of its store: the pool, and what MariaDB writes in its own dialect
+/// (`records.rs`).
 #[derive(Debug, Clone)]
-pub struct MysqlStore {
+pub(crate) struct MysqlDialect {
     pool: MySqlPool,
 }
 
@@ -88,7 +94,7 @@ impl MysqlStore {
             .connect_with(options)
             .await
             .map_err(unavailable)?;
-        Ok(Self { pool })
+        Ok(SqlStore::new(MysqlDialect { pool }))
     }
 }
 
@@ -124,7 +130,7 @@ pub(crate) fn server_refusal(version: &str, flush_log_at_trx_commit: i64, binary
 
 /// A driver's error, as MariaDB's codes say ([`meaning`]).
 pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
-    crate::sql::unavailable::<MysqlStore>(error)
+    crate::sql::unavailable::<MysqlDialect>(error)
 }
 
 /// What an error of the MySQL driver means, by MariaDB's error number and SQLSTATE.
@@ -154,8 +160,6 @@ fn meaning(error: &sqlx::Error) -> Meaning {
 pub(crate) fn refuses_the_data(number: u16, sqlstate: &str) -> bool {
     sqlstate.starts_with("22") || sqlstate.starts_with("23") || matches!(number, 1366 | 3819)
 }
-
-shared_sql_records!(MysqlStore, BACKEND);
 
 /// The MariaDB store, registered under `mysql:`, `mariadb:`.
 pub const BACKEND: Backend = Backend {
@@ -252,7 +256,7 @@ mod tests {
             return;
         };
         let store = MysqlStore::connect(&database.url).await.unwrap();
-        let mut connection = store.pool.acquire().await.unwrap();
+        let mut connection = store.dialect.pool.acquire().await.unwrap();
         connection
             .execute("CREATE TEMPORARY TABLE t (id INTEGER PRIMARY KEY, name VARCHAR(35) NOT NULL CHECK (name <> 'x'))")
             .await

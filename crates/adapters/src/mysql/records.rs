@@ -8,11 +8,12 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::IssuedToken;
+use sqlx::mysql::MySqlQueryResult;
 use sqlx::{Executor as _, MySql, MySqlPool, QueryBuilder};
 
-use super::{MysqlStore, unavailable};
+use super::{MysqlDialect, unavailable};
 use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
-use crate::sql::{Meaning, Placeholders, SqlDialect, Syntax};
+use crate::sql::{Meaning, Placeholders, RowsAffected, SqlDialect, Syntax};
 
 /// Token records deleted per statement by a purge: each batch is its own short
 /// transaction, so a purge of millions of records never holds many row locks or one long
@@ -45,7 +46,7 @@ const LOCK_REVOCATIONS: &str = "SELECT revision FROM change_log WHERE topic = 'r
 /// The row lock key rotations take turns on, the same way.
 const LOCK_SIGNING_KEYS: &str = "SELECT revision FROM change_log WHERE topic = 'signing_keys' FOR UPDATE";
 
-impl MysqlStore {
+impl MysqlDialect {
     /// Begins a transaction and takes the row lock `lock` in it.
     async fn begin_holding(&self, lock: &'static str) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
@@ -55,10 +56,11 @@ impl MysqlStore {
 }
 
 #[async_trait]
-impl SqlDialect for MysqlStore {
+impl SqlDialect for MysqlDialect {
     type Database = MySql;
 
     const SYSTEM: &'static str = "mysql";
+    const MIGRATIONS: &'static str = super::BACKEND.name;
     const SYNTAX: Syntax = Syntax {
         placeholders: Placeholders::Positional,
         upsert: |_keys| "ON DUPLICATE KEY UPDATE".to_owned(),
@@ -177,5 +179,11 @@ impl SqlDialect for MysqlStore {
                 Err(StoreUnavailable::new(format!("OPTIMIZE TABLE signing_keys did not rebuild it: {}", said.join("; "))))
             }
         }
+    }
+}
+
+impl RowsAffected for MySqlQueryResult {
+    fn rows_affected(&self) -> u64 {
+        MySqlQueryResult::rows_affected(self)
     }
 }

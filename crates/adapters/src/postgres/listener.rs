@@ -7,14 +7,14 @@ use async_trait::async_trait;
 use domain::ports::StoreUnavailable;
 use sqlx::postgres::PgListener;
 
-use super::PostgresStore;
+use super::PostgresDialect;
 use super::unavailable;
 use crate::store::{ChangeFeed, Notice};
 
 /// The channel the change triggers notify.
 const CHANGES_CHANNEL: &str = "branch_atm_changes";
 
-impl PostgresStore {
+impl PostgresDialect {
     /// A feed of the change notices, on a connection of its own.
     pub(super) async fn listen(&self) -> Result<Box<dyn ChangeFeed>, StoreUnavailable> {
         let mut listener = PgListener::connect_with(&self.pool).await.map_err(unavailable)?;

@@ -16,7 +16,8 @@
 //!   instance reloads at once instead of at its next poll;
 //! - `migrations/postgres`: its schema, with the triggers that move the change counters
 //!   and notify;
-//! - every other statement is shared with SQLite (`shared_sql_records!`, `src/sql/`).
+//! - every other statement is shared with the other SQL stores: `PostgresStore` is
+//!   `SqlStore<PostgresDialect>`, whose roles are `src/sql/roles/`.
 
 use std::str::FromStr;
 use std::time::Duration;
@@ -26,7 +27,7 @@ use sqlx::PgPool;
 use sqlx::postgres::{PgConnectOptions, PgPoolOptions};
 
 use crate::registry::Backend;
-use crate::sql::{Meaning, shared_sql_records};
+use crate::sql::{Meaning, SqlStore};
 use crate::store::Store;
 
 mod listener;
@@ -44,9 +45,15 @@ const POOL_SIZE: u32 = 8;
 /// issue bounds every store wait on a request path at about 2 s.
 const CONNECT_WAIT: Duration = Duration::from_secs(2);
 
-/// A PostgreSQL database.
+/// A PostgreSQL database as a store: every role in the shared statements
+/// (`src/sql/roles/`), with what PostgreSQL does its own way ([`PostgresDialect`]).
+pub(crate) type PostgresStore = SqlStore<PostgresDialect>;
+
+/// PostgreSQL's part of its store: the pool, and what PostgreSQL writes in its own dialect
+/// (`records.rs`), its token partitions (`partitions.rs`) and its change notices
+/// (`listener.rs`).
 #[derive(Debug, Clone)]
-pub struct PostgresStore {
+pub(crate) struct PostgresDialect {
     pool: PgPool,
 }
 
@@ -76,11 +83,9 @@ impl PostgresStore {
             .connect_with(options)
             .await
             .map_err(unavailable)?;
-        Ok(Self { pool })
+        Ok(SqlStore::new(PostgresDialect { pool }))
     }
 }
-
-shared_sql_records!(PostgresStore, BACKEND);
 
 /// The PostgreSQL store, registered under `postgres:`, `postgresql:`.
 pub const BACKEND: Backend = Backend {
@@ -98,7 +103,7 @@ pub const BACKEND: Backend = Backend {
 
 /// A driver's error, as PostgreSQL's codes say ([`meaning`]).
 pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
-    crate::sql::unavailable::<PostgresStore>(error)
+    crate::sql::unavailable::<PostgresDialect>(error)
 }
 
 /// What a lost connection to a PostgreSQL primary means for an operator.

@@ -6,13 +6,13 @@
 use domain::ports::StoreUnavailable;
 use sqlx::{AssertSqlSafe, Executor as _};
 
-use super::PostgresStore;
+use super::PostgresDialect;
 use super::unavailable;
 
 /// Token partitions are one hour of expiry each.
 pub const TOKEN_PARTITION_SECONDS: i64 = 3600;
 
-/// How far ahead [`PostgresStore::make_token_partitions`] makes token partitions: the
+/// How far ahead [`PostgresDialect::make_token_partitions`] makes token partitions: the
 /// longest token lifetime the service accepts (one day) and two hours more, so an upkeep
 /// run missed leaves nothing in the default partition.
 const TOKEN_PARTITIONS_AHEAD_SECONDS: i64 = 86_400 + 2 * 3600;
@@ -50,7 +50,7 @@ fn partition_start(name: &str) -> Option<i64> {
     name.strip_prefix("issued_tokens_h")?.parse().ok()
 }
 
-impl PostgresStore {
+impl PostgresDialect {
     /// Makes the token partitions of every hour from the current one to
     /// [`TOKEN_PARTITIONS_AHEAD_SECONDS`] ahead that do not exist yet. A token expiring
     /// outside them still lands in the default partition.

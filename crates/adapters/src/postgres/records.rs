@@ -8,10 +8,11 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::{CodeChallenge, IssuedToken};
+use sqlx::postgres::PgQueryResult;
 use sqlx::{Executor as _, PgPool, Postgres};
 
-use super::{PostgresStore, unavailable};
-use crate::sql::{Meaning, SqlDialect, Syntax};
+use super::{PostgresDialect, unavailable};
+use crate::sql::{Meaning, RowsAffected, SqlDialect, Syntax};
 use crate::store::ChangeFeed;
 
 /// Taken first by every write of the ATM set: two writers (two `atms import`s, or
@@ -60,11 +61,12 @@ async fn write_atms(connection: &mut sqlx::PgConnection, atms: &[StoredAtm]) -> 
 }
 
 #[async_trait]
-impl SqlDialect for PostgresStore {
+impl SqlDialect for PostgresDialect {
     type Database = Postgres;
 
     const SYSTEM: &'static str = "postgresql";
     const SYNTAX: Syntax = Syntax::ON_CONFLICT;
+    const MIGRATIONS: &'static str = super::BACKEND.name;
 
     fn meaning(error: &sqlx::Error) -> Meaning {
         super::meaning(error)
@@ -210,6 +212,12 @@ struct AtmColumns<'a> {
     accessibility: Vec<i64>,
     latitudes: Vec<Option<f64>>,
     longitudes: Vec<Option<f64>>,
+}
+
+impl RowsAffected for PgQueryResult {
+    fn rows_affected(&self) -> u64 {
+        PgQueryResult::rows_affected(self)
+    }
 }
 
 impl<'a> AtmColumns<'a> {

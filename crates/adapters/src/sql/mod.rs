@@ -1,19 +1,19 @@
 //! SQL that the SQL stores share, written once.
 //!
-//! [`shared_sql_records!`] implements every role a [`Store`](crate::store::Store) needs for
-//! a backend type, binding and mapping each statement once (rows to values through
-//! [`crate::rows`]). The statements themselves are [`Statements`], written once in
-//! PostgreSQL's notation and rendered for each backend by its [`Syntax`]: how it numbers
-//! placeholders (`$1` or `?`), how it upserts, how it skips a row whose key is stored
-//! already. What is truly a backend's own (how it writes many rows at once and in which
-//! transaction, how it locks, its upkeep, its change notices, how it frees space, what
-//! its errors mean) it writes as [`SqlDialect`], in its own folder.
+//! [`SqlStore<D>`] is a SQL database as a store: every role a [`Store`](crate::store::Store)
+//! needs, implemented once for any dialect `D` in [`roles`] (one file per role: `impl<D:
+//! SqlDialect> ClientRecords for SqlStore<D>` is in `roles/clients.rs`), binding and reading
+//! each statement once (rows to values through [`crate::rows`]). The statements themselves
+//! are [`Statements`], written once in PostgreSQL's notation and rendered for each backend
+//! by its [`Syntax`]: how it numbers placeholders (`$1` or `?`), how it upserts, how it
+//! skips a row whose key is stored already. What is truly a backend's own (how it writes
+//! many rows at once and in which transaction, how it locks, its upkeep, its change
+//! notices, how it frees space, what its errors mean) it writes as [`SqlDialect`], in its
+//! own folder, and its folder names its store `SqlStore<ItsDialect>`.
 //!
-//! A macro, not generic code over sqlx's `Database`: generic impls need a bound for every
-//! column type each way (`Encode`, `Decode`, `Type`), for the arguments and for two kinds of
-//! executor, which read longer than the SQL they carry; the macro is expanded for a concrete
-//! backend type, so its body is the plain sqlx code each backend had before, and a backend's
-//! mistake is reported against that type. A query builder would only pay for itself if the
+//! Generic code, not a macro (until issue 43 a macro wrote every role for each backend
+//! type): a reader and a search find each role's one impl, and what it asks of a driver
+//! is in its `where` clause ([`roles`]). A query builder would only pay for itself if the
 //! statements differed beyond what [`Syntax`] says; they do not.
 
 use async_trait::async_trait;
@@ -26,11 +26,45 @@ use crate::store::ChangeFeed;
 
 pub(crate) mod many_rows;
 pub(crate) mod migrations;
-mod shared;
+mod roles;
 mod statements;
 
-pub(crate) use shared::shared_sql_records;
 pub(crate) use statements::{Placeholders, Statements, Syntax};
+
+/// A SQL database as a store: every role, in the shared statements ([`roles`]), with what
+/// its dialect `D` writes its own way. Each SQL backend's folder names its store so
+/// (`type SqliteStore = SqlStore<SqliteDialect>`).
+#[derive(Clone)]
+pub(crate) struct SqlStore<D> {
+    /// The backend's own part: its pool and its dialect.
+    pub(crate) dialect: D,
+    /// The shared statements in `D`'s syntax.
+    sql: &'static Statements,
+}
+
+impl<D: SqlDialect> SqlStore<D> {
+    /// The store on `dialect`'s database, with the shared statements rendered in its syntax
+    /// (once per dialect for the process's life: [`Statements::of`]).
+    pub(crate) fn new(dialect: D) -> Self {
+        Self { dialect, sql: Statements::of::<D>() }
+    }
+}
+
+/// sqlx's driver for the dialect `D`'s database.
+pub(crate) type Db<D> = <D as SqlDialect>::Database;
+
+/// A connection to `D`'s database: what a transaction runs its statements on.
+pub(crate) type Connection<D> = <Db<D> as sqlx::Database>::Connection;
+
+/// A row as `D`'s database answers it.
+pub(crate) type Row<D> = <Db<D> as sqlx::Database>::Row;
+
+/// How many rows a statement changed, as each driver's result says it (sqlx's drivers each
+/// have a `rows_affected` of their own, under no trait).
+pub(crate) trait RowsAffected {
+    /// Rows inserted, updated or deleted.
+    fn rows_affected(&self) -> u64;
+}
 
 /// What a driver's error means, as the backend that raised it reads it
 /// ([`SqlDialect::meaning`]).
@@ -61,20 +95,31 @@ pub(crate) fn unavailable<D: SqlDialect>(error: sqlx::Error) -> StoreUnavailable
     }
 }
 
-/// What a SQL backend writes in its own dialect; [`shared_sql_records!`] does the rest.
+/// What a SQL backend writes in its own dialect; [`SqlStore`] does the rest.
 ///
 /// Each method is the part of a port's method (named in its doc) that the dialects do
 /// differently; its contract is that port method's.
 #[async_trait]
-pub(crate) trait SqlDialect: Send + Sync {
-    /// sqlx's driver for this database.
-    type Database: sqlx::Database;
+pub(crate) trait SqlDialect: Send + Sync + 'static {
+    /// sqlx's driver for this database: its arguments are what its statements take
+    /// (`IntoArguments`), its connections run migrations, its results count rows.
+    type Database: sqlx::Database<
+            Arguments: sqlx::IntoArguments<Self::Database>,
+            Connection: sqlx::migrate::Migrate,
+            QueryResult: RowsAffected,
+        >;
 
     /// How this database phrases what the shared statements need ([`Statements`]).
     const SYNTAX: Syntax;
 
-    /// OpenTelemetry's `db.system.name` of this database, for its spans.
+    /// OpenTelemetry's `db.system.name` of this database, for its spans: what a trace
+    /// shows as the database (a test of the server's, `traces.rs`, lists the names it
+    /// accepts).
     const SYSTEM: &'static str;
+
+    /// The folder of `migrations/` holding this database's schema, which
+    /// `StoreLifecycle::migrate` runs: the backend's registered name (`BACKEND.name`).
+    const MIGRATIONS: &'static str;
 
     /// What `error`, raised by this backend's driver, means: a lost connection, data the
     /// database refused, or another failure, as this database's codes say.

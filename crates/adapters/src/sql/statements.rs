@@ -1,6 +1,9 @@
 //! The statements every SQL store shares, written once in PostgreSQL's notation (`$1`,
 //! `$2`…, each number once and in order) and rendered for each backend by its [`Syntax`].
 
+use std::any::TypeId;
+use std::sync::{Mutex, PoisonError};
+
 /// How a backend numbers the placeholders of a statement.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Placeholders {
@@ -69,9 +72,8 @@ impl Syntax {
     }
 }
 
-/// Every statement [`shared_sql_records!`](super::shared_sql_records) runs, rendered for
-/// one backend. Made once per backend type (a `static` in the macro's expansion) and kept
-/// for the process's life.
+/// Every statement the shared roles ([`super::roles`]) run, rendered for one backend. Made
+/// once per dialect ([`Statements::of`]) and kept for the process's life.
 pub(crate) struct Statements {
     /// Whether the store answers (readiness).
     pub ping: &'static str,
@@ -147,6 +149,20 @@ const TOKEN_COLUMNS: &str =
 const KEY_COLUMNS: &str = "kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at";
 
 impl Statements {
+    /// The statements in the syntax of the dialect `D`, rendered at its first store and
+    /// kept for the process's life. (A `static` in a generic function is one for every
+    /// dialect, so each dialect's rendering is found by its type.)
+    pub(crate) fn of<D: super::SqlDialect>() -> &'static Self {
+        static RENDERED: Mutex<Vec<(TypeId, &'static Statements)>> = Mutex::new(Vec::new());
+        let mut rendered = RENDERED.lock().unwrap_or_else(PoisonError::into_inner);
+        if let Some(&(_, statements)) = rendered.iter().find(|(dialect, _)| *dialect == TypeId::of::<D>()) {
+            return statements;
+        }
+        let statements: &'static Self = Box::leak(Box::new(Self::new(&D::SYNTAX)));
+        rendered.push((TypeId::of::<D>(), statements));
+        statements
+    }
+
     /// Every statement, rendered for `syntax` and kept for the process's life (a few
     /// kilobytes, once per backend).
     pub(crate) fn new(syntax: &Syntax) -> Self {

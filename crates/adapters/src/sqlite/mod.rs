@@ -6,7 +6,9 @@
 //! - `records`: what SQLite writes in its own dialect (`SqlDialect`): many rows as
 //!   multi-row `VALUES` in `BEGIN IMMEDIATE` transactions, `VACUUM` to scrub;
 //! - `migrations/sqlite`: its schema, with the triggers that move the change counters;
-//! - every other statement is shared with PostgreSQL (`shared_sql_records!`, `src/sql/`).
+//! - every other statement is shared with the other SQL stores: `SqliteStore` is
+//!   `SqlStore<SqliteDialect>`, whose roles are `src/sql/roles/` (`impl<D: SqlDialect>
+//!   ClientRecords for SqlStore<D>`, …).
 
 use std::path::Path;
 use std::str::FromStr;
@@ -17,7 +19,7 @@ use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, S
 use sqlx::{Connection as _, SqlitePool};
 
 use crate::registry::Backend;
-use crate::sql::shared_sql_records;
+use crate::sql::SqlStore;
 use crate::store::Store;
 #[cfg(feature = "testing")]
 use crate::testing::FreshStore;
@@ -64,12 +66,17 @@ pub(crate) fn result_code(error: &sqlx::Error) -> Option<i32> {
 
 /// A driver's error, as SQLite's result codes say (`SqlDialect::meaning`).
 pub(crate) fn unavailable(error: sqlx::Error) -> StoreUnavailable {
-    crate::sql::unavailable::<SqliteStore>(error)
+    crate::sql::unavailable::<SqliteDialect>(error)
 }
 
-/// A SQLite database file.
+/// A SQLite database file as a store: every role in the shared statements
+/// (`src/sql/roles/`), with what SQLite writes its own way ([`SqliteDialect`]).
+pub(crate) type SqliteStore = SqlStore<SqliteDialect>;
+
+/// SQLite's part of its store: the pool on the file, and what SQLite writes in its own
+/// dialect (`records.rs`).
 #[derive(Debug, Clone)]
-pub struct SqliteStore {
+pub(crate) struct SqliteDialect {
     pool: SqlitePool,
 }
 
@@ -117,7 +124,7 @@ impl SqliteStore {
             .connect_with(options)
             .await
             .map_err(unavailable)?;
-        Ok(Self { pool })
+        Ok(SqlStore::new(SqliteDialect { pool }))
     }
 }
 
@@ -150,8 +157,6 @@ fn owner_only(file: &Path) -> std::io::Result<()> {
 fn owner_only(_file: &Path) -> std::io::Result<()> {
     Ok(())
 }
-
-shared_sql_records!(SqliteStore, BACKEND);
 
 /// The SQLite store, registered under `sqlite:`.
 pub const BACKEND: Backend = Backend {

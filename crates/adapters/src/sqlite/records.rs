@@ -7,13 +7,14 @@ use domain::atm_catalog::StoredAtm;
 use domain::branch::WaitTimeEstimate;
 use domain::ports::{AtmKey, StoreUnavailable};
 use domain::token::IssuedToken;
+use sqlx::sqlite::SqliteQueryResult;
 use sqlx::{Sqlite, SqlitePool};
 
-use super::{SqliteStore, unavailable};
+use super::{SqliteDialect, unavailable};
 use crate::sql::many_rows;
-use crate::sql::{Meaning, SqlDialect, Syntax};
+use crate::sql::{Meaning, RowsAffected, SqlDialect, Syntax};
 
-impl SqliteStore {
+impl SqliteDialect {
     /// Begins a write transaction: `BEGIN IMMEDIATE` takes the write lock at once (so a
     /// writer waits for another at its start, within the busy timeout), and sqlx refuses
     /// it on a connection it counts as already inside a transaction.
@@ -43,11 +44,12 @@ impl SqliteStore {
 const EDIT_LOCK_WAIT: std::time::Duration = std::time::Duration::from_secs(60);
 
 #[async_trait]
-impl SqlDialect for SqliteStore {
+impl SqlDialect for SqliteDialect {
     type Database = Sqlite;
 
     const SYSTEM: &'static str = "sqlite";
     const SYNTAX: Syntax = Syntax::ON_CONFLICT;
+    const MIGRATIONS: &'static str = super::BACKEND.name;
 
     fn meaning(error: &sqlx::Error) -> Meaning {
         if super::result_code(error).is_some_and(super::refuses_the_data) { Meaning::RefusedData } else { Meaning::Failed }
@@ -139,5 +141,11 @@ impl SqlDialect for SqliteStore {
         sqlx::query("VACUUM").execute(&self.pool).await.map_err(unavailable)?;
         sqlx::query("PRAGMA wal_checkpoint(TRUNCATE)").execute(&self.pool).await.map_err(unavailable)?;
         Ok(())
+    }
+}
+
+impl RowsAffected for SqliteQueryResult {
+    fn rows_affected(&self) -> u64 {
+        SqliteQueryResult::rows_affected(self)
     }
 }
