@@ -13,8 +13,9 @@ use tracing::Instrument as _;
 use domain::client::ClientId;
 
 use crate::access_log::{AccessLine, AccessWriter};
-use crate::correlation::{UUID_HEADER, valid_uuid_header};
+use crate::correlation::valid_uuid_header;
 use crate::errors::ApiError;
+use crate::headers::UUID_HEADER;
 use crate::log_summary::LogSummaries;
 use crate::meta::Readiness;
 use crate::trace::Sampling;
