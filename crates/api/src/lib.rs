@@ -6,7 +6,9 @@
 //! cases' traits (held in [`AppState`]), so a handler runs in a test on mocks, without a
 //! store.
 //! Every status and wire code is chosen in [`errors`]: each operation's domain error
-//! becomes its wire failure in one `From`; handlers never choose a status. Texts come
+//! becomes its wire failure in one `From`; handlers never choose a status, and convert
+//! with a plain `?` inside [`errors::answer`], which gives a failure its request's
+//! context. Texts come
 //! from [`texts`]. This crate holds no SQL, no JWT code, no settings parsing and no CLI:
 //! those are the adapters' and the server's.
 //!
@@ -16,8 +18,11 @@
 //! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
 //!   module per operation (meta: the JWKS, the server metadata and the health checks;
 //!   discovery: the public status and planned outages), each with its `#[utoipa::path]`.
-//! - [`request`] — reading headers, queries and bodies into domain values;
-//!   [`correlation`] — the request's `uuid`; [`conditional`] — validators and 304s.
+//! - [`headers`] — every header's name, and the OpenAPI parameters operations share;
+//!   [`request`] — reading headers, queries and bodies into domain values, and the
+//!   bearer check; [`correlation`] — the request's `uuid`; [`dpop`] — the proof a
+//!   request presents and the nonces its answer carries; [`conditional`] — validators
+//!   and 304s.
 //! - [`errors`] — every wire failure, its status, code and body shape.
 //! - [`texts`], [`language`] — everything said to people, in English and Spanish.
 //! - [`middleware`] — security headers, correlation id, draining; [`observe`] — the one
