@@ -17,7 +17,8 @@
 //!   answers which path and method.
 //! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
 //!   module per operation (meta: the JWKS, the server metadata and the health checks;
-//!   discovery: the public status and planned outages), each with its `#[utoipa::path]`.
+//!   discovery: the public status and planned outages), each with its `#[utoipa::path]`;
+//!   [`readiness`] — what the health checks and the middleware read.
 //! - [`headers`] — every header's name, and the OpenAPI parameters operations share;
 //!   [`request`] — reading headers, queries and bodies into domain values, and the
 //!   bearer check; [`correlation`] — the request's `uuid`; [`dpop`] — the proof a
@@ -52,6 +53,7 @@ pub mod middleware;
 pub mod observe;
 pub mod openapi;
 pub mod rate_limit;
+pub mod readiness;
 pub mod request;
 pub mod revoke;
 pub mod routes;

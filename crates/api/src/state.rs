@@ -16,7 +16,7 @@ use domain::services::wait_times::WaitTimeEnquiry;
 
 use crate::caller::TrustedProxies;
 use crate::errors::{ApiError, Operation, Unwired};
-use crate::meta::Readiness;
+use crate::readiness::Readiness;
 
 /// What the handlers share: the domain's use cases (as traits, so a test gives mocks),
 /// readiness, the request limits, and the few settings the wire needs.
