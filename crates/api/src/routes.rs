@@ -1,9 +1,8 @@
 //! Every route: which handler answers which path and method, and what answers the
 //! others (a 405 in the operation's body shape, a browser's preflight, a 404); the
-//! operations that take a DPoP proof hand out its nonces ([`dpop::nonces`]).
+//! operations that take a DPoP proof hand out its nonces ([`dpop::Nonces`]).
 
 use actix_web::http::{Method, header};
-use actix_web::middleware::from_fn;
 use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
@@ -17,15 +16,15 @@ pub fn routes(config: &mut web::ServiceConfig) {
         web::scope("/api")
             .service(
                 get_resource::<Authorize, _, _>("/v1/authorize", authorize::authorize, Head::Refused)
-                    .wrap(from_fn(dpop::nonces)),
+                    .wrap(dpop::Nonces),
             )
             .service(web::resource("/v1/revoke").route(web::post().to(revoke::revoke)).default_service(web::to(
                 |request: HttpRequest| async move { other_method::<Revoke>(&request, Method::POST, "POST").await },
             )))
-            .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered).wrap(from_fn(dpop::nonces)))
+            .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered).wrap(dpop::Nonces))
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
-                    .wrap(from_fn(dpop::nonces))
+                    .wrap(dpop::Nonces)
                     .route(web::post().to(wait_times::retrieve))
                     .default_service(web::to(|request: HttpRequest| async move {
                         other_method::<WaitTimes>(&request, Method::POST, "POST").await

@@ -281,7 +281,7 @@ pub struct Failure<Op> {
     /// Adds `Retry-After` (RFC 9110 §10.2.3), in seconds.
     pub retry_after: Option<u64>,
     /// The nonce a proof must carry (RFC 9449 §8), sent as `DPoP-Nonce` by
-    /// [`crate::dpop::nonces`].
+    /// [`crate::dpop::Nonces`].
     pub dpop_nonce: Option<String>,
     /// For the log and the metrics.
     pub note: Note,
@@ -647,7 +647,7 @@ impl ApiError {
     }
 
     /// The nonce a proof must carry, when the failure asks for one (`use_dpop_nonce`):
-    /// written as `DPoP-Nonce` by [`crate::dpop::nonces`], with every other nonce.
+    /// written as `DPoP-Nonce` by [`crate::dpop::Nonces`], with every other nonce.
     pub fn dpop_nonce(&self) -> Option<&str> {
         self.0.dpop_nonce.as_deref()
     }
