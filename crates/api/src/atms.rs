@@ -12,11 +12,12 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::conditional::{StrongTag, not_modified, strong_tag};
 use crate::errors::bodies::ObieErrorBody as AtmError;
-use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, mime_json};
-use crate::request::{Query, authenticate, optional_uuid, with_fresh_nonce};
+use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, answer, mime_json};
+use crate::headers::{BearerHeaders, ErrorLanguage, OptionalCorrelation};
+use crate::request::{Query, authenticate, optional_uuid};
+use crate::state::AppState;
 
 /// The query parameters read; others are ignored.
 const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
@@ -313,12 +314,11 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
     summary = "ATM locations and services",
     security(("bearer" = []), ("dpop" = [])),
     params(
-        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4): required with `Authorization: DPoP`, made by the key the token is bound to for this request (`htm`, `htu` without query, `ath`)."),
-        ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
-        ("uuid" = Option<String>, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
+        BearerHeaders,
+        OptionalCorrelation,
         ("If-None-Match" = Option<String>, Header, description = "An ETag from an earlier answer: 304 if it still matches."),
         ("If-Modified-Since" = Option<String>, Header, description = "An HTTP date: 304 if the data has not changed since (ignored when If-None-Match is sent)."),
-        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+        ErrorLanguage,
         ("page" = Option<u32>, Query, minimum = 1, description = "1-based page number; pages follow brand, then identification (or distance, near-me)."),
         ("latitude" = Option<f64>, Query, minimum = -90, maximum = 90, description = "Near-me search: with longitude, nearest ATMs first, each with `DistanceInMetres`."),
         ("longitude" = Option<f64>, Query, minimum = -180, maximum = 180, description = "Near-me search: with latitude."),
@@ -356,39 +356,33 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
 /// not sent in time; 429 session, caller address or client over its rate (Retry-After); 503 the ATM set cannot be
 /// vouched for. Bodies are OBIE's `{status, title, description}`.
 pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    // The error context (language, uuid) is built only when an error is answered.
-    let fail = |failure: Failure<Atms>| ApiError::of(failure, &request);
-    let state = AppState::serving::<Atms>(&request)?;
-
-    // 1. Extract: optional uuid, credentials, the client's rate, the query.
-    let headers = request.headers();
-    optional_uuid(headers).map_err(|bad| fail(bad.into()))?;
-    authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
-    // 2. Domain values.
-    let listing = listing_of(request.query_string()).map_err(|bad| fail(bad.into()))?;
-    // 3. Call the use case: the set as served now. A page's bytes are a function of the
-    // set (its fingerprint covers LastUpdated), the page size, the page number and the
-    // representation (filters as written, base URL, version), so its strong tag is known
-    // before the page is cut, and a caller's current copy costs no page (RFC 9110 §13.2.2).
-    let snapshot = state.atms.snapshot().await.map_err(|error| fail(error.into()))?;
-    snapshot.check_page(&listing.query).map_err(|error| fail(error.into()))?;
-    let base = state.public_base_url.as_str();
-    let tag = strong_tag((
-        snapshot.fingerprint(),
-        representation(base, &listing.filters),
-        snapshot.page_size(),
-        listing.query.page.or_first(),
-    ));
-    let last_updated = snapshot.last_updated();
-    let page = if not_modified(&request, &tag, last_updated) {
-        None
-    } else {
-        Some(snapshot.page(&listing.query).map_err(|error| fail(error.into()))?)
-    };
-    // 4. Map to the wire.
-    atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base)
-        .map(|answer| with_fresh_nonce(state, &request, answer))
-        .map_err(|cause| fail(Failure::unwritable(cause)))
+    answer::<Atms>(&request, async {
+        let state = AppState::of(&request)?;
+        // 1. Extract: optional uuid, credentials, the client's rate, the query.
+        optional_uuid(request.headers())?;
+        authenticate(state, &request).await?;
+        // 2. Domain values.
+        let listing = listing_of(request.query_string())?;
+        // 3. Call the use case: the set as served now. A page's bytes are a function of the
+        // set (its fingerprint covers LastUpdated), the page size, the page number and the
+        // representation (filters as written, base URL, version), so its strong tag is
+        // known before the page is cut, and a caller's current copy costs no page (RFC 9110
+        // §13.2.2).
+        let snapshot = state.atms.snapshot().await?;
+        snapshot.check_page(&listing.query)?;
+        let base = state.public_base_url.as_str();
+        let tag = strong_tag((
+            snapshot.fingerprint(),
+            representation(base, &listing.filters),
+            snapshot.page_size(),
+            listing.query.page.or_first(),
+        ));
+        let last_updated = snapshot.last_updated();
+        let page = if not_modified(&request, &tag, last_updated) { None } else { Some(snapshot.page(&listing.query)?) };
+        // 4. Map to the wire.
+        atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base).map_err(Failure::unwritable)
+    })
+    .await
 }
 
 /// The answer: `page` (200), or 304 when the caller's copy is current (`None`), with

@@ -8,10 +8,13 @@ use domain::token::{CodeChallenge, Scope, TokenGrant};
 use serde::Serialize;
 use utoipa::ToSchema;
 
+use crate::dpop::presented_proof;
 use crate::errors::bodies::TokenErrorBody as TokenError;
-use crate::errors::{ApiError, Authorize, BadRequest, Failure, Message, mime_json};
-use crate::request::{Query, presented_proof, require_uuid, with_fresh_nonce};
-use crate::{AppState, rate_limit};
+use crate::errors::{ApiError, Authorize, BadRequest, Failure, Message, answer, mime_json};
+use crate::headers::{Correlation, ErrorLanguage};
+use crate::rate_limit;
+use crate::request::{Query, require_uuid};
+use crate::state::AppState;
 
 /// The only `response_type` served: a visitor token in the JSON body (docs/contract.md).
 const RESPONSE_TYPE: &str = "token";
@@ -149,7 +152,7 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
     operation_id = "authorize",
     summary = "Issue a pre-login visitor token",
     params(
-        ("uuid" = String, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request; echoed in the `uuid` response header."),
+        Correlation,
         ("response_type" = String, Query, pattern = "^token$", description = "Must be `token`: the token comes back in the JSON body."),
         ("client_id" = String, Query, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id generated at application registration."),
         ("businessCode" = String, Query, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration (e.g. GCB)."),
@@ -160,7 +163,7 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
         ("redirect_uri" = Option<String>, Query, description = "Must equal one of the client's registered redirect URIs exactly."),
         ("scope" = Option<String>, Query, pattern = "^visitor( visitor)*$", description = "Space-separated scopes; only `visitor` can be asked for, and it is always granted."),
         ("state" = Option<String>, Query, max_length = 1024, pattern = "^[ -~]+$", description = "Returned unchanged in the `state` response header (CSRF protection)."),
-        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+        ErrorLanguage,
         ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4: `typ` `dpop+jwt`, `alg` ES256, EdDSA or Ed25519, the public `jwk`; claims `jti`, `htm` `GET`, `htu` the authorization endpoint as the metadata names it, `iat`, and `nonce` when the server asks for one). The token is then bound to that key: `token_type` `DPoP`, `cnf.jkt` its RFC 7638 thumbprint. Required for clients registered with `--dpop required`."),
     ),
     responses(
@@ -186,21 +189,19 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
 /// `tooManyRequests` (caller address or client over its rate; `Retry-After`); 500
 /// `serverUnavailable`.
 pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    // The error context (language, uuid) is built only when an error is answered.
-    let fail = |failure: Failure<Authorize>| ApiError::of(failure, &request);
-    let state = AppState::serving::<Authorize>(&request)?;
-
-    // 1. Extract and 2. parse into domain values.
-    let mut call = token_call(&request).map_err(|bad| fail(bad.into()))?;
-    rate_limit::token_request(state, &request, &call.request.client_id).await.map_err(|over| fail(over.into()))?;
-    call.request.proof = presented_proof(&request, &state.public_base_url).map_err(|refusal| fail(refusal.into()))?;
-    // 3. Call the use case.
-    let grant = state.tokens.authorize(call.request).await.map_err(|error| fail(error.into()))?;
-    crate::observe::token_issued();
-    // 4. Map to the wire.
-    token_answer(&grant, call.state)
-        .map(|answer| with_fresh_nonce(state, &request, answer))
-        .map_err(|cause| fail(Failure::unwritable(cause)))
+    answer::<Authorize>(&request, async {
+        let state = AppState::of(&request)?;
+        // 1. Extract and 2. parse into domain values.
+        let mut call = token_call(&request)?;
+        rate_limit::token_request(state, &request, &call.request.client_id).await?;
+        call.request.proof = presented_proof(&request, &state.public_base_url)?;
+        // 3. Call the use case.
+        let grant = state.tokens.authorize(call.request).await?;
+        crate::observe::token_issued();
+        // 4. Map to the wire.
+        token_answer(&grant, call.state).map_err(Failure::unwritable)
+    })
+    .await
 }
 
 /// The 200 of a token `grant`: its JSON, its session in `sid`, the caller's `state`

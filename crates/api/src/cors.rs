@@ -17,7 +17,7 @@ use actix_web::http::header::{self, HeaderMap, HeaderValue};
 use actix_web::http::{Method, StatusCode};
 use actix_web::{HttpRequest, HttpResponse};
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// Headers a page may read from our responses (the spec's and the validators).
 const EXPOSED: &str = "sid, state, uuid, ETag, Last-Modified, Retry-After, WWW-Authenticate, DPoP-Nonce";

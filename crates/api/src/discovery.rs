@@ -13,8 +13,8 @@ use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::errors::{ApiError, Meta};
+use crate::state::AppState;
 
 /// How long a cache may keep either answer: two seconds, the contract's bound on how
 /// late a change is served (a status is derived every refresh, one second by default).

@@ -6,7 +6,9 @@
 //! cases' traits (held in [`AppState`]), so a handler runs in a test on mocks, without a
 //! store.
 //! Every status and wire code is chosen in [`errors`]: each operation's domain error
-//! becomes its wire failure in one `From`; handlers never choose a status. Texts come
+//! becomes its wire failure in one `From`; handlers never choose a status, and convert
+//! with a plain `?` inside [`errors::answer`], which gives a failure its request's
+//! context. Texts come
 //! from [`texts`]. This crate holds no SQL, no JWT code, no settings parsing and no CLI:
 //! those are the adapters' and the server's.
 //!
@@ -15,9 +17,13 @@
 //!   answers which path and method.
 //! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
 //!   module per operation (meta: the JWKS, the server metadata and the health checks;
-//!   discovery: the public status and planned outages), each with its `#[utoipa::path]`.
-//! - [`request`] — reading headers, queries and bodies into domain values;
-//!   [`correlation`] — the request's `uuid`; [`conditional`] — validators and 304s.
+//!   discovery: the public status and planned outages), each with its `#[utoipa::path]`;
+//!   [`readiness`] — what the health checks and the middleware read.
+//! - [`headers`] — every header's name, and the OpenAPI parameters operations share;
+//!   [`request`] — reading headers, queries and bodies into domain values, and the
+//!   bearer check; [`correlation`] — the request's `uuid`; [`dpop`] — the proof a
+//!   request presents and the nonces its answer carries; [`conditional`] — validators
+//!   and 304s.
 //! - [`errors`] — every wire failure, its status, code and body shape.
 //! - [`texts`], [`language`] — everything said to people, in English and Spanish.
 //! - [`middleware`] — security headers, correlation id, draining; [`observe`] — the one
@@ -37,7 +43,9 @@ pub mod conditional;
 pub mod correlation;
 pub mod cors;
 pub mod discovery;
+pub mod dpop;
 pub mod errors;
+pub mod headers;
 pub mod language;
 pub mod log_summary;
 pub mod meta;
@@ -45,6 +53,7 @@ pub mod middleware;
 pub mod observe;
 pub mod openapi;
 pub mod rate_limit;
+pub mod readiness;
 pub mod request;
 pub mod revoke;
 pub mod routes;

@@ -13,10 +13,11 @@ use tracing::Instrument as _;
 use domain::client::ClientId;
 
 use crate::access_log::{AccessLine, AccessWriter};
-use crate::correlation::{UUID_HEADER, valid_uuid_header};
+use crate::correlation::valid_uuid_header;
 use crate::errors::ApiError;
+use crate::headers::UUID_HEADER;
 use crate::log_summary::LogSummaries;
-use crate::meta::Readiness;
+use crate::readiness::Readiness;
 use crate::trace::Sampling;
 
 /// The security headers docs/contract.md puts on every response (OWASP Secure Headers).
@@ -161,7 +162,7 @@ pub async fn observe(
 
 /// The caller's address: the peer, or what a trusted proxy reports.
 fn caller_of(request: &actix_web::HttpRequest) -> Option<std::net::IpAddr> {
-    let state = crate::AppState::of(request).ok()?;
+    let state = crate::state::AppState::of(request).ok()?;
     Some(state.proxies.caller(request))
 }
 

@@ -22,7 +22,7 @@ use domain::client::ClientId;
 use domain::limits::{Admission, LimitCheck, LimitError, LimitExceeded};
 use domain::ports::RequestLimiter;
 
-use crate::AppState;
+use crate::state::AppState;
 
 /// The key a caller's address is counted under: an IPv4 address (also when written as
 /// IPv4-mapped IPv6), or an IPv6 address's /64.

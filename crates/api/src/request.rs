@@ -1,45 +1,24 @@
 //! Reading headers, query parameters and bodies into domain values, each failure a
-//! [`BadRequest`] naming its location.
+//! [`BadRequest`] naming its location; and the bearer check every protected operation
+//! starts with ([`authenticate`]).
 
 use std::borrow::Cow;
 use tracing::Instrument as _;
 
-use actix_web::HttpResponse;
-use actix_web::http::Method;
-use actix_web::http::header::{self, HeaderMap, HeaderName, HeaderValue};
+use actix_web::HttpRequest;
+use actix_web::http::header::{self, HeaderMap};
 use actix_web::web::{Bytes, Payload};
 use domain::client::ClientId;
 use domain::dpop::ProofRefusal;
 use domain::input::Expected;
 use domain::services::bearer::BearerError;
-use domain::services::dpop::PresentedProof;
 use domain::token::AccessClaims;
 
-use crate::AppState;
-use crate::correlation::single_header;
-pub use crate::correlation::{RequestHeader, UUID_HEADER, valid_uuid, valid_uuid_header};
+use crate::dpop::presented_proof;
 use crate::errors::{BadRequest, Unauthenticated};
+use crate::headers::{AUTHORIZATION, CLIENT_ID, RequestHeader, UUID_HEADER, single_header};
+use crate::state::AppState;
 use crate::texts::Message;
-use actix_web::HttpRequest;
-
-/// The access token (RFC 6750 §2.1, RFC 9449 §7.1).
-pub static AUTHORIZATION: RequestHeader = RequestHeader::new("Authorization", "authorization");
-/// A DPoP proof (RFC 9449 §4.1).
-pub static DPOP: RequestHeader = RequestHeader::new("DPoP", "dpop");
-/// The nonce a DPoP proof must carry (RFC 9449 §8.1), in an answer.
-pub const DPOP_NONCE: HeaderName = HeaderName::from_static("dpop-nonce");
-/// The client a bearer call names.
-pub static CLIENT_ID: RequestHeader = RequestHeader::new("client_id", "client_id");
-/// The body's media type.
-pub static CONTENT_TYPE: RequestHeader = RequestHeader::new("Content-Type", "content-type");
-/// The channel scope's country.
-pub static COUNTRY_CODE: RequestHeader = RequestHeader::new("countryCode", "countrycode");
-/// The channel scope's business.
-pub static BUSINESS_CODE: RequestHeader = RequestHeader::new("businessCode", "businesscode");
-/// The channel scope's channel.
-pub static CHANNEL_ID: RequestHeader = RequestHeader::new("ChannelId", "channelid");
-/// The session a token was issued with.
-pub static SESSION_ID: RequestHeader = RequestHeader::new("sid", "sid");
 
 /// The client a handler read from its request's body (the revocation form), left in the
 /// request's extensions for what runs after it: CORS ([`crate::cors`]) and the access
@@ -50,7 +29,7 @@ pub struct ClientInBody(pub ClientId);
 /// The client a request names, when it is a valid client id: the one its handler read
 /// from the body ([`ClientInBody`]), else the `client_id` header (the bearer
 /// operations), else the `client_id` query parameter (the token request).
-pub fn named_client(request: &actix_web::HttpRequest) -> Option<ClientId> {
+pub fn named_client(request: &HttpRequest) -> Option<ClientId> {
     use actix_web::HttpMessage as _;
     if let Some(ClientInBody(client_id)) = request.extensions().get::<ClientInBody>() {
         return Some(client_id.clone());
@@ -146,7 +125,7 @@ pub fn require_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
 
 /// Checks that the optional `uuid` header, when sent, is a UUID.
 pub fn optional_uuid(headers: &HeaderMap) -> Result<(), BadRequest> {
-    if headers.contains_key(UUID_HEADER.key()) && valid_uuid_header(headers).is_none() {
+    if headers.contains_key(UUID_HEADER.key()) && crate::correlation::valid_uuid_header(headers).is_none() {
         return Err(BadRequest::new(UUID_HEADER.name, Message::Malformed(Expected::Uuid)));
     }
     Ok(())
@@ -159,16 +138,6 @@ pub enum Scheme {
     Bearer,
     /// `DPoP` (RFC 9449 §7.1): a bound token, with a proof in the `DPoP` header.
     Dpop,
-}
-
-/// Whether the request's `Authorization` header uses the `DPoP` scheme (with a token or
-/// without).
-pub fn sent_with_dpop(headers: &HeaderMap) -> bool {
-    headers.get(AUTHORIZATION.key()).is_some_and(|value| {
-        let value = value.as_bytes();
-        value.get(..4).is_some_and(|scheme| scheme.eq_ignore_ascii_case(b"DPoP"))
-            && value.get(4).is_none_or(|after| *after == b' ')
-    })
 }
 
 /// The scheme and token of the `Authorization: Bearer <token>` or `DPoP <token>`
@@ -198,40 +167,6 @@ pub fn access_token(headers: &HeaderMap) -> Result<(Scheme, &str), Unauthenticat
         return Err(Unauthenticated::MalformedHeader);
     }
     Ok((scheme, token))
-}
-
-/// `response` with a fresh `DPoP-Nonce` when server nonces are on and the request sent
-/// a proof (RFC 9449 §8.2): an app then always holds a current nonce, and is not refused
-/// once a minute for want of one. Without nonces, one field read.
-pub fn with_fresh_nonce(state: &AppState, request: &HttpRequest, mut response: HttpResponse) -> HttpResponse {
-    if let Some(nonces) = &state.dpop_nonces
-        && request.headers().contains_key(DPOP.key())
-        && let Some(nonce) = nonces.issue().and_then(|nonce| HeaderValue::from_str(&nonce).ok())
-    {
-        response.headers_mut().insert(DPOP_NONCE, nonce);
-    }
-    response
-}
-
-/// The DPoP proof a request sends, if any, with what it must name: the request's method
-/// and the resource's URL under the public base URL (without query).
-///
-/// # Errors
-/// [`ProofRefusal::Count`] when the header is sent twice; [`ProofRefusal::Malformed`]
-/// when it is not text.
-pub fn presented_proof(request: &HttpRequest, public_base_url: &str) -> Result<Option<PresentedProof>, ProofRefusal> {
-    let Some(value) = single_header(request.headers(), &DPOP).map_err(|_| ProofRefusal::Count)? else {
-        return Ok(None);
-    };
-    let proof = value.to_str().map_err(|_| ProofRefusal::Malformed("the DPoP header is not visible ASCII"))?;
-    let method = match *request.method() {
-        Method::GET => "GET",
-        Method::POST => "POST",
-        Method::HEAD => "HEAD",
-        // No operation takes another method with a token.
-        _ => "",
-    };
-    Ok(Some(PresentedProof { proof: proof.to_owned(), method, uri: format!("{public_base_url}{}", request.path()) }))
 }
 
 /// The check every protected operation starts with: `Authorization: Bearer` (or

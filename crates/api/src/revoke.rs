@@ -7,11 +7,12 @@ use domain::client::ClientId;
 use domain::services::revocation::RevocationOutcome;
 use utoipa::ToSchema;
 
-use crate::correlation::single_header;
 use crate::errors::bodies::OAuthErrorBody as OAuthError;
-use crate::errors::{ApiError, BadRequest, Failure, Message, Revoke};
+use crate::errors::{ApiError, BadRequest, Message, Revoke, answer};
+use crate::headers::{CONTENT_TYPE, OptionalCorrelation, single_header};
+use crate::rate_limit;
 use crate::request::{ClientInBody, Query, optional_uuid, read_body};
-use crate::{AppState, rate_limit};
+use crate::state::AppState;
 
 /// The parameters this endpoint reads (RFC 7009 §2.1); others are ignored.
 const PARAMETERS: [&str; 3] = ["token", "client_id", "token_type_hint"];
@@ -46,9 +47,9 @@ async fn revocation_call(
 ) -> Result<RevocationRequest, BadRequest> {
     let headers = request.headers();
     optional_uuid(headers)?;
-    let content_type = single_header(headers, &crate::request::CONTENT_TYPE)?.and_then(|value| value.to_str().ok());
+    let content_type = single_header(headers, &CONTENT_TYPE)?.and_then(|value| value.to_str().ok());
     if !content_type.is_some_and(is_form) {
-        return Err(BadRequest::new(crate::request::CONTENT_TYPE.name, Message::FormContentType));
+        return Err(BadRequest::new(CONTENT_TYPE.name, Message::FormContentType));
     }
     let body = read_body(headers, payload, state.body_timeout).await?;
     let form = std::str::from_utf8(&body).map_err(|_| BadRequest::new("body", Message::Invalid))?;
@@ -70,7 +71,7 @@ async fn revocation_call(
     operation_id = "revokeToken",
     summary = "Revoke a visitor token (RFC 7009)",
     params(
-        ("uuid" = Option<String>, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "Optional: a random UUID, echoed in the `uuid` response header."),
+        OptionalCorrelation,
     ),
     request_body(content = RevocationRequest, content_type = "application/x-www-form-urlencoded", description = "The token and the client it was issued to."),
     responses(
@@ -91,26 +92,26 @@ async fn revocation_call(
 /// `temporarily_unavailable` with `Retry-After`. Requests count against the token
 /// requests' limits.
 pub async fn revoke(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    let fail = |failure: Failure<Revoke>| ApiError::of(failure, &request);
-    let state = AppState::serving::<Revoke>(&request)?;
-
-    // 1. Extract and 2. parse into domain values.
-    let RevocationRequest { token, client_id, token_type_hint } =
-        revocation_call(&request, payload, state).await.map_err(|bad| fail(bad.into()))?;
-    request.extensions_mut().insert(ClientInBody(client_id.clone()));
-    rate_limit::token_request(state, &request, &client_id).await.map_err(|over| fail(over.into()))?;
-    // 3. Call the use case.
-    let outcome = state.revocation.revoke(&token, &client_id).await.map_err(|error| fail(error.into()))?;
-    // The hint changes nothing (a token's kind shows in its shape), but an app that
-    // sends one it should not is worth seeing when a revocation finds no token.
-    tracing::debug!(token_type_hint = token_type_hint.as_deref(), ?outcome, "revocation");
-    crate::observe::revocation(match outcome {
-        RevocationOutcome::Revoked => "revoked",
-        RevocationOutcome::AlreadyRevoked => "already revoked",
-        RevocationOutcome::NoSuchToken => "no such token",
-    });
-    // 4. Map to the wire.
-    Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store"))).finish())
+    answer::<Revoke>(&request, async {
+        let state = AppState::of(&request)?;
+        // 1. Extract and 2. parse into domain values.
+        let RevocationRequest { token, client_id, token_type_hint } = revocation_call(&request, payload, state).await?;
+        request.extensions_mut().insert(ClientInBody(client_id.clone()));
+        rate_limit::token_request(state, &request, &client_id).await?;
+        // 3. Call the use case.
+        let outcome = state.revocation.revoke(&token, &client_id).await?;
+        // The hint changes nothing (a token's kind shows in its shape), but an app that
+        // sends one it should not is worth seeing when a revocation finds no token.
+        tracing::debug!(token_type_hint = token_type_hint.as_deref(), ?outcome, "revocation");
+        crate::observe::revocation(match outcome {
+            RevocationOutcome::Revoked => "revoked",
+            RevocationOutcome::AlreadyRevoked => "already revoked",
+            RevocationOutcome::NoSuchToken => "no such token",
+        });
+        // 4. Map to the wire.
+        Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store"))).finish())
+    })
+    .await
 }
 
 #[cfg(test)]

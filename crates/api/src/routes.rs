@@ -1,25 +1,30 @@
 //! Every route: which handler answers which path and method, and what answers the
-//! others (a 405 in the operation's body shape, a browser's preflight, a 404).
+//! others (a 405 in the operation's body shape, a browser's preflight, a 404); the
+//! operations that take a DPoP proof hand out its nonces ([`dpop::Nonces`]).
 
 use actix_web::http::{Method, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
 use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, Revoke, WaitTimes};
-use crate::{atms, authorize, cors, discovery, meta, middleware, openapi, revoke, wait_times};
+use crate::{atms, authorize, cors, discovery, dpop, meta, middleware, openapi, revoke, wait_times};
 
 /// Every route under `/api`.
 pub fn routes(config: &mut web::ServiceConfig) {
     config.service(get_resource::<Meta, _, _>("/", openapi::root, Head::Answered));
     config.service(
         web::scope("/api")
-            .service(get_resource::<Authorize, _, _>("/v1/authorize", authorize::authorize, Head::Refused))
+            .service(
+                get_resource::<Authorize, _, _>("/v1/authorize", authorize::authorize, Head::Refused)
+                    .wrap(dpop::Nonces),
+            )
             .service(web::resource("/v1/revoke").route(web::post().to(revoke::revoke)).default_service(web::to(
                 |request: HttpRequest| async move { other_method::<Revoke>(&request, Method::POST, "POST").await },
             )))
-            .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered))
+            .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered).wrap(dpop::Nonces))
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
+                    .wrap(dpop::Nonces)
                     .route(web::post().to(wait_times::retrieve))
                     .default_service(web::to(|request: HttpRequest| async move {
                         other_method::<WaitTimes>(&request, Method::POST, "POST").await

@@ -15,8 +15,8 @@ use domain::services::revocation::TokenRevocation;
 use domain::services::wait_times::WaitTimeEnquiry;
 
 use crate::caller::TrustedProxies;
-use crate::errors::{ApiError, Failure, Operation};
-use crate::meta::Readiness;
+use crate::errors::{ApiError, Operation, Unwired};
+use crate::readiness::Readiness;
 
 /// What the handlers share: the domain's use cases (as traits, so a test gives mocks),
 /// readiness, the request limits, and the few settings the wire needs.
@@ -67,8 +67,11 @@ impl AppState {
     ///
     /// # Errors
     /// When no state was registered with the application: a wiring fault.
-    pub fn of(request: &HttpRequest) -> Result<&Self, &'static str> {
-        request.app_data::<web::Data<Self>>().map(|data| data.get_ref()).ok_or("no application state is registered")
+    pub fn of(request: &HttpRequest) -> Result<&Self, Unwired> {
+        request
+            .app_data::<web::Data<Self>>()
+            .map(|data| data.get_ref())
+            .ok_or(Unwired("no application state is registered"))
     }
 
     /// [`Self::of`] for a handler of operation `Op`: without a state it answers that
@@ -77,6 +80,6 @@ impl AppState {
     /// # Errors
     /// When no state was registered with the application.
     pub fn serving<Op: Operation>(request: &HttpRequest) -> Result<&Self, ApiError> {
-        Self::of(request).map_err(|cause| ApiError::of(Failure::<Op>::unwired(cause), request))
+        Self::of(request).map_err(|unwired| ApiError::of::<Op>(unwired, request))
     }
 }

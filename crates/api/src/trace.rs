@@ -134,7 +134,7 @@ pub fn request_span(request: &ServiceRequest, sampling: Sampling, uuid: Option<&
     }
     span.set_attribute("url.path", request.path().to_owned());
     span.set_attribute("url.scheme", if request.app_config().secure() { "https" } else { "http" });
-    if let Ok(state) = crate::AppState::of(request.request()) {
+    if let Ok(state) = crate::state::AppState::of(request.request()) {
         span.set_attribute("client.address", state.proxies.caller(request.request()).to_string());
     }
     if let Some(host) = request.headers().get(header::HOST).and_then(|host| host.to_str().ok()) {

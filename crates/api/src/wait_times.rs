@@ -11,13 +11,15 @@ use domain::token::SessionId;
 use serde::{Deserialize, Serialize};
 use utoipa::ToSchema;
 
-use crate::AppState;
 use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
-use crate::errors::{ApiError, BadRequest, Failure, Message, WaitTimes, mime_json};
-use crate::request::{
-    BUSINESS_CODE, CHANNEL_ID, CONTENT_TYPE, COUNTRY_CODE, SESSION_ID, accepts_json_header, authenticate,
-    is_json_content_type, parsed_header, read_body, require_uuid, required_header, with_fresh_nonce,
+use crate::errors::{ApiError, BadRequest, Message, WaitTimes, answer, mime_json};
+use crate::headers::{
+    BUSINESS_CODE, BearerHeaders, CHANNEL_ID, CONTENT_TYPE, COUNTRY_CODE, Correlation, ErrorLanguage, SESSION_ID,
 };
+use crate::request::{
+    accepts_json_header, authenticate, is_json_content_type, parsed_header, read_body, require_uuid, required_header,
+};
+use crate::state::AppState;
 
 // Required fields are `Option`s so that a missing one is located here, at its own path,
 // rather than by serde at the object that lacks it (`branches[0]`); the schema still says
@@ -346,15 +348,14 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
     summary = "Estimated wait time by branch",
     security(("bearer" = []), ("dpop" = [])),
     params(
-        ("DPoP" = Option<String>, Header, description = "A DPoP proof (RFC 9449 §4): required with `Authorization: DPoP`, made by the key the token is bound to for this request (`htm`, `htu` without query, `ath`)."),
-        ("client_id" = String, Header, pattern = "^[A-Za-z0-9._-]{1,64}$", description = "The client id the token was issued to."),
-        ("uuid" = String, Header, format = "uuid", pattern = "^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$", description = "A random UUID, new for every request."),
+        BearerHeaders,
+        Correlation,
         ("Accept" = String, Header, pattern = "^ *(application/json|application/\\*|\\*/\\*) *(; *charset=[A-Za-z0-9_-]+ *)?(,.*)?$", description = "Must allow `application/json` (also `application/*` or `*/*`)."),
         ("countryCode" = String, Header, pattern = "^[A-Z]{2}$", description = "ISO 3166-1 alpha-2 country code."),
         ("businessCode" = String, Header, pattern = "^[A-Za-z0-9]{1,16}$", description = "The business code identified at registration."),
         ("ChannelId" = String, Header, pattern = "^[A-Za-z0-9_-]{1,32}$", description = "The channel the request comes from."),
         ("sid" = String, Header, pattern = "^[A-Za-z0-9_-]{16,128}$", description = "The session id returned by /v1/authorize for this token."),
-        ("Accept-Language" = Option<String>, Header, description = "`es` or `en` (default) for error texts."),
+        ErrorLanguage,
     ),
     request_body(content = RetrieveBranchWaitTimeRequest, content_type = "application/json", description = "The branches, 1 to 100, each once."),
     responses(
@@ -381,26 +382,25 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
 /// branch known); 422 `businessValidationFailed` (a branch twice); 429 `tooManyRequests`
 /// (session, caller address or client over its rate; `Retry-After`); 500 `serverUnavailable`.
 pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    // The error context (language, uuid) is built only when an error is answered.
-    let fail = |failure: Failure<WaitTimes>| ApiError::of(failure, &request);
-    let state = AppState::serving::<WaitTimes>(&request)?;
-
-    // 1. Extract: correlation id and credentials first, then the other headers and body.
-    let headers = request.headers();
-    require_uuid(headers).map_err(|bad| fail(bad.into()))?;
-    let claims = authenticate(state, &request).await.map_err(|refusal| fail(refusal.into()))?;
-    let (scope, session) = headers_of(&request).map_err(|bad| fail(bad.into()))?;
-    // 2. Domain values.
-    let body = read_body(headers, payload, state.body_timeout).await.map_err(|bad| fail(bad.into()))?;
-    let query = WaitTimeQuery { scope, session, branches: branches_of(&body).map_err(|bad| fail(bad.into()))? };
-    // 3. Call the use case.
-    let known = state.wait_times.retrieve(&claims, &query).await.map_err(|error| fail(error.into()))?;
-    // 4. Map to the wire.
-    let answer = HttpResponse::Ok()
-        .content_type(mime_json())
-        .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-        .body(response_body(&known));
-    Ok(with_fresh_nonce(state, &request, answer))
+    answer::<WaitTimes>(&request, async {
+        let state = AppState::of(&request)?;
+        // 1. Extract: correlation id and credentials first, then the other headers and body.
+        let headers = request.headers();
+        require_uuid(headers)?;
+        let claims = authenticate(state, &request).await?;
+        let (scope, session) = headers_of(&request)?;
+        // 2. Domain values.
+        let body = read_body(headers, payload, state.body_timeout).await?;
+        let query = WaitTimeQuery { scope, session, branches: branches_of(&body)? };
+        // 3. Call the use case.
+        let known = state.wait_times.retrieve(&claims, &query).await?;
+        // 4. Map to the wire.
+        Ok(HttpResponse::Ok()
+            .content_type(mime_json())
+            .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+            .body(response_body(&known)))
+    })
+    .await
 }
 
 #[cfg(test)]

@@ -17,8 +17,8 @@ use actix_web::http::header::HeaderValue;
 use actix_web::{App, test, web};
 use api::AppState;
 use api::caller::TrustedProxies;
-use api::meta::Readiness;
 use api::middleware::Observer;
+use api::readiness::Readiness;
 use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::limits::{Admission, Limit, LimitCheck, LimitExceeded};
@@ -178,19 +178,34 @@ fn bearer_get(uri: &str) -> test::TestRequest {
         .insert_header(("uuid", UUID))
 }
 
+/// The headers of a valid wait-time call, its bearer token and session included.
+fn wait_time_headers() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("Authorization", "Bearer token"),
+        ("client_id", CLIENT),
+        ("uuid", UUID),
+        ("Accept", "application/json"),
+        ("Content-Type", "application/json"),
+        ("countryCode", "MX"),
+        ("businessCode", "GCB"),
+        ("ChannelId", "MOBILE"),
+        ("sid", SID),
+    ]
+}
+
+/// A wait-time call with every header but those named in `without`, and no body yet.
+fn wait_time_request(without: &[&str]) -> test::TestRequest {
+    let mut request = test::TestRequest::post().uri(WAIT_TIMES);
+    for (name, value) in wait_time_headers() {
+        if !without.iter().any(|skip| skip.eq_ignore_ascii_case(name)) {
+            request = request.insert_header((name, value));
+        }
+    }
+    request
+}
+
 fn wait_times_post(body: &str) -> test::TestRequest {
-    test::TestRequest::post()
-        .uri(WAIT_TIMES)
-        .insert_header(("Authorization", "Bearer token"))
-        .insert_header(("client_id", CLIENT))
-        .insert_header(("uuid", UUID))
-        .insert_header(("Accept", "application/json"))
-        .insert_header(("Content-Type", "application/json"))
-        .insert_header(("countryCode", "MX"))
-        .insert_header(("businessCode", "GCB"))
-        .insert_header(("ChannelId", "MOBILE"))
-        .insert_header(("sid", SID))
-        .set_payload(body.to_owned())
+    wait_time_request(&[]).set_payload(body.to_owned())
 }
 
 /// An error a use case answers, and the status, wire `code` and `location` it must become.
@@ -561,4 +576,326 @@ async fn the_status_is_answered_as_derived_in_cdrs_shape_to_any_origin() {
         (status, body["code"].as_str(), headers["allow"].as_str()),
         (405, Some("methodNotAllowed"), "GET, HEAD")
     );
+}
+
+// Reading requests: every header, query parameter and body the operations refuse, with
+// the status, code and location a caller sees, answered before any use case is asked
+// (the use cases are mocks without expectations, which fail the test if called). These
+// tested the parsing through the whole binary before; the black-box suite keeps what
+// needs the real service behind the edge (issue 43).
+
+/// Asserts an ErrorResponse failure: status, `code`, `location`, the body's shape and
+/// the security headers; the body.
+fn assert_error((status, body, headers): &Answer, expected: u16, code: &str, location: Option<&str>) {
+    assert_eq!(*status, expected, "status: {body}");
+    assert_security_headers(headers);
+    assert_eq!(headers["content-type"], "application/json");
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["location"].as_str(), location, "{body}");
+    assert!(body["timestamp"].is_string(), "{body}");
+    assert!(body["details"].as_str().is_some_and(|d| !d.is_empty()), "{body}");
+}
+
+/// Asserts a token-endpoint failure: status, `code`, `location`, and the body's shape.
+fn assert_token_error((status, body, headers): &Answer, expected: u16, code: &str, location: Option<&str>) {
+    assert_eq!(*status, expected, "status: {body}");
+    assert_security_headers(headers);
+    assert_eq!(body["code"], code, "{body}");
+    assert_eq!(body["location"].as_str(), location, "{body}");
+    assert!(body["timestamp"].is_string() && body["details"].is_string(), "{body}");
+    assert!(body.get("type").is_none() && body.get("uuid").is_none(), "token bodies have neither: {body}");
+}
+
+/// The four security headers docs/contract.md puts on every response.
+fn assert_security_headers(headers: &HashMap<String, String>) {
+    assert_eq!(headers["strict-transport-security"], "max-age=31536000; includeSubDomains");
+    assert_eq!(headers["x-content-type-options"], "nosniff");
+    assert_eq!(headers["x-xss-protection"], "0");
+    assert_eq!(headers["content-security-policy"], "default-src 'none'; frame-ancestors 'none'");
+}
+
+/// Wait times answered for every branch asked for, 7 minutes each.
+fn answering_wait_times() -> Mocks {
+    let mut mocks = Mocks::admitting();
+    mocks.wait_times.expect_retrieve().returning(|_, query| {
+        Ok(query
+            .branches
+            .iter()
+            .map(|branch| BranchWaitTime { branch: *branch, wait: WaitTime::from_minutes(7).unwrap() })
+            .collect())
+    });
+    mocks
+}
+
+#[actix_web::test]
+async fn the_samples_branch_key_works_like_branches() {
+    let request = wait_time_request(&[]).set_payload(r#"{"branch":[{"branchId":"00007"}]}"#);
+    let (status, body, _) = answering_wait_times().call(request).await;
+    assert_eq!(status, 200);
+    assert_eq!(body["branches"][0]["branchId"], "00007");
+}
+
+#[actix_web::test]
+async fn each_missing_required_wait_time_header_is_a_400_naming_it() {
+    for name in ["client_id", "uuid", "Content-Type", "countryCode", "businessCode", "ChannelId", "sid", "Accept"] {
+        let request = wait_time_request(&[name]).set_payload(ONE_BRANCH);
+        assert_error(&Mocks::admitting().call(request).await, 400, "invalidRequest", Some(name));
+    }
+}
+
+#[actix_web::test]
+async fn malformed_wait_time_headers_are_400s_naming_them() {
+    let cases = [
+        ("uuid", "12345"),
+        ("countryCode", "Mexico"),
+        ("businessCode", "G-C-B"),
+        ("ChannelId", "MOBILE APP"),
+        ("sid", "x"),
+        ("Content-Type", "text/plain"),
+        ("Accept", "text/html"),
+    ];
+    for (name, value) in cases {
+        let request = wait_time_request(&[name]).insert_header((name, value)).set_payload(ONE_BRANCH);
+        assert_error(&Mocks::admitting().call(request).await, 400, "invalidRequest", Some(name));
+    }
+}
+
+#[actix_web::test]
+async fn a_wait_time_header_sent_twice_is_refused_never_read_first_wins() {
+    let singletons = wait_time_headers().into_iter().filter(|(name, _)| !matches!(*name, "Accept" | "Authorization"));
+    for (name, value) in singletons {
+        let request = wait_time_request(&[]).append_header((name, value)).set_payload(ONE_BRANCH);
+        assert_error(&Mocks::admitting().call(request).await, 400, "invalidRequest", Some(name));
+    }
+    let twice = wait_time_request(&[]).append_header(("Authorization", "Bearer token")).set_payload(ONE_BRANCH);
+    let (status, _, _) = Mocks::admitting().call(twice).await;
+    assert_eq!(status, 401, "two Authorization headers are no credentials");
+
+    // Accept is a list: its copies are one list.
+    let accept = wait_time_request(&["Accept"])
+        .append_header(("Accept", "text/html"))
+        .append_header(("Accept", "application/json"))
+        .set_payload(ONE_BRANCH);
+    assert_eq!(answering_wait_times().call(accept).await.0, 200);
+}
+
+#[actix_web::test]
+async fn bad_wait_time_bodies_are_400s_pointing_at_the_field() {
+    let cases = [
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":"0001"}]}"#, "branches[1].branchId"),
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":"00002"},{"branchId":12345}]}"#, "branches[2].branchId"),
+        (r#"{"branches":[]}"#, "branches"),
+        (r#"{}"#, "branches"),
+        (r#"{"branches":[{}]}"#, "branches[0].branchId"),
+        (r#"{"branches":[{"branchId":"00001"},{"branchId":null}]}"#, "branches[1].branchId"),
+        (r#"{"branches":[{"branchId":"00001"}],"extra":true}"#, "extra"),
+        (r#"{"branches":[{"branchId":"00001","x":1}]}"#, "branches[0].x"),
+        (r#"{"branches":"#, "branches"),
+        ("not json", "body"),
+        ("", "body"),
+    ];
+    for (body, location) in cases {
+        let answer = Mocks::admitting().call(wait_times_post(body)).await;
+        assert_error(&answer, 400, "invalidRequest", Some(location));
+    }
+    // The wrong JSON type where an object belongs: told in the API's words, never the
+    // server's type names.
+    let arrays = [
+        ("[]", "body"),
+        ("7", "body"),
+        (r#"{"branches":[1]}"#, "branches[0]"),
+        (r#"[[{"branchId":"00001"}]]"#, "body"),
+        (r#"{"branches":[["00001"]]}"#, "branches[0]"),
+    ];
+    for (body, location) in arrays {
+        let answer = Mocks::admitting().call(wait_times_post(body)).await;
+        assert_error(&answer, 400, "invalidRequest", Some(location));
+        let error = answer.1.to_string();
+        for internal in ["RetrieveBranchWaitTimeRequest", "BranchItem", "struct"] {
+            assert!(!error.contains(internal), "{body}: {error}");
+        }
+    }
+}
+
+#[actix_web::test]
+async fn a_wait_time_body_over_64_kib_is_refused_without_being_read() {
+    let huge = format!(r#"{{"branches":[{{"branchId":"00001"}}],"pad":"{}"}}"#, "x".repeat(70 * 1024));
+    let answer = Mocks::admitting().call(wait_times_post(&huge)).await;
+    assert_error(&answer, 400, "invalidRequest", Some("body"));
+}
+
+#[actix_web::test]
+async fn wait_time_errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
+    let mut mocks = Mocks::admitting();
+    mocks.wait_times.expect_retrieve().returning(|_, _| Err(RetrieveWaitTimesError::NoneKnown));
+    let request = wait_time_request(&[])
+        .insert_header(("Accept-Language", "es-MX, en;q=0.5"))
+        .set_payload(r#"{"branches":[{"branchId":"99999"}]}"#);
+    let answer = mocks.call(request).await;
+    assert_eq!(answer.2["content-language"], "es");
+    assert_error(&answer, 404, "resourceNotFound", None);
+    let body = &answer.1;
+    assert_eq!(body["uuid"], UUID);
+    assert!(body["details"].as_str().unwrap().contains("sucursales"), "{body}");
+}
+
+#[actix_web::test]
+async fn a_missing_or_non_bearer_authorization_is_refused() {
+    let malformed = r#"Bearer error="invalid_request", error_description="The Authorization header must be Bearer followed by one space and the token""#;
+    let cases = [
+        // RFC 6750 §3: a request without credentials gets the scheme alone.
+        (None, "Bearer"),
+        (Some("Basic token"), malformed),
+        (Some("Bearer"), malformed),
+    ];
+    for (authorization, challenge) in cases {
+        let mut request = wait_time_request(&["Authorization"]);
+        if let Some(value) = authorization {
+            request = request.insert_header(("Authorization", value));
+        }
+        let answer = Mocks::default().call(request.set_payload(ONE_BRANCH)).await;
+        assert_eq!(answer.2["www-authenticate"], challenge);
+        assert_error(&answer, 401, "unAuthorized", None);
+    }
+}
+
+/// The demo client's token request (the black-box suite's `demo_authorize_query`).
+fn demo_authorize_query() -> Vec<(&'static str, &'static str)> {
+    vec![
+        ("response_type", "token"),
+        ("client_id", CLIENT),
+        ("businessCode", "GCB"),
+        ("countryCode", "MX"),
+        ("channelId", "MOBILE"),
+    ]
+}
+
+fn without(name: &str) -> Vec<(&'static str, &'static str)> {
+    demo_authorize_query().into_iter().filter(|(key, _)| *key != name).collect()
+}
+
+fn with(name: &'static str, value: &'static str) -> Vec<(&'static str, &'static str)> {
+    let mut query = without(name);
+    query.push((name, value));
+    query
+}
+
+/// GET /api/v1/authorize with `query` (form-encoded, as an HTTP client writes it) and no
+/// headers.
+fn authorize_request(query: &[(&str, &str)]) -> test::TestRequest {
+    let query = form_urlencoded::Serializer::new(String::new()).extend_pairs(query).finish();
+    test::TestRequest::get().uri(&format!("/api/v1/authorize?{query}"))
+}
+
+/// The answer to a token request with `query` and a `uuid` header, on use cases that
+/// refuse to be called.
+async fn authorize_refused(query: &[(&str, &str)]) -> Answer {
+    Mocks::default().call(authorize_request(query).insert_header(("uuid", UUID))).await
+}
+
+/// The status of a token request with `query` and a `uuid` header, the token issued.
+async fn authorize_status(query: &[(&str, &str)]) -> u16 {
+    let mut mocks = Mocks::default();
+    mocks.tokens.expect_authorize().returning(|_| Ok(grant()));
+    mocks.call(authorize_request(query).insert_header(("uuid", UUID))).await.0
+}
+
+#[actix_web::test]
+async fn state_comes_back_unchanged_in_a_header() {
+    let mut mocks = Mocks::default();
+    mocks.tokens.expect_authorize().returning(|_| Ok(grant()));
+    let request = authorize_request(&with("state", "af0ifjsldkj-._~")).insert_header(("uuid", UUID));
+    let (status, _, headers) = mocks.call(request).await;
+    assert_eq!(status, 200);
+    assert_eq!(headers["state"], "af0ifjsldkj-._~");
+}
+
+#[actix_web::test]
+async fn each_missing_required_parameter_is_a_400_naming_it() {
+    for name in ["response_type", "client_id", "businessCode", "countryCode", "channelId"] {
+        assert_token_error(&authorize_refused(&without(name)).await, 400, "invalidRequest", Some(name));
+    }
+}
+
+#[actix_web::test]
+async fn a_missing_or_malformed_uuid_header_is_a_400() {
+    let query = demo_authorize_query();
+    let missing = Mocks::default().call(authorize_request(&query)).await;
+    assert_token_error(&missing, 400, "invalidRequest", Some("uuid"));
+    let malformed = Mocks::default().call(authorize_request(&query).insert_header(("uuid", "not-a-uuid"))).await;
+    assert_token_error(&malformed, 400, "invalidRequest", Some("uuid"));
+    let twice = authorize_request(&query).insert_header(("uuid", UUID)).append_header(("uuid", UUID));
+    assert_token_error(&Mocks::default().call(twice).await, 400, "invalidRequest", Some("uuid"));
+}
+
+#[actix_web::test]
+async fn malformed_parameters_are_400s_naming_them() {
+    let cases = [
+        ("response_type", "code"),
+        ("countryCode", "mex"),
+        ("businessCode", "G C B"),
+        ("channelId", "MOB/ILE"),
+        ("client_id", "demo mobile"),
+        ("scope", "visitor admin"),
+        ("state", "line\nbreak"),
+        ("state", "s\u{b7}"),
+    ];
+    for (name, value) in cases {
+        assert_token_error(&authorize_refused(&with(name, value)).await, 400, "invalidRequest", Some(name));
+    }
+}
+
+#[actix_web::test]
+async fn a_repeated_parameter_is_a_400() {
+    let mut query = demo_authorize_query();
+    query.push(("client_id", "demo-web-app"));
+    assert_token_error(&authorize_refused(&query).await, 400, "invalidRequest", Some("client_id"));
+}
+
+#[actix_web::test]
+async fn unknown_parameters_are_ignored_even_when_repeated() {
+    let mut query = demo_authorize_query();
+    query.extend([("utm_source", "app"), ("utm_source", "web")]);
+    assert_eq!(authorize_status(&query).await, 200);
+}
+
+#[actix_web::test]
+async fn pkce_needs_s256_and_a_43_character_challenge() {
+    let challenge = "E9Melhoa2OwvFrEMTJguCHaoeK1t8URWbuGJSstw-cM";
+    let mut good = demo_authorize_query();
+    good.extend([("code_challenge", challenge), ("code_challenge_method", "S256")]);
+    assert_eq!(authorize_status(&good).await, 200);
+
+    let mut plain = demo_authorize_query();
+    plain.extend([("code_challenge", challenge), ("code_challenge_method", "plain")]);
+    assert_token_error(&authorize_refused(&plain).await, 400, "invalidRequest", Some("code_challenge_method"));
+
+    let mut no_method = demo_authorize_query();
+    no_method.push(("code_challenge", challenge));
+    assert_token_error(&authorize_refused(&no_method).await, 400, "invalidRequest", Some("code_challenge_method"));
+
+    let mut lone_method = demo_authorize_query();
+    lone_method.push(("code_challenge_method", "S256"));
+    assert_eq!(authorize_status(&lone_method).await, 200, "a method without a challenge asks for nothing");
+    for invalid in ["", "plain"] {
+        let mut lone_invalid = demo_authorize_query();
+        lone_invalid.push(("code_challenge_method", invalid));
+        let answer = authorize_refused(&lone_invalid).await;
+        assert_token_error(&answer, 400, "invalidRequest", Some("code_challenge_method"));
+    }
+
+    let mut short = demo_authorize_query();
+    short.extend([("code_challenge", "abc"), ("code_challenge_method", "S256")]);
+    assert_token_error(&authorize_refused(&short).await, 400, "invalidRequest", Some("code_challenge"));
+}
+
+#[actix_web::test]
+async fn token_request_errors_are_told_in_spanish_when_asked() {
+    let request = authorize_request(&without("countryCode"))
+        .insert_header(("uuid", UUID))
+        .insert_header(("Accept-Language", "es-MX,es;q=0.9,en;q=0.5"));
+    let answer = Mocks::default().call(request).await;
+    assert_eq!(answer.2["content-language"], "es");
+    assert_token_error(&answer, 400, "invalidRequest", Some("countryCode"));
+    assert!(answer.1["details"].as_str().unwrap().contains("Falta"), "{}", answer.1);
 }

@@ -44,8 +44,8 @@ use secrecy::ExposeSecret as _;
 
 use api::AppState;
 use api::caller::TrustedProxies;
-use api::meta::Readiness;
 use api::middleware::Observer;
+use api::readiness::Readiness;
 
 use crate::settings::{Settings, TlsFiles};
 

@@ -31,7 +31,7 @@ pub use crate::texts::Message;
 use crate::texts::{Language, obie_title};
 use bodies::{ErrorResponseBody, OAuthErrorBody, ObieErrorBody, TokenErrorBody, timestamp};
 
-use crate::correlation::SentTwice;
+use crate::headers::SentTwice;
 
 /// The wire `code` values (spec: Errors; docs/contract.md for the token endpoint).
 pub mod code {
@@ -280,7 +280,8 @@ pub struct Failure<Op> {
     pub challenge: Option<Challenge>,
     /// Adds `Retry-After` (RFC 9110 §10.2.3), in seconds.
     pub retry_after: Option<u64>,
-    /// Adds `DPoP-Nonce` (RFC 9449 §8): the nonce a proof must carry.
+    /// The nonce a proof must carry (RFC 9449 §8), sent as `DPoP-Nonce` by
+    /// [`crate::dpop::Nonces`].
     pub dpop_nonce: Option<String>,
     /// For the log and the metrics.
     pub note: Note,
@@ -337,6 +338,17 @@ impl<Op: Operation> Failure<Op> {
     /// a caller's): the operation's outage answer.
     pub fn unwired(cause: impl std::fmt::Display) -> Self {
         Self::outage_because("the service is not wired for this operation", cause)
+    }
+}
+
+/// The application was assembled without the state an operation needs (a wiring fault,
+/// never a caller's): what is missing. Each operation answers it as its outage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Unwired(pub &'static str);
+
+impl<Op: Operation> From<Unwired> for Failure<Op> {
+    fn from(Unwired(missing): Unwired) -> Self {
+        Self::unwired(missing)
     }
 }
 
@@ -577,7 +589,7 @@ impl ErrorContext {
         Self {
             language: Language::of(request),
             uuid: crate::correlation::valid_uuid(request.headers()).map(str::to_owned),
-            dpop: crate::request::sent_with_dpop(request.headers()),
+            dpop: crate::headers::sent_with_dpop(request.headers()),
         }
     }
 }
@@ -633,6 +645,26 @@ impl ApiError {
     pub fn location(&self) -> Option<&str> {
         self.0.location.as_deref()
     }
+
+    /// The nonce a proof must carry, when the failure asks for one (`use_dpop_nonce`):
+    /// written as `DPoP-Nonce` by [`crate::dpop::Nonces`], with every other nonce.
+    pub fn dpop_nonce(&self) -> Option<&str> {
+        self.0.dpop_nonce.as_deref()
+    }
+}
+
+/// The answer of a handler of operation `Op`: what its `steps` answer, or their failure
+/// written with the request's context (language, `uuid`, scheme), read only when there
+/// is a failure to write. The one place a handler's failures meet their request: inside
+/// `steps`, every error becomes the operation's [`Failure`] with `?` and its `From`.
+///
+/// # Errors
+/// The steps' failure, ready to be written.
+pub async fn answer<Op: Operation>(
+    request: &HttpRequest,
+    steps: impl Future<Output = Result<HttpResponse, Failure<Op>>>,
+) -> Result<HttpResponse, ApiError> {
+    steps.await.map_err(|failure| ApiError::with_context(failure, ErrorContext::of(request)))
 }
 
 impl std::fmt::Display for ApiError {
@@ -686,9 +718,6 @@ impl ResponseError for ApiError {
             .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")));
         if let Some(challenge) = parts.challenge {
             response.insert_header((header::WWW_AUTHENTICATE, challenge.header_value(parts.context.dpop)));
-        }
-        if let Some(nonce) = parts.dpop_nonce.as_deref().and_then(|nonce| HeaderValue::from_str(nonce).ok()) {
-            response.insert_header((crate::request::DPOP_NONCE, nonce));
         }
         if let Some(seconds) = parts.retry_after {
             response.insert_header((header::RETRY_AFTER, seconds));

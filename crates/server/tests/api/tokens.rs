@@ -251,28 +251,6 @@ async fn a_sid_from_another_session_is_refused() {
     assert_refused_with(&app, &session.token, &other.sid, other_session).await;
 }
 
-#[tokio::test]
-async fn a_missing_or_non_bearer_authorization_is_refused() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let malformed = r#"Bearer error="invalid_request", error_description="The Authorization header must be Bearer followed by one space and the token""#;
-    let cases = [
-        // RFC 6750 §3: a request without credentials gets the scheme alone.
-        (None, "Bearer"),
-        (Some(format!("Basic {}", session.token)), malformed),
-        (Some("Bearer".to_owned()), malformed),
-    ];
-    for (authorization, challenge) in cases {
-        let mut request = app.wait_time_request(&session, &["Authorization"]);
-        if let Some(value) = authorization {
-            request = request.header("Authorization", value);
-        }
-        let response = request.body(r#"{"branches":[{"branchId":"00001"}]}"#).send().await.unwrap();
-        assert_eq!(response.headers()["www-authenticate"], challenge);
-        assert_error(response, 401, "unAuthorized", None).await;
-    }
-}
-
 /// The application takes its clock from its builder: a token expires when the clock says
 /// so, and the test moves the clock instead of waiting half an hour.
 #[tokio::test]

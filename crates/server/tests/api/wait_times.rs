@@ -1,4 +1,7 @@
-//! POST /api/v1/open-banking/channels/branch/waittime/retrieve.
+//! POST /api/v1/open-banking/channels/branch/waittime/retrieve, through the real service:
+//! estimates, their refresh and age, the domain's refusals and a stalled body. How its
+//! headers and bodies are read and refused is tested in process, on mocks
+//! (`crates/api/tests/handlers.rs`).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,17 +31,6 @@ async fn known_branches_come_back_in_request_order_and_unknown_ones_are_left_out
 }
 
 #[tokio::test]
-async fn the_samples_branch_key_works_like_branches() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let response =
-        app.wait_time_request(&session, &[]).body(r#"{"branch":[{"branchId":"00007"}]}"#).send().await.unwrap();
-    assert_eq!(response.status(), 200);
-    let body: Value = response.json().await.unwrap();
-    assert_eq!(body["branches"][0]["branchId"], "00007");
-}
-
-#[tokio::test]
 async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
     let app = TestApp::builder().start().await;
     let session = app.session().await;
@@ -51,141 +43,6 @@ async fn a_hundred_branches_are_answered_and_a_hundred_and_one_refused() {
 
     let all: Vec<&str> = ids.iter().map(String::as_str).collect();
     assert_error(app.wait_times(&session, &all).await, 400, "invalidRequest", Some("branches")).await;
-}
-
-#[tokio::test]
-async fn each_missing_required_header_is_a_400_naming_it() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    // reqwest always sends an Accept header; its absence is tested with a raw request below.
-    for name in ["client_id", "uuid", "Content-Type", "countryCode", "businessCode", "ChannelId", "sid"] {
-        let response = app
-            .wait_time_request(&session, &[name])
-            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
-            .send()
-            .await
-            .unwrap();
-        assert_error(response, 400, "invalidRequest", Some(name)).await;
-    }
-}
-
-#[tokio::test]
-async fn a_missing_accept_header_is_a_400_naming_it() {
-    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let body = r#"{"branches":[{"branchId":"00001"}]}"#;
-    let request = format!(
-        "POST {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\nclient_id: demo-mobile-app\r\n\
-         uuid: {UUID}\r\nContent-Type: application/json\r\ncountryCode: MX\r\nbusinessCode: GCB\r\n\
-         ChannelId: MOBILE\r\nsid: {sid}\r\nAuthorization: Bearer {token}\r\nContent-Length: {length}\r\n\r\n{body}",
-        path = crate::helpers::WAIT_TIME_PATH,
-        sid = session.sid,
-        token = session.token,
-        length = body.len(),
-    );
-    let mut stream = tokio::net::TcpStream::connect(app.address.trim_start_matches("http://")).await.unwrap();
-    stream.write_all(request.as_bytes()).await.unwrap();
-    let mut answer = String::new();
-    stream.read_to_string(&mut answer).await.unwrap();
-    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
-    assert!(answer.contains(r#""location":"Accept""#), "{answer}");
-}
-
-#[tokio::test]
-async fn malformed_headers_are_400s_naming_them() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let cases = [
-        ("uuid", "12345"),
-        ("countryCode", "Mexico"),
-        ("businessCode", "G-C-B"),
-        ("ChannelId", "MOBILE APP"),
-        ("sid", "x"),
-        ("Content-Type", "text/plain"),
-        ("Accept", "text/html"),
-    ];
-    for (name, value) in cases {
-        let response = app
-            .wait_time_request(&session, &[name])
-            .header(name, value)
-            .body(r#"{"branches":[{"branchId":"00001"}]}"#)
-            .send()
-            .await
-            .unwrap();
-        assert_error(response, 400, "invalidRequest", Some(name)).await;
-    }
-}
-
-#[tokio::test]
-async fn a_header_sent_twice_is_refused_never_read_first_wins() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let body = r#"{"branches":[{"branchId":"00001"}]}"#;
-    let mut singletons: Vec<(&str, &str)> =
-        crate::helpers::wait_time_headers().into_iter().filter(|(name, _)| *name != "Accept").collect();
-    singletons.push(("sid", &session.sid));
-    for (name, value) in singletons {
-        let response = app.wait_time_request(&session, &[]).header(name, value).body(body).send().await.unwrap();
-        assert_error(response, 400, "invalidRequest", Some(name)).await;
-    }
-    let twice = format!("Bearer {}", session.token);
-    let response =
-        app.wait_time_request(&session, &[]).header("Authorization", &twice).body(body).send().await.unwrap();
-    assert_eq!(response.status(), 401, "two Authorization headers are no credentials");
-
-    // Accept is a list: its copies are one list.
-    let response =
-        app.wait_time_request(&session, &["Accept"]).header("Accept", "text/html").header("Accept", "application/json");
-    assert_eq!(response.body(body).send().await.unwrap().status(), 200);
-}
-
-#[tokio::test]
-async fn bad_bodies_are_400s_pointing_at_the_field() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let cases = [
-        (r#"{"branches":[{"branchId":"00001"},{"branchId":"0001"}]}"#, "branches[1].branchId"),
-        (r#"{"branches":[{"branchId":"00001"},{"branchId":"00002"},{"branchId":12345}]}"#, "branches[2].branchId"),
-        (r#"{"branches":[]}"#, "branches"),
-        (r#"{}"#, "branches"),
-        (r#"{"branches":[{}]}"#, "branches[0].branchId"),
-        (r#"{"branches":[{"branchId":"00001"},{"branchId":null}]}"#, "branches[1].branchId"),
-        (r#"{"branches":[{"branchId":"00001"}],"extra":true}"#, "extra"),
-        (r#"{"branches":[{"branchId":"00001","x":1}]}"#, "branches[0].x"),
-        (r#"{"branches":"#, "branches"),
-        ("not json", "body"),
-        ("", "body"),
-    ];
-    for (body, location) in cases {
-        let response = app.wait_time_request(&session, &[]).body(body).send().await.unwrap();
-        assert_error(response, 400, "invalidRequest", Some(location)).await;
-    }
-    // The wrong JSON type where an object belongs: told in the API's words, never the
-    // server's type names.
-    let arrays = [
-        ("[]", "body"),
-        ("7", "body"),
-        (r#"{"branches":[1]}"#, "branches[0]"),
-        (r#"[[{"branchId":"00001"}]]"#, "body"),
-        (r#"{"branches":[["00001"]]}"#, "branches[0]"),
-    ];
-    for (body, location) in arrays {
-        let response = app.wait_time_request(&session, &[]).body(body).send().await.unwrap();
-        let error = assert_error(response, 400, "invalidRequest", Some(location)).await.to_string();
-        for internal in ["RetrieveBranchWaitTimeRequest", "BranchItem", "struct"] {
-            assert!(!error.contains(internal), "{body}: {error}");
-        }
-    }
-}
-
-#[tokio::test]
-async fn a_body_over_64_kib_is_refused_without_being_read() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let huge = format!(r#"{{"branches":[{{"branchId":"00001"}}],"pad":"{}"}}"#, "x".repeat(70 * 1024));
-    let response = app.wait_time_request(&session, &[]).body(huge).send().await.unwrap();
-    assert_error(response, 400, "invalidRequest", Some("body")).await;
 }
 
 #[tokio::test]
@@ -275,23 +132,6 @@ async fn a_body_that_stalls_is_refused_instead_of_waited_for_forever() {
     assert!(read.is_ok(), "answered, not left hanging");
     assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
     assert!(answer.contains(r#""location":"body""#), "{answer}");
-}
-
-#[tokio::test]
-async fn errors_are_told_in_spanish_with_the_request_uuid_when_asked() {
-    let app = TestApp::builder().start().await;
-    let session = app.session().await;
-    let response = app
-        .wait_time_request(&session, &[])
-        .header("Accept-Language", "es-MX, en;q=0.5")
-        .body(r#"{"branches":[{"branchId":"99999"}]}"#)
-        .send()
-        .await
-        .unwrap();
-    assert_eq!(response.headers()["content-language"], "es");
-    let body = assert_error(response, 404, "resourceNotFound", None).await;
-    assert_eq!(body["uuid"], UUID);
-    assert!(body["details"].as_str().unwrap().contains("sucursales"), "{body}");
 }
 
 /// The bank's branch systems write wait times with plain SQL, beside the service: the
