@@ -9,8 +9,8 @@
 //! bench: a wake per span preempted the requests).
 //!
 //! What the SDK does not give is how many spans it drops when its queue is full. It
-//! keeps that count private, and names it only in its own log at shutdown (a log this
-//! build leaves off); its drop metric is behind an experimental feature and goes to
+//! keeps that count private, and names it only in its own log (at the first drop, and
+//! the total at shutdown; a log this build leaves off); its drop metric is behind an experimental feature and goes to
 //! OpenTelemetry's meters, not the service's Prometheus metrics. So the bound is kept
 //! here, in two thin wrappers (the SDK's `SpanProcessor` documentation shows the same
 //! wrapping): [`BoundedBatch`] counts a span in before handing it on, or drops and counts

@@ -39,7 +39,7 @@ pub enum Sink {
 /// [`log_writer`]), and the format of its lines.
 static LOG_WRITER: OnceLock<(NonBlocking, LogFormat)> = OnceLock::new();
 
-/// The service's log writer and the format of its lines, once [`init`] made them for
+/// The service's log writer and the format of its lines, once [`super::init`] made them for
 /// the service (`Sink::Stdout`).
 pub fn log_writer() -> Option<(NonBlocking, LogFormat)> {
     LOG_WRITER.get().cloned()

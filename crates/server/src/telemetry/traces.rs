@@ -1,6 +1,6 @@
 //! Traces over OTLP/HTTP (protobuf), set up as tracing-opentelemetry's
 //! `examples/opentelemetry-otlp.rs` sets them up: OpenTelemetry's batch span processor
-//! ([`super::export_queue`], which also counts what it drops) and OTLP exporter, and the
+//! (`export_queue`, which also counts what it drops) and OTLP exporter, and the
 //! layer that turns the service's `tracing` spans into OpenTelemetry spans
 //! (docs/operations.md, "Traces").
 
