@@ -10,8 +10,9 @@
 //! - [`startup`] — `Application::builder(settings)` → `.build()` → `.port()` →
 //!   `.run_until_stopped()`; the operators' services; the only place things are wired.
 //! - [`commands`] — the operators' commands, one module per command group.
-//! - [`telemetry`] — logging, and [`access_log`] its access lines; [`traces`] — OpenTelemetry
-//!   traces over OTLP; [`metrics`] — Prometheus metrics on a listener of their own.
+//! - [`telemetry`] — the log and OpenTelemetry traces over OTLP, one subscriber;
+//!   [`access_log`] — the access lines; [`metrics`] — Prometheus metrics on a listener of
+//!   their own.
 //! - [`probe`] — `health-check`: whether a running instance is ready.
 //! - [`memory`] — giving freed memory back to the system after a burst.
 //! - [`demo`] — the curl walk-through a first start prints.
@@ -34,4 +35,3 @@ pub mod probe;
 pub mod settings;
 pub mod startup;
 pub mod telemetry;
-pub mod traces;

@@ -1,22 +1,18 @@
-//! Logging: pretty lines on a terminal, JSON for log shippers; malformed requests
-//! counted instead of logged one by one.
+//! The log: pretty lines on a terminal, JSON for log shippers, written by a thread of
+//! its own so that no request waits on stdout.
 
-use std::fmt::Write as _;
 use std::io::IsTerminal as _;
-use std::sync::{Arc, Mutex, OnceLock};
-use std::time::{Duration, Instant};
+use std::sync::OnceLock;
 
+use serde::{Deserialize, Serialize};
+use tracing::Subscriber;
 use tracing::field::{Field, Visit};
-use tracing::{Event, Level, Subscriber, span};
+use tracing::span;
 use tracing_appender::non_blocking::{NonBlocking, NonBlockingBuilder, WorkerGuard};
-use tracing_subscriber::EnvFilter;
+use tracing_subscriber::Layer;
 use tracing_subscriber::field::RecordFields;
 use tracing_subscriber::fmt::FormattedFields;
 use tracing_subscriber::fmt::format::{FormatFields, Writer};
-use tracing_subscriber::layer::{Context, Layer, SubscriberExt as _};
-use tracing_subscriber::util::SubscriberInitExt as _;
-
-use serde::{Deserialize, Serialize};
 
 /// How log lines are written: the access log's ([`crate::access_log`]) and every other
 /// line of the service.
@@ -43,7 +39,7 @@ pub enum Sink {
 /// [`log_writer`]), and the format of its lines.
 static LOG_WRITER: OnceLock<(NonBlocking, LogFormat)> = OnceLock::new();
 
-/// The service's log writer and the format of its lines, once [`init`] made them for
+/// The service's log writer and the format of its lines, once [`super::init`] made them for
 /// the service (`Sink::Stdout`).
 pub fn log_writer() -> Option<(NonBlocking, LogFormat)> {
     LOG_WRITER.get().cloned()
@@ -59,77 +55,28 @@ pub fn dropped_log_messages() -> usize {
     LOG_WRITER.get().map_or(0, |(writer, _)| writer.error_counter().dropped_lines())
 }
 
-/// What [`init`] returns: dropping it writes the log writer's last lines and sends the
-/// last spans. Keep it until exit.
-#[must_use = "dropping it at once stops the log writer and the trace exporter"]
-pub struct Telemetry {
-    _log: Option<WorkerGuard>,
-    traces: Option<crate::traces::Exporter>,
+/// Starts the service's log writer (stdout), once: the guard that writes its last lines
+/// when dropped, or `None` when it was started before (tests).
+pub(super) fn start_writer(format: LogFormat) -> Option<WorkerGuard> {
+    let (writer, flusher) = NonBlockingBuilder::default()
+        .lossy(true)
+        .buffered_lines_limit(BUFFERED_MESSAGES)
+        .thread_name("log-writer")
+        .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()));
+    LOG_WRITER.set((writer, format)).is_ok().then_some(flusher)
 }
 
-impl Drop for Telemetry {
-    fn drop(&mut self) {
-        if let Some(traces) = self.traces.take() {
-            traces.shut_down();
-        }
-    }
-}
-
-/// Installs the global subscriber. `format` defaults to pretty on a terminal and JSON
-/// otherwise. A second call (tests) is a no-op. For the service (`Sink::Stdout`) the
-/// returned guard flushes the log writer's last lines when dropped. With `traces`, spans
-/// are also exported over OTLP ([`crate::traces`]): a global filter lets in what the log
-/// or the trace wants, and the log filters again on its own, so the spans only traces
-/// need (TRACE level, made only inside a traced request) never reach the log; with no
-/// `traces` nothing of them runs.
-pub fn init(filter: &str, format: Option<LogFormat>, sink: Sink, traces: Option<&TraceExport>) -> Telemetry {
-    let terminal = match sink {
+/// Whether `sink` is a terminal.
+pub(super) fn is_terminal(sink: Sink) -> bool {
+    match sink {
         Sink::Stdout => std::io::stdout().is_terminal(),
         Sink::Stderr => std::io::stderr().is_terminal(),
-    };
-    let format = format.unwrap_or(if terminal { LogFormat::Pretty } else { LogFormat::Json });
-    let env_filter = || EnvFilter::try_new(filter).unwrap_or_else(|_| EnvFilter::new("info"));
-    let malformed = MalformedRequests::start(SUMMARY_INTERVAL);
-    let mut guard = None;
-    if let Sink::Stdout = sink {
-        let (writer, flusher) = NonBlockingBuilder::default()
-            .lossy(true)
-            .buffered_lines_limit(BUFFERED_MESSAGES)
-            .thread_name("log-writer")
-            .finish(std::io::BufWriter::with_capacity(64 * 1024, std::io::stdout()));
-        if LOG_WRITER.set((writer, format)).is_ok() {
-            guard = Some(flusher);
-        }
     }
-    let Some(traces) = traces else {
-        let _ = tracing_subscriber::registry()
-            .with(malformed)
-            .with(env_filter())
-            .with(log_layer(format, sink, terminal))
-            .try_init();
-        return Telemetry { _log: guard, traces: None };
-    };
-    let (exporter, layer) = crate::traces::start(traces);
-    let installed =
-        crate::traces::subscriber(env_filter, malformed.boxed(), log_layer(format, sink, terminal), layer).try_init();
-    Telemetry { _log: guard, traces: installed.is_ok().then_some(exporter) }
-}
-
-/// Where and how spans are exported: [`crate::settings::Logs`]'s trace settings.
-#[derive(Debug, Clone)]
-pub struct TraceExport {
-    /// The OTLP/HTTP URL spans are sent to (`{--otlp-endpoint}/v1/traces`, or
-    /// `--otlp-traces-endpoint` whole).
-    pub url: String,
-    /// The `service.name` of every span.
-    pub service_name: String,
-    /// The share of new traces kept.
-    pub ratio: f64,
 }
 
 /// The log's layer: JSON or compact text, to the service's log writer (stdout) or to
 /// standard error.
-fn log_layer<S>(format: LogFormat, sink: Sink, terminal: bool) -> Box<dyn Layer<S> + Send + Sync>
+pub(super) fn log_layer<S>(format: LogFormat, sink: Sink, terminal: bool) -> Box<dyn Layer<S> + Send + Sync>
 where
     S: Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
 {
@@ -246,113 +193,10 @@ impl Visit for JsonObject {
     }
 }
 
-/// At most one summary line of malformed requests per this interval.
-const SUMMARY_INTERVAL: Duration = Duration::from_secs(60);
-
-/// Requests the HTTP parser refused before the service saw them: malformed heads,
-/// bodies cut short, clients too slow to send or gone. actix-http's dispatcher logs each
-/// at ERROR, but any outsider can send them; they are not errors of the service. This
-/// layer keeps them out of the log and counts them instead; a thread writes one WARN
-/// line (seen with `--log-filter warn` too) with the count and the last reason within a
-/// second of the first one, then at most once per interval (the fault issue, finding 8).
-/// Every other dispatcher error stays an ERROR line.
-#[derive(Clone)]
-struct MalformedRequests(Arc<Mutex<Tally>>);
-
-#[derive(Default)]
-struct Tally {
-    count: u64,
-    last_reason: String,
-    next_summary: Option<Instant>,
-}
-
-/// Where actix-http logs the requests it refused.
-const DISPATCHER_TARGET: &str = "actix_http::h1::dispatcher";
-
-/// How the dispatcher words a connection's failure ("stream error: {DispatchError}").
-const STREAM_ERROR: &str = "stream error: ";
-
-/// The `DispatchError`s (actix-http 3) a client causes: a malformed request, its
-/// connection failing, a request or a close too slow, a body the handler did not need.
-/// The others (service, body, upgrade, internal errors) are the service's own.
-const CLIENT_CAUSES: [&str; 5] = [
-    "request parse error",
-    "I/O error",
-    "request did not complete within the specified timeout",
-    "connection shutdown timeout",
-    "handler dropped payload before reading EOF",
-];
-
-impl MalformedRequests {
-    fn start(interval: Duration) -> Self {
-        let layer = Self(Arc::default());
-        let tally = Arc::clone(&layer.0);
-        std::thread::Builder::new()
-            .name("malformed-requests".into())
-            .spawn(move || {
-                loop {
-                    std::thread::sleep(Duration::from_secs(1));
-                    if let Some((count, reason)) = summary_due(&tally, interval, Instant::now()) {
-                        tracing::warn!(
-                            malformed_requests = count,
-                            last_reason = %reason,
-                            "requests or connections refused by the HTTP parser (malformed, too slow, or cut short)"
-                        );
-                    }
-                }
-            })
-            .ok();
-        layer
-    }
-}
-
-/// The count and last reason to log now, if any are waiting and the last summary is at
-/// least `interval` old; resets the count.
-fn summary_due(tally: &Mutex<Tally>, interval: Duration, now: Instant) -> Option<(u64, String)> {
-    let mut tally = tally.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-    if tally.count == 0 || tally.next_summary.is_some_and(|next| now < next) {
-        return None;
-    }
-    tally.next_summary = Some(now + interval);
-    Some((std::mem::take(&mut tally.count), std::mem::take(&mut tally.last_reason)))
-}
-
-/// The `message` field of an event.
-#[derive(Default)]
-struct Message(String);
-
-impl Visit for Message {
-    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
-        if field.name() == "message" {
-            let _ = write!(self.0, "{value:?}");
-        }
-    }
-}
-
-impl<S: Subscriber> Layer<S> for MalformedRequests {
-    fn event_enabled(&self, event: &Event<'_>, _: Context<'_, S>) -> bool {
-        let metadata = event.metadata();
-        if *metadata.level() != Level::ERROR || metadata.target() != DISPATCHER_TARGET {
-            return true;
-        }
-        let mut message = Message::default();
-        event.record(&mut message);
-        let from_client = message
-            .0
-            .strip_prefix(STREAM_ERROR)
-            .is_some_and(|cause| CLIENT_CAUSES.iter().any(|client| cause.starts_with(client)));
-        if !from_client {
-            return true;
-        }
-        let mut tally = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tally.count += 1;
-        tally.last_reason = message.0;
-        false
-    }
-}
-
 #[cfg(test)]
 mod tests {
+    use std::sync::{Arc, Mutex};
+
     use tracing_subscriber::layer::SubscriberExt as _;
 
     use super::*;
@@ -414,21 +258,5 @@ mod tests {
         assert_eq!(ours["shown"], "Some(\"debug\")");
         assert_eq!(ours["raw"], serde_json::json!([97, 98]));
         assert_eq!(ours["trace_id"], "4bf92f3577b34da6a3ce929d0e0e4736", "recorded after the span was made");
-    }
-
-    #[test]
-    fn the_first_malformed_requests_are_summarised_at_once_and_later_ones_once_an_interval() {
-        let tally = Mutex::new(Tally::default());
-        let start = Instant::now();
-        let interval = Duration::from_secs(60);
-        assert_eq!(summary_due(&tally, interval, start), None, "nothing to say");
-
-        tally.lock().unwrap().count = 3;
-        tally.lock().unwrap().last_reason = "request parse error".into();
-        assert_eq!(summary_due(&tally, interval, start), Some((3, "request parse error".into())));
-
-        tally.lock().unwrap().count = 5;
-        assert_eq!(summary_due(&tally, interval, start + Duration::from_secs(59)), None, "not within the interval");
-        assert_eq!(summary_due(&tally, interval, start + Duration::from_secs(60)).map(|(n, _)| n), Some(5));
     }
 }
