@@ -356,33 +356,37 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
 /// not sent in time; 429 session, caller address or client over its rate (Retry-After); 503 the ATM set cannot be
 /// vouched for. Bodies are OBIE's `{status, title, description}`.
 pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    answer::<Atms>(&request, async {
-        let state = AppState::of(&request)?;
-        // 1. Extract: optional uuid, credentials, the client's rate, the query.
-        optional_uuid(request.headers())?;
-        authenticate(state, &request).await?;
-        // 2. Domain values.
-        let listing = listing_of(request.query_string())?;
-        // 3. Call the use case: the set as served now. A page's bytes are a function of the
-        // set (its fingerprint covers LastUpdated), the page size, the page number and the
-        // representation (filters as written, base URL, version), so its strong tag is
-        // known before the page is cut, and a caller's current copy costs no page (RFC 9110
-        // §13.2.2).
-        let snapshot = state.atms.snapshot().await?;
-        snapshot.check_page(&listing.query)?;
-        let base = state.public_base_url.as_str();
-        let tag = strong_tag((
-            snapshot.fingerprint(),
-            representation(base, &listing.filters),
-            snapshot.page_size(),
-            listing.query.page.or_first(),
-        ));
-        let last_updated = snapshot.last_updated();
-        let page = if not_modified(&request, &tag, last_updated) { None } else { Some(snapshot.page(&listing.query)?) };
-        // 4. Map to the wire.
-        atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base).map_err(Failure::unwritable)
-    })
-    .await
+    answer::<Atms>(
+        &request,
+        async {
+            let state = AppState::of(&request)?;
+            // 1. Extract: optional uuid, credentials, the client's rate, the query.
+            optional_uuid(request.headers())?;
+            authenticate(state, &request).await?;
+            // 2. Domain values.
+            let listing = listing_of(request.query_string())?;
+            // 3. Call the use case: the set as served now. A page's bytes are a function of the
+            // set (its fingerprint covers LastUpdated), the page size, the page number and the
+            // representation (filters as written, base URL, version), so its strong tag is
+            // known before the page is cut, and a caller's current copy costs no page (RFC 9110
+            // §13.2.2).
+            let snapshot = state.atms.snapshot().await?;
+            snapshot.check_page(&listing.query)?;
+            let base = state.public_base_url.as_str();
+            let tag = strong_tag((
+                snapshot.fingerprint(),
+                representation(base, &listing.filters),
+                snapshot.page_size(),
+                listing.query.page.or_first(),
+            ));
+            let last_updated = snapshot.last_updated();
+            let page =
+                if not_modified(&request, &tag, last_updated) { None } else { Some(snapshot.page(&listing.query)?) };
+            // 4. Map to the wire.
+            atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base).map_err(Failure::unwritable)
+        }
+        .await,
+    )
 }
 
 /// The answer: `page` (200), or 304 when the caller's copy is current (`None`), with

@@ -189,19 +189,22 @@ fn token_call(request: &HttpRequest) -> Result<TokenCall, BadRequest> {
 /// `tooManyRequests` (caller address or client over its rate; `Retry-After`); 500
 /// `serverUnavailable`.
 pub async fn authorize(request: HttpRequest) -> Result<HttpResponse, ApiError> {
-    answer::<Authorize>(&request, async {
-        let state = AppState::of(&request)?;
-        // 1. Extract and 2. parse into domain values.
-        let mut call = token_call(&request)?;
-        rate_limit::token_request(state, &request, &call.request.client_id).await?;
-        call.request.proof = presented_proof(&request, &state.public_base_url)?;
-        // 3. Call the use case.
-        let grant = state.tokens.authorize(call.request).await?;
-        crate::observe::token_issued();
-        // 4. Map to the wire.
-        token_answer(&grant, call.state).map_err(Failure::unwritable)
-    })
-    .await
+    answer::<Authorize>(
+        &request,
+        async {
+            let state = AppState::of(&request)?;
+            // 1. Extract and 2. parse into domain values.
+            let mut call = token_call(&request)?;
+            rate_limit::token_request(state, &request, &call.request.client_id).await?;
+            call.request.proof = presented_proof(&request, &state.public_base_url)?;
+            // 3. Call the use case.
+            let grant = state.tokens.authorize(call.request).await?;
+            crate::observe::token_issued();
+            // 4. Map to the wire.
+            token_answer(&grant, call.state).map_err(Failure::unwritable)
+        }
+        .await,
+    )
 }
 
 /// The 200 of a token `grant`: its JSON, its session in `sid`, the caller's `state`

@@ -7,8 +7,8 @@
 //! store.
 //! Every status and wire code is chosen in [`errors`]: each operation's domain error
 //! becomes its wire failure in one `From`; handlers never choose a status, and convert
-//! with a plain `?` inside [`errors::answer`], which gives a failure its request's
-//! context. Texts come
+//! with a plain `?` in steps whose result [`errors::answer`] gives its request's context
+//! when it is a failure. Texts come
 //! from [`texts`]. This crate holds no SQL, no JWT code, no settings parsing and no CLI:
 //! those are the adapters' and the server's.
 //!

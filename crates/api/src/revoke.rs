@@ -92,26 +92,30 @@ async fn revocation_call(
 /// `temporarily_unavailable` with `Retry-After`. Requests count against the token
 /// requests' limits.
 pub async fn revoke(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    answer::<Revoke>(&request, async {
-        let state = AppState::of(&request)?;
-        // 1. Extract and 2. parse into domain values.
-        let RevocationRequest { token, client_id, token_type_hint } = revocation_call(&request, payload, state).await?;
-        request.extensions_mut().insert(ClientInBody(client_id.clone()));
-        rate_limit::token_request(state, &request, &client_id).await?;
-        // 3. Call the use case.
-        let outcome = state.revocation.revoke(&token, &client_id).await?;
-        // The hint changes nothing (a token's kind shows in its shape), but an app that
-        // sends one it should not is worth seeing when a revocation finds no token.
-        tracing::debug!(token_type_hint = token_type_hint.as_deref(), ?outcome, "revocation");
-        crate::observe::revocation(match outcome {
-            RevocationOutcome::Revoked => "revoked",
-            RevocationOutcome::AlreadyRevoked => "already revoked",
-            RevocationOutcome::NoSuchToken => "no such token",
-        });
-        // 4. Map to the wire.
-        Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store"))).finish())
-    })
-    .await
+    answer::<Revoke>(
+        &request,
+        async {
+            let state = AppState::of(&request)?;
+            // 1. Extract and 2. parse into domain values.
+            let RevocationRequest { token, client_id, token_type_hint } =
+                revocation_call(&request, payload, state).await?;
+            request.extensions_mut().insert(ClientInBody(client_id.clone()));
+            rate_limit::token_request(state, &request, &client_id).await?;
+            // 3. Call the use case.
+            let outcome = state.revocation.revoke(&token, &client_id).await?;
+            // The hint changes nothing (a token's kind shows in its shape), but an app that
+            // sends one it should not is worth seeing when a revocation finds no token.
+            tracing::debug!(token_type_hint = token_type_hint.as_deref(), ?outcome, "revocation");
+            crate::observe::revocation(match outcome {
+                RevocationOutcome::Revoked => "revoked",
+                RevocationOutcome::AlreadyRevoked => "already revoked",
+                RevocationOutcome::NoSuchToken => "no such token",
+            });
+            // 4. Map to the wire.
+            Ok(HttpResponse::Ok().insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store"))).finish())
+        }
+        .await,
+    )
 }
 
 #[cfg(test)]

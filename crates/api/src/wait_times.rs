@@ -382,25 +382,28 @@ fn headers_of(request: &HttpRequest) -> Result<(ChannelScope, SessionId), BadReq
 /// branch known); 422 `businessValidationFailed` (a branch twice); 429 `tooManyRequests`
 /// (session, caller address or client over its rate; `Retry-After`); 500 `serverUnavailable`.
 pub async fn retrieve(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    answer::<WaitTimes>(&request, async {
-        let state = AppState::of(&request)?;
-        // 1. Extract: correlation id and credentials first, then the other headers and body.
-        let headers = request.headers();
-        require_uuid(headers)?;
-        let claims = authenticate(state, &request).await?;
-        let (scope, session) = headers_of(&request)?;
-        // 2. Domain values.
-        let body = read_body(headers, payload, state.body_timeout).await?;
-        let query = WaitTimeQuery { scope, session, branches: branches_of(&body)? };
-        // 3. Call the use case.
-        let known = state.wait_times.retrieve(&claims, &query).await?;
-        // 4. Map to the wire.
-        Ok(HttpResponse::Ok()
-            .content_type(mime_json())
-            .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
-            .body(response_body(&known)))
-    })
-    .await
+    answer::<WaitTimes>(
+        &request,
+        async {
+            let state = AppState::of(&request)?;
+            // 1. Extract: correlation id and credentials first, then the other headers and body.
+            let headers = request.headers();
+            require_uuid(headers)?;
+            let claims = authenticate(state, &request).await?;
+            let (scope, session) = headers_of(&request)?;
+            // 2. Domain values.
+            let body = read_body(headers, payload, state.body_timeout).await?;
+            let query = WaitTimeQuery { scope, session, branches: branches_of(&body)? };
+            // 3. Call the use case.
+            let known = state.wait_times.retrieve(&claims, &query).await?;
+            // 4. Map to the wire.
+            Ok(HttpResponse::Ok()
+                .content_type(mime_json())
+                .insert_header((header::CACHE_CONTROL, HeaderValue::from_static("no-store")))
+                .body(response_body(&known)))
+        }
+        .await,
+    )
 }
 
 #[cfg(test)]
