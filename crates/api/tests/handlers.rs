@@ -386,14 +386,7 @@ async fn every_wait_time_error_has_its_status_code_and_error_response() {
 
 #[actix_web::test]
 async fn wait_times_are_answered_in_request_order_with_time_taken() {
-    let mut mocks = Mocks::admitting();
-    mocks.wait_times.expect_retrieve().returning(|_, query| {
-        Ok(query
-            .branches
-            .iter()
-            .map(|branch| BranchWaitTime { branch: *branch, wait: WaitTime::from_minutes(7).unwrap() })
-            .collect())
-    });
+    let mocks = answering_wait_times();
     let body = r#"{"branches":[{"branchId":"00042"},{"branchId":"00001"}]}"#;
     let (status, body, _) = mocks.call(wait_times_post(body)).await;
     assert_eq!(status, 200);
