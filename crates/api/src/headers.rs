@@ -11,7 +11,7 @@ use utoipa::IntoParams;
 /// names) and the same name as a [`HeaderName`] made once. A look-up by `&str` parses
 /// the name on every call, and copies a custom one (`countryCode`) into a new
 /// allocation; a made name is only hashed (callgrind: the ten look-ups of a wait-time
-/// request cost about 4,200 instructions by `&str`; docs/benchmarks.md, issue 25).
+/// request cost about 4,200 instructions by `&str`; ADR 0031).
 #[derive(Debug)]
 pub struct RequestHeader {
     /// As the spec writes it (`countryCode`), for refusals.

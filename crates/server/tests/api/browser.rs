@@ -5,7 +5,7 @@
 //! calls over one WebSocket, written here on tungstenite rather than taken from a CDP
 //! crate: headless_chrome, the one tried, brought 88 crates into the test build, among
 //! them a second rustls and ring that its build script compiles for the host on every
-//! fresh build (docs/benchmarks.md, issue 25).
+//! fresh build (ADR 0030).
 //!
 //! `.ci/run` installs Chromium. Where none is installed a test says so and passes only
 //! outside CI; under `CI=true` a missing browser is a failure.
