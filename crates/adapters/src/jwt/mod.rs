@@ -7,7 +7,7 @@
 //! other `alg` are refused before any key is looked at.
 //!
 //! # Layout
-//! - [`keys`] — key generation, and the key ring loaded from the store: which key signs
+//! - `keys` — key generation, and the key ring loaded from the store: which key signs
 //!   when, the verifying keys, the published JWKS.
 //! - `signer` — [`TokenSigner`](domain::ports::TokenSigner): claims out, one signature.
 //! - `verifier` — [`TokenVerifier`](domain::ports::TokenVerifier): the header, the pinned
