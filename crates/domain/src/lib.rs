@@ -21,6 +21,7 @@
 //! - [`token`] — access-token claims, token/session ids, opaque tokens, PKCE challenges.
 //! - [`limits`] — request limits: rates, the counts a request takes, a limiter's answer.
 //! - [`outage`] — planned outages: ids, ISO 8601 durations, explanations.
+//! - [`queue`] — branch queue events, the queue they make, live wait estimates and their accuracy.
 //! - [`status`] — the service's status, derived from observed health and planned outages.
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
@@ -39,6 +40,7 @@ pub mod input;
 pub mod limits;
 pub mod outage;
 pub mod ports;
+pub mod queue;
 pub mod services;
 pub mod status;
 pub mod store_contents;
