@@ -279,6 +279,21 @@ pub enum WaitTimesAction {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Replay queue events (a JSON-lines file, any dates) through the live estimator and
+    /// print how far its estimates were from the waits that followed: one line, `tickets
+    /// N, MAE X.XX min, P90 absolute error Y.YY min, bias Z.ZZ min`. Opens no store.
+    Evaluate {
+        /// The events, one JSON object per line, as posted to the queue-events operation.
+        #[arg(long)]
+        events: PathBuf,
+        /// Also write each ticket's estimate and wait as CSV to this file.
+        #[arg(long, value_name = "OUT.csv")]
+        per_ticket: Option<PathBuf>,
+        /// Also print, on the same tickets, three references: the queue length with the
+        /// true mean service time, the last wait to enter service, and the day's mean.
+        #[arg(long)]
+        references: bool,
+    },
 }
 
 /// `atms …`

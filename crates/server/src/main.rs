@@ -6,7 +6,7 @@ use adapters::formats::shown::escaped;
 use clap::CommandFactory as _;
 use domain::services::demo::DemoOutcome;
 use secrecy::ExposeSecret as _;
-use server::cli::{Cli, Command, StoreAction};
+use server::cli::{Cli, Command, StoreAction, WaitTimesAction};
 use server::commands::{self, CommandError};
 use server::errors::one_line;
 use server::settings::{Environment, Settings, resolve};
@@ -79,6 +79,9 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         // Keys move as stored, sealed or not; sealed ones must open with the key file.
         let key_file = common.store.key_encryption_key_file.as_deref();
         return commands::store::copy_store(common.store.database_url.expose_secret(), to, key_file).await;
+    }
+    if let Command::Waittimes { action: WaitTimesAction::Evaluate { events, per_ticket, references } } = &command {
+        return commands::wait_times::evaluate(events, per_ticket.as_deref(), *references);
     }
     // An outage command's arguments are read before the store is opened.
     let outage_command = match &command {

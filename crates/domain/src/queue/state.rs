@@ -17,6 +17,9 @@ use std::collections::VecDeque;
 
 use super::event::{CounterId, EventTime, QueueEvent, QueueEventKind, TicketId};
 
+/// How long a queue stays live without an event, in minutes: the default of the
+/// `waittimes` setting, and what an offline replay uses.
+pub const LIVE_WINDOW_MINUTES: f64 = 15.0;
 /// How many of the latest services a branch's service time is learned from: about a
 /// busy day's worth at one branch, so the figure follows the day without jumping.
 pub const SERVICE_SAMPLES: usize = 200;
@@ -29,6 +32,10 @@ pub const PRIOR_SERVICE_WEIGHT: f64 = 5.0;
 /// A service longer than this (minutes) is a counter left open, not a service: it is not
 /// learned from.
 pub const LONGEST_SERVICE_MINUTES: f64 = 120.0;
+/// A counter closed for longer than this (minutes) is closed for the day, not on a break.
+pub const LONGEST_BREAK_MINUTES: f64 = 180.0;
+/// How many of the latest breaks a branch's break length is learned from.
+pub const BREAK_SAMPLES: usize = 50;
 /// Waiting-minutes with no one giving up that a branch starts from, so that the first
 /// cancellation of the day does not read as everyone leaving.
 pub const PRIOR_PATIENCE_MINUTES: f64 = 120.0;
@@ -46,6 +53,8 @@ struct Counter {
     id: CounterId,
     open: bool,
     serving: Option<(TicketId, EventTime)>,
+    /// When it last closed, while it stays closed.
+    closed_at: Option<EventTime>,
 }
 
 /// What applying one event showed.
@@ -68,6 +77,12 @@ pub struct BranchQueue {
     service_sum: f64,
     waited_minutes: f64,
     cancellations: u32,
+    breaks: VecDeque<f64>,
+    /// Closures whose end is known: the counter opened again, or stayed closed past
+    /// [`LONGEST_BREAK_MINUTES`].
+    closures_ended: u32,
+    /// Of those, the ones that were breaks (the counter opened again within it).
+    closures_returned: u32,
     last_at: Option<EventTime>,
 }
 
@@ -79,6 +94,9 @@ pub struct QueueNow {
     /// For each open counter, how long (minutes) it has served its current ticket, or
     /// `None` if it is free.
     pub open_counters: Vec<Option<f64>>,
+    /// For each counter closed within [`LONGEST_BREAK_MINUTES`], how long it has been
+    /// closed (minutes): it may be on a break.
+    pub closed_counters: Vec<f64>,
 }
 
 impl BranchQueue {
@@ -95,6 +113,7 @@ impl BranchQueue {
             self.waited_minutes += self.waiting.len() as f64 * at.minutes_since(last).max(0.0);
         }
         self.last_at = Some(self.last_at.map_or(at, |last| last.max(at)));
+        self.end_long_closures(at);
         let mut applied = Applied::default();
         match &event.kind {
             QueueEventKind::TicketIssued { ticket } => {
@@ -115,8 +134,7 @@ impl BranchQueue {
                         other.serving = None;
                     }
                 }
-                let counter = self.counter(counter);
-                counter.open = true;
+                let counter = self.open(counter, at);
                 let ended = counter.serving.replace((ticket.clone(), at));
                 applied.served = ended.map(|(_, since)| at.minutes_since(since).max(0.0));
             }
@@ -135,14 +153,16 @@ impl BranchQueue {
                 None => applied.ignored = true,
             },
             QueueEventKind::CounterOpened { counter } => {
-                let counter = self.counter(counter);
-                applied.ignored = counter.open;
-                counter.open = true;
+                applied.ignored = self.counter(counter).open;
+                self.open(counter, at);
             }
             QueueEventKind::CounterClosed { counter } => {
                 let counter = self.counter(counter);
                 applied.ignored = !counter.open;
-                counter.open = false;
+                if counter.open {
+                    counter.open = false;
+                    counter.closed_at = Some(at);
+                }
             }
         }
         if let Some(minutes) = applied.served {
@@ -152,14 +172,48 @@ impl BranchQueue {
     }
 
     fn counter(&mut self, id: &CounterId) -> &mut Counter {
-        let place = match self.counters.iter().position(|c| c.id == *id) {
+        let place = self.counter_place(id);
+        &mut self.counters[place]
+    }
+
+    fn counter_place(&mut self, id: &CounterId) -> usize {
+        match self.counters.iter().position(|c| c.id == *id) {
             Some(place) => place,
             None => {
-                self.counters.push(Counter { id: id.clone(), open: false, serving: None });
+                self.counters.push(Counter { id: id.clone(), open: false, serving: None, closed_at: None });
                 self.counters.len() - 1
             }
-        };
-        &mut self.counters[place]
+        }
+    }
+
+    /// Opens `id` at `at`, learning the break it ends, if it was one.
+    fn open(&mut self, id: &CounterId, at: EventTime) -> &mut Counter {
+        let place = self.counter_place(id);
+        if let Some(closed_at) = self.counters[place].closed_at.take() {
+            let closed_for = at.minutes_since(closed_at).max(0.0);
+            self.closures_ended += 1;
+            if closed_for <= LONGEST_BREAK_MINUTES {
+                self.closures_returned += 1;
+                if self.breaks.len() == BREAK_SAMPLES {
+                    self.breaks.pop_front();
+                }
+                self.breaks.push_back(closed_for);
+            }
+        }
+        let counter = &mut self.counters[place];
+        counter.open = true;
+        counter
+    }
+
+    /// Ends the closures that have lasted past [`LONGEST_BREAK_MINUTES`] by `at`: the
+    /// counters are closed for the day.
+    fn end_long_closures(&mut self, at: EventTime) {
+        for counter in &mut self.counters {
+            if counter.closed_at.is_some_and(|closed_at| at.minutes_since(closed_at) > LONGEST_BREAK_MINUTES) {
+                counter.closed_at = None;
+                self.closures_ended += 1;
+            }
+        }
     }
 
     fn learn_service(&mut self, minutes: f64) {
@@ -197,12 +251,31 @@ impl BranchQueue {
                 .filter(|c| c.open)
                 .map(|c| c.serving.as_ref().map(|(_, since)| now.minutes_since(*since).max(0.0)))
                 .collect(),
+            closed_counters: self
+                .counters
+                .iter()
+                .filter_map(|c| c.closed_at.map(|closed_at| now.minutes_since(closed_at).max(0.0)))
+                .filter(|closed_for| *closed_for <= LONGEST_BREAK_MINUTES)
+                .collect(),
         }
     }
 
     /// The latest services learned, in minutes, oldest first.
     pub fn services(&self) -> impl ExactSizeIterator<Item = f64> + '_ {
         self.services.iter().copied()
+    }
+
+    /// The latest breaks learned (minutes a counter was closed before it opened again),
+    /// oldest first.
+    pub fn breaks(&self) -> impl ExactSizeIterator<Item = f64> + '_ {
+        self.breaks.iter().copied()
+    }
+
+    /// The share of a branch's closures that were breaks, drawn towards none while few
+    /// have ended (a counter that closes is not assumed to come back until the branch
+    /// has shown that its counters do).
+    pub fn returns_after_closing(&self) -> f64 {
+        f64::from(self.closures_returned) / (f64::from(self.closures_ended) + 2.0)
     }
 
     /// The mean service time learned, drawn towards [`PRIOR_SERVICE_MINUTES`] while the
@@ -265,7 +338,10 @@ pub(crate) mod tests {
         assert_eq!(applied[4].served, Some(4.0));
         assert_eq!(applied[5].waited, Some(6.0));
         let start = EventTime::from_unix_micros(1_795_000_000_000_000);
-        assert_eq!(queue.now(start.plus_minutes(10.0)), QueueNow { waiting: 1, open_counters: vec![Some(2.0)] });
+        assert_eq!(
+            queue.now(start.plus_minutes(10.0)),
+            QueueNow { waiting: 1, open_counters: vec![Some(2.0)], closed_counters: vec![] }
+        );
         assert!(queue.is_live(start.plus_minutes(24.0), 15.0));
         assert!(!queue.is_live(start.plus_minutes(24.5), 15.0), "no event for more than 15 minutes");
     }
@@ -283,7 +359,11 @@ pub(crate) mod tests {
         assert!(!applied[2].ignored);
         assert!(applied[3].ignored, "closed twice");
         let now = queue.now(EventTime::from_unix_micros(1_795_000_000_000_000).plus_minutes(4.0));
-        assert_eq!(now, QueueNow { waiting: 0, open_counters: vec![] }, "the closed counter calls no one");
+        assert_eq!(
+            now,
+            QueueNow { waiting: 0, open_counters: vec![], closed_counters: vec![2.0] },
+            "the closed counter calls no one"
+        );
     }
 
     #[test]

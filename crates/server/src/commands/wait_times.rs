@@ -1,8 +1,14 @@
-//! `waittimes …`: importing a wait-time CSV.
+//! `waittimes …`: importing a wait-time CSV, and scoring the live estimator on past
+//! queue events.
 
+use std::path::Path;
+
+use adapters::formats::queue_events;
 use adapters::formats::shown::quoted;
 use adapters::formats::wait_time_csv::{self, WaitTimeFileError};
 use domain::ports::ImportKind;
+use domain::queue::evaluate::{Accuracy, replay};
+use domain::queue::state::LIVE_WINDOW_MINUTES;
 use domain::services::imports::ImportWaitTimesError;
 use tracing::Instrument as _;
 
@@ -37,7 +43,9 @@ fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
 /// # Errors
 /// [`CommandError`] with the reason; nothing is written then.
 pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
-    let WaitTimesAction::Import { file, dry_run } = action;
+    let WaitTimesAction::Import { file, dry_run } = action else {
+        return Err(CommandError("waittimes evaluate opens no store: it is run before one is opened".to_owned()));
+    };
     let in_file = |e: CommandError| CommandError(format!("{}: {e}", shown_path(&file)));
     let read = match open(&file).and_then(|opened| {
         wait_time_csv::read(opened, operators.clock.unix_now()).map_err(|e| in_file(refused_file(&e)))
@@ -61,6 +69,44 @@ pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Resul
         (true, _) => println!("dry run, nothing written: {} would have {counts}", file.display()),
         (false, false) => println!("unchanged: {} holds the stored wait times ({counts})", file.display()),
         (false, true) => println!("imported {}: {counts}", file.display()),
+    }
+    Ok(())
+}
+
+/// An accuracy as the evaluation prints it.
+fn accuracy_line(accuracy: &Accuracy) -> String {
+    format!(
+        "tickets {}, MAE {:.2} min, P90 absolute error {:.2} min, bias {:.2} min",
+        accuracy.tickets, accuracy.mean_absolute, accuracy.p90_absolute, accuracy.bias
+    )
+}
+
+/// `waittimes evaluate --events FILE [--per-ticket OUT.csv] [--references]`: replays the
+/// file through the estimator the service runs, and prints its accuracy in one line
+/// (and the references', one line each).
+///
+/// # Errors
+/// [`CommandError`] when the file cannot be read or a line is not a valid event, or the
+/// per-ticket file cannot be written.
+pub fn evaluate(events: &Path, per_ticket: Option<&Path>, references: bool) -> Result<(), CommandError> {
+    let in_file = |e: &dyn std::fmt::Display| CommandError(format!("{}: {e}", shown_path(events)));
+    let read = queue_events::read(open(events)?).map_err(|e| in_file(&e))?;
+    let replay = replay(read, LIVE_WINDOW_MINUTES);
+    if let Some(out) = per_ticket {
+        let file =
+            std::fs::File::create(out).map_err(|e| CommandError(format!("cannot create {}: {e}", shown_path(out))))?;
+        queue_events::write_per_ticket(std::io::BufWriter::new(file), &replay.tickets)
+            .map_err(|e| CommandError(format!("cannot write {}: {e}", shown_path(out))))?;
+    }
+    let tickets = &replay.tickets;
+    println!("{}", accuracy_line(&Accuracy::of(tickets.iter().map(|t| (t.estimate, t.actual)))));
+    if references {
+        let reference = |name: &str, pick: fn(&domain::queue::evaluate::TicketOutcome) -> f64| {
+            println!("{name}: {}", accuracy_line(&Accuracy::of(tickets.iter().map(|t| (pick(t), t.actual)))));
+        };
+        reference("QL with the true mean service time", |t| t.queue_length);
+        reference("LES, the last wait to enter service", |t| t.last_to_enter);
+        reference("the day's mean wait", |t| t.day_mean);
     }
     Ok(())
 }
