@@ -174,6 +174,10 @@ pub fn expected(expected: Expected, language: Language) -> &'static str {
         (Language::Es, Expected::CodeChallenge) => "43 caracteres base64url (RFC 7636 S256)",
         (Language::En, Expected::DpopPolicy) => "optional or required",
         (Language::Es, Expected::DpopPolicy) => "optional o required",
+        (Language::En, Expected::SystemId) => "1 to 64 letters, digits, '.', '-' or '_'",
+        (Language::Es, Expected::SystemId) => "de 1 a 64 letras, dígitos, '.', '-' o '_' (un sistema)",
+        (Language::En, Expected::SystemScope) => "space-separated scopes, each 'queue:write'",
+        (Language::Es, Expected::SystemScope) => "alcances separados por espacios, cada uno 'queue:write'",
     }
 }
 
@@ -362,6 +366,8 @@ mod tests {
             Expected::Uuid,
             Expected::CodeChallenge,
             Expected::DpopPolicy,
+            Expected::SystemId,
+            Expected::SystemScope,
         ];
         for shape in shapes {
             assert_ne!(expected(shape, Language::En), expected(shape, Language::Es), "{shape:?}");

@@ -32,4 +32,8 @@ pub enum Expected {
     CodeChallenge,
     /// `optional` or `required`: a client's DPoP policy.
     DpopPolicy,
+    /// 1 to 64 letters, digits, `.`, `-` or `_`: a bank system's id.
+    SystemId,
+    /// Space-separated scopes of a bank system, each `queue:write`.
+    SystemScope,
 }

@@ -27,6 +27,7 @@
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
 //! - [`store_contents`] — which kinds of data a store holds; the demo data set's rule.
+//! - [`system`] — the bank's own systems: ids, scopes, public keys, registrations.
 //! - [`text`] — what an identifier or code may hold, and which characters are not seen as themselves.
 //! - `testing` — sample values for tests (with the `mock` feature).
 
@@ -44,6 +45,7 @@ pub mod queue;
 pub mod services;
 pub mod status;
 pub mod store_contents;
+pub mod system;
 #[cfg(any(test, feature = "mock"))]
 pub mod testing;
 pub mod text;

@@ -9,7 +9,9 @@ use crate::atm_catalog::StoredAtm;
 use crate::branch::WaitTimeEstimate;
 use crate::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use crate::outage::{OutageId, PlannedOutage};
+use crate::queue::event::{EventTime, QueueEvent};
 use crate::store_contents::StoreContents;
+use crate::system::{AssertionId, SystemChanges, SystemId, SystemRegistration};
 use crate::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
 /// Registered client applications.
@@ -377,4 +379,113 @@ pub trait OutageRecords: Send + Sync {
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written. An unknown id is `Ok(false)`.
     async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable>;
+}
+
+/// The bank's systems, as operators register them (`systems add|update|disable|enable`),
+/// and the assertions they have used.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait SystemRecords: Send + Sync {
+    /// Adds `system`, registered at `now`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. An id already registered is
+    /// `Ok(false)`, and nothing changes.
+    async fn insert(&self, system: &SystemRegistration, now: i64) -> Result<bool, StoreUnavailable>;
+
+    /// Every registration, ordered by id.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn all(&self) -> Result<Vec<SystemRegistration>, StoreUnavailable>;
+
+    /// The registration of `id`, read from the store itself (never a copy in memory): a
+    /// system disabled on one instance is refused at once on every other.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
+    async fn find(&self, id: &SystemId) -> Result<Option<SystemRegistration>, StoreUnavailable>;
+
+    /// Sets the status of `id`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. An unknown id is `Ok(false)`.
+    async fn set_status(&self, id: &SystemId, status: ClientStatus) -> Result<bool, StoreUnavailable>;
+
+    /// Replaces what `changes` gives of `id`; the rest stays.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. An unknown id is `Ok(false)`.
+    async fn change(&self, id: &SystemId, changes: &SystemChanges) -> Result<bool, StoreUnavailable>;
+
+    /// Records that `system` used the assertion `jti`, which expires at `expires_at`
+    /// (Unix seconds): `Ok(true)` the first time, `Ok(false)` for every later use, from
+    /// any instance on the same store, until [`SystemRecords::forget_assertions`] drops it.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then the assertion must be
+    /// refused, not accepted.
+    async fn use_assertion(
+        &self,
+        system: &SystemId,
+        jti: &AssertionId,
+        expires_at: i64,
+    ) -> Result<bool, StoreUnavailable>;
+
+    /// Drops the assertions that expired before `now`; how many.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn forget_assertions(&self, now: i64) -> Result<u64, StoreUnavailable>;
+}
+
+/// A queue event as the store keeps it: the event, the system that posted it, and when
+/// the service received it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ReceivedEvent {
+    /// The event.
+    pub event: QueueEvent,
+    /// The system that posted it.
+    pub system: SystemId,
+    /// When the instance that accepted it received it, by its clock.
+    pub received_at: EventTime,
+}
+
+/// The log of branch queue events the bank's systems post: every accepted event, kept
+/// until it is older than the oldest an event may be (a day).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait QueueEventRecords: Send + Sync {
+    /// Appends those of `events` whose id is not stored yet, all in one transaction,
+    /// durable when this returns: for each event, in order, whether it was new. Two
+    /// writers appending the same id at once: exactly one is told it was new. An id
+    /// stored already changes nothing, whatever the rest of the event says.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they could not be written; then none was.
+    async fn append(
+        &self,
+        system: &SystemId,
+        events: &[QueueEvent],
+        received_at: EventTime,
+    ) -> Result<Vec<bool>, StoreUnavailable>;
+
+    /// Every event received at or after `since`, by received time and then id.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn received_since(&self, since: EventTime) -> Result<Vec<ReceivedEvent>, StoreUnavailable>;
+
+    /// Every event that happened (`at`) at or after `since`, in the order they are
+    /// applied ([`QueueEvent::order_key`]).
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn happened_since(&self, since: EventTime) -> Result<Vec<QueueEvent>, StoreUnavailable>;
+
+    /// Drops the events that happened before `before`; how many.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable>;
 }
