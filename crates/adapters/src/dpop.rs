@@ -13,7 +13,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use aws_lc_rs::digest::{SHA256, digest};
-use aws_lc_rs::signature::{ECDSA_P256_SHA256_FIXED, ED25519, UnparsedPublicKey, VerificationAlgorithm};
+use aws_lc_rs::signature::UnparsedPublicKey;
 use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::dpop::{KeyThumbprint, ProofClaims, ProofRefusal};
@@ -23,14 +23,11 @@ use serde_json::Value;
 
 use redis::Script;
 
+use crate::jwk::{self, JwkProblem, PublicJwk};
 use crate::redis_link::{PROBE_WITHIN, RedisHealth, RedisLink, RedisNews, RedisProbe};
 
 /// RFC 9449 §4.2: the `typ` of a proof.
 const PROOF_TYPE: &str = "dpop+jwt";
-
-/// The JWK members that hold private or symmetric key material (RFC 7518 §6.2.2,
-/// §6.3.2, §6.4; RFC 8037 §2): a proof's key must have none.
-const PRIVATE_MEMBERS: [&str; 8] = ["d", "p", "q", "dp", "dq", "qi", "oth", "k"];
 
 /// The longest proof read: a P-256 proof with a nonce and `ath` is about 700 bytes.
 const MAX_PROOF_LEN: usize = 4096;
@@ -70,14 +67,6 @@ struct ProofBody {
     ath: Option<Value>,
 }
 
-/// A proof's public key, read from its `jwk`: how its signatures verify, and its
-/// thumbprint.
-struct ProofKey {
-    algorithm: &'static dyn VerificationAlgorithm,
-    public_key: Vec<u8>,
-    thumbprint: KeyThumbprint,
-}
-
 /// Verifies DPoP proofs signed with ES256 (P-256) or Ed25519 (`alg` `EdDSA` or `Ed25519`).
 #[derive(Debug, Clone, Copy, Default)]
 pub struct DpopProofs;
@@ -101,7 +90,7 @@ impl ProofVerifier for DpopProofs {
             return Err(ProofRefusal::Malformed("crit names extensions this service does not understand"));
         }
         let jwk = header.jwk.ok_or(ProofRefusal::Key)?;
-        if PRIVATE_MEMBERS.iter().any(|member| jwk.contains_key(*member)) {
+        if jwk::PRIVATE_MEMBERS.iter().any(|member| jwk.contains_key(*member)) {
             return Err(ProofRefusal::PrivateKey);
         }
         let key = proof_key(&header.alg, &jwk)?;
@@ -130,85 +119,12 @@ fn decode_json<T: for<'de> Deserialize<'de>>(part: &str, malformed: &'static str
     serde_json::from_slice(&json).map_err(|_| ProofRefusal::Malformed(malformed))
 }
 
-/// The public key of `jwk` for `alg`: ES256 with a P-256 `EC` key, EdDSA with an
-/// Ed25519 `OKP` key, every coordinate 32 bytes of canonical base64url.
-fn proof_key(alg: &str, jwk: &serde_json::Map<String, Value>) -> Result<ProofKey, ProofRefusal> {
-    let member = |name: &str| jwk.get(name).and_then(Value::as_str);
-    let coordinate = |name: &str| -> Result<[u8; 32], ProofRefusal> {
-        let bytes = URL_SAFE_NO_PAD.decode(member(name).ok_or(ProofRefusal::Key)?).map_err(|_| ProofRefusal::Key)?;
-        bytes.try_into().map_err(|_| ProofRefusal::Key)
-    };
-    let canonical = |bytes: &[u8]| URL_SAFE_NO_PAD.encode(bytes);
-    match alg {
-        "ES256" => {
-            if member("kty") != Some("EC") || member("crv") != Some("P-256") {
-                return Err(ProofRefusal::Key);
-            }
-            let (x, y) = (coordinate("x")?, coordinate("y")?);
-            let mut public_key = Vec::with_capacity(65);
-            public_key.push(0x04);
-            public_key.extend_from_slice(&x);
-            public_key.extend_from_slice(&y);
-            // RFC 7638 §3.2: the required members, in lexicographic order, no spaces.
-            let members = format!(r#"{{"crv":"P-256","kty":"EC","x":"{}","y":"{}"}}"#, canonical(&x), canonical(&y));
-            Ok(ProofKey { algorithm: &ECDSA_P256_SHA256_FIXED, public_key, thumbprint: thumbprint(&members) })
-        }
-        "EdDSA" | "Ed25519" => {
-            if member("kty") != Some("OKP") || member("crv") != Some("Ed25519") {
-                return Err(ProofRefusal::Key);
-            }
-            let x = coordinate("x")?;
-            if small_order(&x) {
-                return Err(ProofRefusal::Key);
-            }
-            let members = format!(r#"{{"crv":"Ed25519","kty":"OKP","x":"{}"}}"#, canonical(&x));
-            Ok(ProofKey { algorithm: &ED25519, public_key: x.to_vec(), thumbprint: thumbprint(&members) })
-        }
-        _ => Err(ProofRefusal::Algorithm),
-    }
-}
-
-/// Whether an Ed25519 public key is a point of small order (libsodium's list, the sign
-/// bit aside): with such a key a signature of `S = 0` verifies for any message under a
-/// cofactorless check, so a proof "by" it proves nothing.
-fn small_order(key: &[u8; 32]) -> bool {
-    const SMALL_ORDER: [[u8; 32]; 7] = [
-        // 0 (order 4)
-        [0; 32],
-        // 1 (order 1)
-        [1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0],
-        // order 8
-        [
-            0x26, 0xe8, 0x95, 0x8f, 0xc2, 0xb2, 0x27, 0xb0, 0x45, 0xc3, 0xf4, 0x89, 0xf2, 0xef, 0x98, 0xf0, 0xd5, 0xdf,
-            0xac, 0x05, 0xd3, 0xc6, 0x33, 0x39, 0xb1, 0x38, 0x02, 0x88, 0x6d, 0x53, 0xfc, 0x05,
-        ],
-        // order 8
-        [
-            0xc7, 0x17, 0x6a, 0x70, 0x3d, 0x4d, 0xd8, 0x4f, 0xba, 0x3c, 0x0b, 0x76, 0x0d, 0x10, 0x67, 0x0f, 0x2a, 0x20,
-            0x53, 0xfa, 0x2c, 0x39, 0xcc, 0xc6, 0x4e, 0xc7, 0xfd, 0x77, 0x92, 0xac, 0x03, 0x7a,
-        ],
-        // p - 1 (order 2)
-        [
-            0xec, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
-        ],
-        // p (0, order 4, not canonical)
-        [
-            0xed, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
-        ],
-        // p + 1 (1, order 1, not canonical)
-        [
-            0xee, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
-            0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f,
-        ],
-    ];
-    SMALL_ORDER.iter().any(|listed| listed[..31] == key[..31] && listed[31] == key[31] & 0x7f)
-}
-
-fn thumbprint(members: &str) -> KeyThumbprint {
-    let encoded = URL_SAFE_NO_PAD.encode(digest(&SHA256, members.as_bytes()));
-    KeyThumbprint::parse(&encoded).unwrap_or_else(|| unreachable!("a SHA-256 digest is 43 base64url characters"))
+/// The public key of a proof's `jwk` for `alg` ([`crate::jwk::read`]).
+fn proof_key(alg: &str, jwk: &serde_json::Map<String, Value>) -> Result<PublicJwk, ProofRefusal> {
+    jwk::read(alg, jwk).map_err(|problem| match problem {
+        JwkProblem::Algorithm => ProofRefusal::Algorithm,
+        JwkProblem::Key => ProofRefusal::Key,
+    })
 }
 
 /// The claims a proof must carry, each of its type: `jti`, `htm` and `htu` strings,
@@ -644,7 +560,7 @@ mod tests {
         };
         assert_eq!(refusal(&signed("EdDSA", &URL_SAFE_NO_PAD.encode(identity), &forged)), ProofRefusal::Key);
         let real: [u8; 32] = pair.public_key().as_ref().try_into().unwrap();
-        assert!(small_order(&[0u8; 32]) && !small_order(&real));
+        assert!(crate::jwk::small_order(&[0u8; 32]) && !crate::jwk::small_order(&real));
     }
 
     #[test]

@@ -25,6 +25,8 @@
 //!   [`redis_limits`] — shared by every instance, counted in Redis, this instance's own
 //!   count standing in while Redis cannot answer. Both are `domain::ports::RequestLimiter`s.
 //!   [`redis_link`] — the Redis connection and fall-back rule they share with the replay cache.
+//! - [`jwk`] — public keys read from JWKs (a DPoP proof's, a bank system's).
+//! - [`client_assertion`] — a bank system's JWKS file checked, and its client assertions (RFC 7523) verified.
 //! - [`dpop`] — DPoP proofs (RFC 9449) verified, and the proofs seen, in process and in Redis.
 //! - [`view`] — the in-memory view that implements the read ports, and its refresher.
 //! - [`token_writer`] — group-committed token records (the `TokenLedger::record` port).
@@ -36,8 +38,10 @@
 //! - `testing` — an outage switch for a store, forged tokens and fresh stores of each
 //!   backend, for other crates' tests (with the `testing` feature).
 
+pub mod client_assertion;
 pub mod dpop;
 pub mod formats;
+pub mod jwk;
 pub mod jwt;
 pub mod key_seal;
 pub mod local_limits;

@@ -174,6 +174,47 @@ impl AssertionId {
     }
 }
 
+/// The claims of a client assertion (RFC 7523 §3), once its signature verified: each as
+/// sent, checked by the token service.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AssertionClaims {
+    /// `iss`.
+    pub issuer: String,
+    /// `sub`.
+    pub subject: String,
+    /// `aud`, one or several.
+    pub audiences: Vec<String>,
+    /// `exp`, Unix seconds.
+    pub expires_at: i64,
+    /// `nbf`, when sent.
+    pub not_before: Option<i64>,
+    /// `iat`, when sent.
+    pub issued_at: Option<i64>,
+    /// `jti`.
+    pub jti: String,
+}
+
+/// Why a client assertion was refused before its claims were looked at. Told to the
+/// system in `error_description`: the key and the assertion are its own.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+pub enum AssertionRefusal {
+    /// Not a compact JWS with a JSON header and claims of the right types.
+    #[error("the client assertion is malformed: {0}")]
+    Malformed(&'static str),
+    /// Its `alg` is not ES256 or EdDSA.
+    #[error("the client assertion's alg is not ES256 or EdDSA")]
+    Algorithm,
+    /// No key of the system's has its `kid` (or, without one, its algorithm).
+    #[error("no key of this system matches the client assertion's kid and alg")]
+    UnknownKey,
+    /// The signature does not verify with the system's key.
+    #[error("the client assertion's signature does not verify")]
+    Signature,
+    /// A claim RFC 7523 requires is missing.
+    #[error("the client assertion has no {0}")]
+    Missing(&'static str),
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

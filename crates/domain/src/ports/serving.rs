@@ -10,6 +10,7 @@ use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
 use crate::dpop::{DpopPolicy, ProofClaims, ProofRefusal};
 use crate::limits::{Admission, LimitCheck};
+use crate::system::{AssertionClaims, AssertionRefusal, PublicKeySet};
 use crate::token::{AccessClaims, IssuedToken, TokenId};
 
 /// The registry of client applications.
@@ -236,4 +237,22 @@ pub trait ProofNonces: Send + Sync {
 
     /// Whether `nonce` is one this service issued recently.
     fn accepts(&self, nonce: &str) -> bool;
+}
+
+/// Client assertions (RFC 7523 §2.2) read and verified with a system's public keys.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+pub trait AssertionVerifier: Send + Sync {
+    /// The system an assertion says it comes from (its `sub`), read before anything is
+    /// verified, to find the keys to verify it with.
+    ///
+    /// # Errors
+    /// [`AssertionRefusal`] when it is not a JWS with a string `sub`.
+    fn claimed_system(&self, assertion: &str) -> Result<String, AssertionRefusal>;
+
+    /// The claims of `assertion` once its signature verifies with one of `keys`.
+    ///
+    /// # Errors
+    /// [`AssertionRefusal`]: malformed, an algorithm not accepted, no matching key, a
+    /// signature that does not verify, a required claim missing.
+    fn verify(&self, assertion: &str, keys: &PublicKeySet) -> Result<AssertionClaims, AssertionRefusal>;
 }
