@@ -7,12 +7,13 @@ use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use domain::client::{BusinessCode, ChannelId, ChannelScope, ClientId, CountryCode};
 use domain::dpop::KeyThumbprint;
 use domain::ports::{TokenRejected, TokenVerifier};
+use domain::system::{SYSTEM_TOKEN_SECONDS, SystemAccessClaims, SystemId, SystemScopes};
 use domain::token::{AccessClaims, Scope, SessionId, TokenId};
 use jsonwebtoken::errors::ErrorKind;
 use serde::Deserialize;
 use time::OffsetDateTime;
 
-use super::keys::KeySet;
+use super::keys::{KeySet, VerifyingKey};
 use super::signer::Confirmation;
 use super::{ACCESS_TOKEN_TYPE, JwtTokens};
 
@@ -43,6 +44,20 @@ struct ClaimsIn {
     cnf: Option<Confirmation<String>>,
 }
 
+/// A bank system's token's claims: a `sid` marks a visitor's token.
+#[derive(Deserialize)]
+struct SystemClaimsIn {
+    sub: String,
+    client_id: String,
+    iat: i64,
+    nbf: i64,
+    exp: i64,
+    jti: String,
+    scope: String,
+    #[serde(default)]
+    sid: Option<serde::de::IgnoredAny>,
+}
+
 fn rejection(kind: &ErrorKind) -> TokenRejected {
     TokenRejected::Invalid(match kind {
         ErrorKind::InvalidSignature => "bad signature",
@@ -62,14 +77,19 @@ fn rejection(kind: &ErrorKind) -> TokenRejected {
 /// only from its `iat`: a token dated a year ahead, forged with a leaked key, would
 /// otherwise live a year. No token this service signs is dated ahead of the clock.
 fn time_claims_hold(claims: &AccessClaims, now: OffsetDateTime) -> Result<(), TokenRejected> {
+    times_hold(claims.issued_at, claims.not_before, claims.expires_at, now)
+}
+
+/// [`time_claims_hold`] on the three claims themselves.
+fn times_hold(issued_at: i64, not_before: i64, expires_at: i64, now: OffsetDateTime) -> Result<(), TokenRejected> {
     let now = now.unix_timestamp_nanos() / 1_000_000;
-    if now >= i128::from(claims.expires_at) * 1000 + LEEWAY_MILLIS {
+    if now >= i128::from(expires_at) * 1000 + LEEWAY_MILLIS {
         return Err(TokenRejected::Expired);
     }
-    if now < i128::from(claims.not_before) * 1000 - LEEWAY_MILLIS {
+    if now < i128::from(not_before) * 1000 - LEEWAY_MILLIS {
         return Err(TokenRejected::Invalid("not yet valid"));
     }
-    if now < i128::from(claims.issued_at) * 1000 - LEEWAY_MILLIS {
+    if now < i128::from(issued_at) * 1000 - LEEWAY_MILLIS {
         return Err(TokenRejected::Invalid("issued in the future"));
     }
     Ok(())
@@ -87,6 +107,10 @@ impl TokenVerifier for JwtTokens {
         let claims = self.verify_signed(&keys, token)?;
         keys.verified.insert(token.to_owned(), claims.clone());
         Ok(claims)
+    }
+
+    fn verify_system(&self, token: &str) -> Result<SystemAccessClaims, TokenRejected> {
+        self.verify_system_token(token)
     }
 
     fn key_set_document(&self) -> String {
@@ -130,21 +154,58 @@ impl JwtTokens {
         };
         // First, so that an expired token is refused as expired, whatever else it is.
         time_claims_hold(&verified, self.clock.now())?;
-        // `iat` is whole seconds: a token signed in the second the key retired, before
-        // that moment, carries that second.
-        if key.retired_at.is_some_and(|retired| claims.iat > retired) {
-            return Err(TokenRejected::Invalid("issued after its key's retirement"));
-        }
-        // A key is published before it signs (`keys rotate`): until its activation it
-        // has signed nothing here.
-        if claims.iat < key.activates_at {
-            return Err(TokenRejected::Invalid("issued before its key's activation"));
-        }
-        if claims.exp.saturating_sub(claims.iat) > self.lifetime {
-            return Err(TokenRejected::Invalid("lives longer than tokens are issued for"));
-        }
+        key_signed_it(key, claims.iat, claims.exp, self.lifetime)?;
         Ok(verified)
     }
+
+    /// [`TokenVerifier::verify_system`]: the same checks on a system's claims, with no
+    /// memory of tokens verified (a system asks for a token every few minutes).
+    fn verify_system_token(&self, token: &str) -> Result<SystemAccessClaims, TokenRejected> {
+        let keys = self.keys.load();
+        let kid = access_token_kid(token)?;
+        let key =
+            kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected::Invalid("unknown key id"))?;
+        let claims = jsonwebtoken::decode::<SystemClaimsIn>(token, &key.key, &self.validation)
+            .map_err(|e| rejection(e.kind()))?
+            .claims;
+        if claims.sid.is_some() {
+            return Err(TokenRejected::Invalid("a visitor's token"));
+        }
+        if claims.client_id != claims.sub {
+            return Err(TokenRejected::Invalid("client_id differs from sub"));
+        }
+        let malformed = |_| TokenRejected::Invalid("malformed claims");
+        let verified = SystemAccessClaims {
+            system: SystemId::parse(&claims.sub).map_err(malformed)?,
+            scopes: SystemScopes::parse(&claims.scope).map_err(malformed)?,
+            token_id: TokenId::new(claims.jti),
+            issued_at: claims.iat,
+            expires_at: claims.exp,
+        };
+        times_hold(claims.iat, claims.nbf, claims.exp, self.clock.now())?;
+        key_signed_it(key, claims.iat, claims.exp, SYSTEM_TOKEN_SECONDS)?;
+        Ok(verified)
+    }
+}
+
+/// What no token signed by `key` here looks like: issued after its key's retirement (a
+/// forger holding a retired key) or before its activation (one holding a next key), or
+/// living longer than `lifetime` seconds.
+fn key_signed_it(key: &VerifyingKey, iat: i64, exp: i64, lifetime: i64) -> Result<(), TokenRejected> {
+    // `iat` is whole seconds: a token signed in the second the key retired, before that
+    // moment, carries that second.
+    if key.retired_at.is_some_and(|retired| iat > retired) {
+        return Err(TokenRejected::Invalid("issued after its key's retirement"));
+    }
+    // A key is published before it signs (`keys rotate`): until its activation it has
+    // signed nothing here.
+    if iat < key.activates_at {
+        return Err(TokenRejected::Invalid("issued before its key's activation"));
+    }
+    if exp.saturating_sub(iat) > lifetime {
+        return Err(TokenRejected::Invalid("lives longer than tokens are issued for"));
+    }
+    Ok(())
 }
 
 /// The JOSE header members the verifier reads.
@@ -225,6 +286,31 @@ mod tests {
         let issued = claims(now(), 60);
         let token = tokens.sign(&issued).unwrap();
         assert_eq!(tokens.verify(&token).unwrap(), issued);
+    }
+
+    fn system_claims(issued_at: i64, lifetime: i64) -> SystemAccessClaims {
+        SystemAccessClaims {
+            system: SystemId::parse("queue-7").unwrap(),
+            scopes: SystemScopes::parse("queue:write").unwrap(),
+            token_id: TokenId::new("0000000000000000000000sys".to_owned()),
+            issued_at,
+            expires_at: issued_at + lifetime,
+        }
+    }
+
+    #[test]
+    fn a_systems_token_verifies_as_a_systems_and_never_as_a_visitors_nor_the_other_way() {
+        let tokens = tokens_with(&[key_at(now()).unwrap()]);
+        let system = system_claims(now(), 900);
+        let system_token = tokens.sign_system(&system).unwrap();
+        assert_eq!(tokens.verify_system(&system_token).unwrap(), system);
+        assert!(tokens.verify(&system_token).is_err(), "a system's token on a visitor operation");
+        let visitor_token = tokens.sign(&claims(now(), 60)).unwrap();
+        assert_eq!(tokens.verify_system(&visitor_token), Err(TokenRejected::Invalid("a visitor's token")));
+        let long = tokens.sign_system(&system_claims(now(), 901)).unwrap();
+        assert_eq!(tokens.verify_system(&long), Err(TokenRejected::Invalid("lives longer than tokens are issued for")));
+        let expired = tokens.sign_system(&system_claims(now() - 1000, 900)).unwrap();
+        assert_eq!(tokens.verify_system(&expired), Err(TokenRejected::Expired));
     }
 
     #[test]

@@ -10,7 +10,7 @@ use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::client::{ChannelScope, ClientId, ClientRegistration};
 use crate::dpop::{DpopPolicy, ProofClaims, ProofRefusal};
 use crate::limits::{Admission, LimitCheck};
-use crate::system::{AssertionClaims, AssertionRefusal, PublicKeySet};
+use crate::system::{AssertionClaims, AssertionRefusal, PublicKeySet, SystemAccessClaims};
 use crate::token::{AccessClaims, IssuedToken, TokenId};
 
 /// The registry of client applications.
@@ -118,6 +118,12 @@ pub trait TokenSigner: Send + Sync {
     /// # Errors
     /// [`SigningFailed`] when no usable signing key is loaded.
     fn sign(&self, claims: &AccessClaims) -> Result<String, SigningFailed>;
+
+    /// The compact JWS of a bank system's token, signed as [`TokenSigner::sign`] signs.
+    ///
+    /// # Errors
+    /// [`SigningFailed`] when no usable signing key is loaded.
+    fn sign_system(&self, claims: &SystemAccessClaims) -> Result<String, SigningFailed>;
 }
 
 /// An access token was refused. Callers are told only whether it expired or is not valid
@@ -152,6 +158,13 @@ pub trait TokenVerifier: Send + Sync {
     /// # Errors
     /// [`TokenRejected`] for any failure, with the failed check for the log.
     fn verify(&self, token: &str) -> Result<AccessClaims, TokenRejected>;
+
+    /// The claims of a bank system's token, checked as [`TokenVerifier::verify`] checks a
+    /// visitor's; a visitor's token is refused here, as a system's is there.
+    ///
+    /// # Errors
+    /// [`TokenRejected`] for any failure, with the failed check for the log.
+    fn verify_system(&self, token: &str) -> Result<SystemAccessClaims, TokenRejected>;
 
     /// The public keys that verify live tokens, as a JWK Set document (RFC 7517 §5).
     fn key_set_document(&self) -> String;
