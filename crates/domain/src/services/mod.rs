@@ -11,6 +11,8 @@
 //! - [`wait_times`]: estimated wait per branch (POST …/branch/waittime/retrieve).
 //! - [`outages`] ([`outages::ServiceDiscovery`]): the service's status and planned
 //!   outages (GET /v1/discovery/status, …/outages).
+//! - [`systems`] ([`systems::SystemTokenIssuance`], [`systems::SystemAuthentication`]):
+//!   tokens for the bank's systems (POST /v1/token, client credentials), and their checks.
 //! - [`keys`] ([`keys::KeyPublication`]): the JWKS; [`origins`]: the browser pages of
 //!   registered clients (CORS).
 //!
@@ -27,6 +29,7 @@
 //! - [`token_records`]: looking up and revoking issued tokens; their retention.
 //! - [`demo`]: the demo data set, only into a new store.
 //! - [`outages`] ([`outages::OutageAdmin`]): scheduling and cancelling planned outages.
+//! - [`systems`] ([`systems::SystemAdmin`]): registering the bank's systems and their keys.
 
 pub mod access;
 pub mod atms;
@@ -40,5 +43,6 @@ pub mod keys;
 pub mod origins;
 pub mod outages;
 pub mod revocation;
+pub mod systems;
 pub mod token_records;
 pub mod wait_times;
