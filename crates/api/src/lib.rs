@@ -15,7 +15,7 @@
 //! # Layout
 //! - [`state`] — what the handlers share ([`AppState`]); [`routes`](mod@routes) — which handler
 //!   answers which path and method.
-//! - [`authorize`], [`revoke`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
+//! - [`authorize`], [`revoke`], [`system_token`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
 //!   module per operation (meta: the JWKS, the server metadata and the health checks;
 //!   discovery: the public status and planned outages), each with its `#[utoipa::path]`;
 //!   [`readiness`] — what the health checks and the middleware read.
@@ -58,6 +58,7 @@ pub mod request;
 pub mod revoke;
 pub mod routes;
 pub mod state;
+pub mod system_token;
 pub mod texts;
 pub mod trace;
 pub mod wait_times;

@@ -32,13 +32,17 @@ pub fn server_metadata(public_base_url: &str) -> String {
         "issuer": issuer,
         "authorization_endpoint": format!("{issuer}/v1/authorize"),
         "jwks_uri": format!("{issuer}/.well-known/jwks.json"),
+        "token_endpoint": format!("{issuer}/v1/token"),
         "revocation_endpoint": format!("{issuer}/v1/revoke"),
         "revocation_endpoint_auth_methods_supported": ["none"],
-        // The token comes back in the JSON body of the authorization endpoint: the
-        // implicit grant's response type; there is no token endpoint.
+        // Visitors' tokens come back in the JSON body of the authorization endpoint (the
+        // implicit grant's response type); the token endpoint serves the bank's systems
+        // only, with client credentials proved by a signed assertion (RFC 7523 §2.2).
         "response_types_supported": ["token"],
-        "grant_types_supported": ["implicit"],
-        "scopes_supported": ["visitor"],
+        "grant_types_supported": ["implicit", "client_credentials"],
+        "token_endpoint_auth_methods_supported": ["private_key_jwt"],
+        "token_endpoint_auth_signing_alg_values_supported": ["ES256", "EdDSA"],
+        "scopes_supported": ["visitor", "queue:write"],
         "code_challenge_methods_supported": ["S256"],
         // RFC 9449 §5.1: tokens are bound to the key of a proof made with one of these.
         "dpop_signing_alg_values_supported": domain::dpop::PROOF_ALGORITHMS,
@@ -69,7 +73,7 @@ pub fn well_known_metadata_path(public_base_url: &str) -> String {
                    well-known segment goes between the host and the issuer's path).",
     responses((status = 200, description = "The metadata of the issuer `<base>/api` (RFC 8414 §2).", body = Object,
         headers(("Cache-Control" = String, description = "`public, max-age=<JWKS max-age>`.")),
-        example = json!({"issuer": "https://api.example.mx/api", "authorization_endpoint": "https://api.example.mx/api/v1/authorize", "jwks_uri": "https://api.example.mx/api/.well-known/jwks.json", "revocation_endpoint": "https://api.example.mx/api/v1/revoke", "response_types_supported": ["token"], "scopes_supported": ["visitor"], "code_challenge_methods_supported": ["S256"]}))),
+        example = json!({"issuer": "https://api.example.mx/api", "authorization_endpoint": "https://api.example.mx/api/v1/authorize", "jwks_uri": "https://api.example.mx/api/.well-known/jwks.json", "token_endpoint": "https://api.example.mx/api/v1/token", "revocation_endpoint": "https://api.example.mx/api/v1/revoke", "response_types_supported": ["token"], "grant_types_supported": ["implicit", "client_credentials"], "token_endpoint_auth_methods_supported": ["private_key_jwt"], "scopes_supported": ["visitor", "queue:write"], "code_challenge_methods_supported": ["S256"]}))),
 )]
 pub async fn authorization_server(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     let state = AppState::serving::<Meta>(&request)?;
@@ -155,7 +159,9 @@ mod tests {
         assert_eq!(metadata["issuer"], "https://api.bank.mx/api");
         assert_eq!(metadata["jwks_uri"], "https://api.bank.mx/api/.well-known/jwks.json");
         assert_eq!(metadata["revocation_endpoint"], "https://api.bank.mx/api/v1/revoke");
-        assert_eq!(metadata["scopes_supported"], serde_json::json!(["visitor"]));
+        assert_eq!(metadata["scopes_supported"], serde_json::json!(["visitor", "queue:write"]));
+        assert_eq!(metadata["token_endpoint"], "https://api.bank.mx/api/v1/token");
+        assert_eq!(metadata["token_endpoint_auth_methods_supported"], serde_json::json!(["private_key_jwt"]));
     }
 
     #[test]

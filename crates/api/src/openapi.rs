@@ -37,6 +37,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
     paths(
         crate::authorize::authorize,
         crate::revoke::revoke,
+        crate::system_token::token,
         crate::wait_times::retrieve,
         crate::atms::list,
         crate::discovery::status,
@@ -49,7 +50,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
     ),
     modifiers(&BearerScheme),
     tags(
-        (name = "Token", description = "Pre-login tokens and the keys that verify them"),
+        (name = "Token", description = "Pre-login tokens, the bank systems' tokens, and the keys that verify them"),
         (name = "Branches", description = "Estimated branch wait times"),
         (name = "ATMs", description = "ATM information"),
         (name = "Discovery", description = "The service's status and planned outages, public (CDR-shaped)"),

@@ -46,6 +46,16 @@ pub async fn token_request(state: &AppState, request: &HttpRequest, client: &Cli
     admitted(state.limits.as_ref(), &checks).await
 }
 
+/// Counts a bank system's token request against its caller address's rate of token
+/// requests (the system is not known until its assertion verifies).
+///
+/// # Errors
+/// [`LimitExceeded`] over the rate.
+pub async fn system_token_request(state: &AppState, request: &HttpRequest) -> Result<(), LimitExceeded> {
+    let caller = caller_key(state.proxies.caller(request));
+    admitted(state.limits.as_ref(), &[LimitCheck::IssuePerCaller(caller)]).await
+}
+
 /// The limiter's answer: a refusal over a limit, or the request through (also when the
 /// limiter could not count it).
 async fn admitted(limiter: &dyn RequestLimiter, checks: &[LimitCheck<'_>]) -> Result<(), LimitExceeded> {

@@ -34,7 +34,7 @@ pub(crate) struct RevocationRequest {
 }
 
 /// Whether `value` is a form's media type, with or without parameters.
-fn is_form(value: &str) -> bool {
+pub(crate) fn is_form(value: &str) -> bool {
     let media = value.split(';').next().unwrap_or_default().trim();
     media.eq_ignore_ascii_case("application/x-www-form-urlencoded")
 }

@@ -6,8 +6,8 @@ use actix_web::http::{Method, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
-use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, Revoke, WaitTimes};
-use crate::{atms, authorize, cors, discovery, dpop, meta, middleware, openapi, revoke, wait_times};
+use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, Revoke, SystemToken, WaitTimes};
+use crate::{atms, authorize, cors, discovery, dpop, meta, middleware, openapi, revoke, system_token, wait_times};
 
 /// Every route under `/api`.
 pub fn routes(config: &mut web::ServiceConfig) {
@@ -20,6 +20,9 @@ pub fn routes(config: &mut web::ServiceConfig) {
             )
             .service(web::resource("/v1/revoke").route(web::post().to(revoke::revoke)).default_service(web::to(
                 |request: HttpRequest| async move { other_method::<Revoke>(&request, Method::POST, "POST").await },
+            )))
+            .service(web::resource("/v1/token").route(web::post().to(system_token::token)).default_service(web::to(
+                |request: HttpRequest| async move { other_method::<SystemToken>(&request, Method::POST, "POST").await },
             )))
             .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered).wrap(dpop::Nonces))
             .service(

@@ -12,6 +12,7 @@ use domain::services::keys::KeyPublication;
 use domain::services::origins::BrowserOrigins;
 use domain::services::outages::ServiceDiscovery;
 use domain::services::revocation::TokenRevocation;
+use domain::services::systems::SystemTokenIssuance;
 use domain::services::wait_times::WaitTimeEnquiry;
 
 use crate::caller::TrustedProxies;
@@ -25,6 +26,8 @@ pub struct AppState {
     pub tokens: Arc<dyn TokenIssuance>,
     /// Revocations apps ask for (RFC 7009).
     pub revocation: Arc<dyn TokenRevocation>,
+    /// Tokens for the bank's systems (client credentials).
+    pub system_tokens: Arc<dyn SystemTokenIssuance>,
     /// Bearer checks.
     pub bearer: Arc<dyn BearerAuthentication>,
     /// Wait times.

@@ -117,6 +117,13 @@ pub enum Message {
     Proof(ProofRefusal),
     /// The client requires DPoP and sent no proof.
     ProofRequired,
+    /// A bank system's token request refused, and why (the token endpoint answers in
+    /// English, RFC 6749 §5.2).
+    SystemGrant(String),
+    /// `grant_type` is not `client_credentials`.
+    UnsupportedGrantType,
+    /// The scope asked for is not the system's.
+    SystemScope,
 }
 
 /// Why a DPoP proof was refused, in Spanish (the English is the refusal's own text).
@@ -219,6 +226,11 @@ impl Message {
                 "Este cliente debe enviar una prueba DPoP (RFC 9449) en la cabecera DPoP.".into()
             }
             Self::ProofRequired => "This client must send a DPoP proof (RFC 9449) in the DPoP header.".into(),
+            Self::SystemGrant(why) => format!("{why}."),
+            Self::UnsupportedGrantType if es => "grant_type debe ser client_credentials.".into(),
+            Self::UnsupportedGrantType => "grant_type must be client_credentials.".into(),
+            Self::SystemScope if es => "El alcance pedido no es uno de los de este sistema.".into(),
+            Self::SystemScope => "The scope asked for is not one of this system's.".into(),
             Self::TokenMissing if es => "Falta el token de acceso: envíe Authorization: Bearer <token>.".into(),
             Self::TokenMissing => "The access token is missing: send Authorization: Bearer <token>.".into(),
             Self::AuthorizationMalformed if es => {

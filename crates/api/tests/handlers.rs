@@ -30,6 +30,7 @@ use domain::services::keys::MockKeyPublication;
 use domain::services::origins::MockBrowserOrigins;
 use domain::services::outages::MockServiceDiscovery;
 use domain::services::revocation::{MockTokenRevocation, RevocationError, RevocationOutcome};
+use domain::services::systems::{MockSystemTokenIssuance, SystemToken, SystemTokenError};
 use domain::services::wait_times::{MockWaitTimeEnquiry, RetrieveWaitTimesError};
 use domain::status::{ServiceCondition, ServiceStatus};
 use domain::token::{OpaqueToken, Scope, SessionId, TokenGrant};
@@ -67,6 +68,7 @@ struct Mocks {
     wait_times: MockWaitTimeEnquiry,
     atms: MockAtmInformation,
     keys: MockKeyPublication,
+    system_tokens: MockSystemTokenIssuance,
     /// Token requests past the first refused for their caller (else every request
     /// admitted).
     one_token_request: bool,
@@ -100,6 +102,7 @@ impl Mocks {
         web::Data::new(AppState {
             tokens: Arc::new(self.tokens),
             revocation: Arc::new(self.revocation),
+            system_tokens: Arc::new(self.system_tokens),
             bearer: Arc::new(self.bearer),
             wait_times: Arc::new(self.wait_times),
             atms: Arc::new(self.atms),
@@ -357,6 +360,100 @@ async fn a_malformed_revocation_is_invalid_request_before_the_use_case_is_called
     let get = test::TestRequest::get().uri("/api/v1/revoke");
     let (status, body, headers) = Mocks::default().call(get).await;
     assert_eq!((status, body["error"].as_str(), headers["allow"].as_str()), (405, Some("invalid_request"), "POST"));
+}
+
+fn system_token_post(form: &str) -> test::TestRequest {
+    test::TestRequest::post()
+        .uri("/api/v1/token")
+        .insert_header(("Content-Type", "application/x-www-form-urlencoded"))
+        .set_payload(form.to_owned())
+}
+
+const CLIENT_CREDENTIALS: &str = "grant_type=client_credentials&client_assertion_type=urn%3Aietf%3Aparams%3Aoauth%3Aclient-assertion-type%3Ajwt-bearer&client_assertion=a.b.c";
+
+#[actix_web::test]
+async fn a_systems_token_is_answered_as_rfc_6749_says_and_never_cached() {
+    let mut mocks = Mocks::default();
+    mocks
+        .system_tokens
+        .expect_issue()
+        .withf(|request| {
+            request.assertion.as_deref() == Some("a.b.c")
+                && request.scope.as_deref() == Some("queue:write")
+                && request.client_id.is_none()
+        })
+        .times(1)
+        .returning(|_| {
+            Ok(SystemToken {
+                access_token: "jwt".into(),
+                expires_in: 900,
+                scopes: domain::system::SystemScopes::parse("queue:write").unwrap(),
+            })
+        });
+    let (status, body, headers) =
+        mocks.call(system_token_post(&format!("{CLIENT_CREDENTIALS}&scope=queue%3Awrite&other=ignored"))).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(
+        body,
+        serde_json::json!({"access_token": "jwt", "token_type": "Bearer", "expires_in": 900, "scope": "queue:write"})
+    );
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(headers["pragma"], "no-cache");
+}
+
+#[actix_web::test]
+async fn every_system_token_error_has_its_rfc_6749_error_and_status() {
+    let cases: [Case<SystemTokenError>; 4] = [
+        (
+            || SystemTokenError::InvalidClient("this client assertion was used before".into()),
+            401,
+            "invalid_client",
+            None,
+        ),
+        (|| SystemTokenError::InvalidScope, 400, "invalid_scope", None),
+        (|| SystemTokenError::InvalidRequest("client_assertion is required"), 400, "invalid_request", None),
+        (|| SystemTokenError::Unavailable(StoreUnavailable::new("down")), 503, "temporarily_unavailable", None),
+    ];
+    for (error, status, code, _) in cases {
+        let mut mocks = Mocks::default();
+        mocks.system_tokens.expect_issue().returning(move |_| Err(error()));
+        let (got, body, headers) = mocks.call(system_token_post(CLIENT_CREDENTIALS)).await;
+        assert_eq!((got, body["error"].as_str()), (status, Some(code)), "{body}");
+        assert!(!body["error_description"].as_str().unwrap().contains("down"), "nothing internal: {body}");
+        assert_eq!(headers.contains_key("www-authenticate"), status == 401);
+        assert_eq!(headers.contains_key("retry-after"), status == 503);
+    }
+    let mut mocks = Mocks::default();
+    mocks
+        .system_tokens
+        .expect_issue()
+        .returning(|_| Err(SystemTokenError::InvalidClient("this client assertion was used before".into())));
+    let (_, body, headers) = mocks.call(system_token_post(CLIENT_CREDENTIALS)).await;
+    assert_eq!(body["error_description"], "this client assertion was used before.");
+    assert_eq!(headers["www-authenticate"], r#"Bearer error="invalid_client""#);
+}
+
+#[actix_web::test]
+async fn a_malformed_token_request_is_refused_before_the_use_case_is_called() {
+    let cases = [
+        (system_token_post("client_assertion=a.b.c"), 400, "invalid_request"),
+        (system_token_post("grant_type=client_credentials&grant_type=client_credentials"), 400, "invalid_request"),
+        (system_token_post("grant_type=password&username=a"), 400, "unsupported_grant_type"),
+        (system_token_post("grant_type=authorization_code"), 400, "unsupported_grant_type"),
+        (
+            test::TestRequest::post()
+                .uri("/api/v1/token")
+                .insert_header(("Content-Type", "application/json"))
+                .set_payload("{}"),
+            400,
+            "invalid_request",
+        ),
+        (test::TestRequest::get().uri("/api/v1/token"), 405, "invalid_request"),
+    ];
+    for (request, status, error) in cases {
+        let (got, body, _) = Mocks::default().call(request).await;
+        assert_eq!((got, body["error"].as_str()), (status, Some(error)), "{body}");
+    }
 }
 
 #[actix_web::test]

@@ -97,6 +97,13 @@ pub enum Command {
         #[command(subcommand)]
         action: ClientsAction,
     },
+    /// Manage the bank's own systems (branch queue systems): OAuth clients that get
+    /// tokens at POST /api/v1/token with an assertion signed by one of their keys.
+    Systems {
+        /// What to do with systems.
+        #[command(subcommand)]
+        action: SystemsAction,
+    },
     /// Manage the channel combinations supported by the wait-time operation.
     Access {
         /// What to do with access.
@@ -265,6 +272,46 @@ pub enum AccessAction {
         #[arg(long)]
         channel_id: String,
     },
+}
+
+/// `systems …`
+#[derive(Debug, Subcommand)]
+pub enum SystemsAction {
+    /// Register a system with its public keys (a JWKS file: ES256 or EdDSA public keys
+    /// only) and the scopes it may be given.
+    Add {
+        /// The system's id, its client_id: 1 to 64 of [A-Za-z0-9._-].
+        system_id: String,
+        /// The JWKS file of its public keys.
+        #[arg(long, value_name = "PATH")]
+        jwks_file: PathBuf,
+        /// Space-separated scopes: queue:write.
+        #[arg(long)]
+        scopes: String,
+    },
+    /// Replace a system's keys or scopes.
+    Update {
+        /// The system's id.
+        system_id: String,
+        /// A JWKS file of its new public keys.
+        #[arg(long, value_name = "PATH")]
+        jwks_file: Option<PathBuf>,
+        /// Its new scopes.
+        #[arg(long)]
+        scopes: Option<String>,
+    },
+    /// Disable a system: it gets no token, and its tokens are refused from the next request.
+    Disable {
+        /// The system's id.
+        system_id: String,
+    },
+    /// Enable a disabled system.
+    Enable {
+        /// The system's id.
+        system_id: String,
+    },
+    /// List the systems: id, status, scopes, how many keys.
+    List,
 }
 
 /// `waittimes …`

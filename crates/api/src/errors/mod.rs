@@ -25,6 +25,7 @@ use domain::services::atms::ListAtmsError;
 use domain::services::authorize::AuthorizeError;
 use domain::services::bearer::BearerError;
 use domain::services::revocation::RevocationError;
+use domain::services::systems::SystemTokenError;
 use domain::services::wait_times::RetrieveWaitTimesError;
 
 pub use crate::texts::Message;
@@ -55,6 +56,10 @@ pub mod code {
     pub const INVALID_CLIENT: &str = "invalid_client";
     /// 400 of the revocation endpoint (RFC 7009 §2.1): the token is another client's.
     pub const UNAUTHORIZED_CLIENT: &str = "unauthorized_client";
+    /// 400 of the token endpoint (RFC 6749 §5.2): a grant type other than client credentials.
+    pub const UNSUPPORTED_GRANT_TYPE: &str = "unsupported_grant_type";
+    /// 400 of the token endpoint (RFC 6749 §5.2): a scope the system may not have.
+    pub const INVALID_SCOPE: &str = "invalid_scope";
 }
 
 /// The RFC 6749 §5.2 `error` of a failure with wire `code` (the revocation endpoint's
@@ -120,6 +125,9 @@ pub enum Atms {}
 /// POST /v1/revoke (RFC 7009).
 #[derive(Debug)]
 pub enum Revoke {}
+/// POST /v1/token (the bank's systems: client credentials, RFC 6749 §4.4).
+#[derive(Debug)]
+pub enum SystemToken {}
 /// Everything else under `/api` (the JWKS, the documents, health, unknown paths).
 #[derive(Debug)]
 pub enum Meta {}
@@ -167,6 +175,19 @@ impl Operation for Revoke {
     }
 }
 
+impl Operation for SystemToken {
+    const SHAPE: Shape = Shape::OAuth;
+    const REFUSALS: &'static str = "system token";
+    /// 503 with `Retry-After`, `temporarily_unavailable`: a system asks again.
+    fn outage() -> Failure<Self> {
+        Failure {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
+            ..Failure::server_unavailable()
+        }
+    }
+}
+
 impl Operation for Meta {
     const SHAPE: Shape = Shape::ErrorResponse;
     const REFUSALS: &'static str = "meta";
@@ -189,6 +210,10 @@ pub enum Challenge {
     /// The DPoP proof was refused: `invalid_dpop_proof`, or `use_dpop_nonce` (RFC 9449
     /// §7.1, §9), with the code and a description.
     Proof(&'static str, &'static str),
+    /// A bank system's assertion was refused at the token endpoint (RFC 6749 §5.2
+    /// `invalid_client`, 401): no HTTP scheme authenticates a `private_key_jwt` client,
+    /// so the challenge names the one its tokens are used with.
+    InvalidClient,
 }
 
 /// The proof algorithms, as a `DPoP` challenge lists them (RFC 9449 §7.1).
@@ -202,6 +227,7 @@ impl Challenge {
         let (error, description) = match self {
             Self::Bearer if dpop => return HeaderValue::from_static(r#"DPoP algs="ES256 EdDSA Ed25519""#),
             Self::Bearer => return HeaderValue::from_static("Bearer"),
+            Self::InvalidClient => return HeaderValue::from_static(r#"Bearer error="invalid_client""#),
             Self::InvalidRequest(description) => ("invalid_request", description),
             Self::InvalidToken(description) => ("invalid_token", description),
             Self::Proof(error, description) => {
@@ -567,6 +593,40 @@ impl From<RevocationError> for Failure<Revoke> {
                     .noted(Note::Refused { operation: Revoke::REFUSALS, reason: "another client's token" })
             },
             RevocationError::Unavailable(cause) => Self::outage_because("the token could not be revoked", cause),
+        }
+    }
+}
+
+/// A grant type the token endpoint does not take (RFC 6749 §5.2 `unsupported_grant_type`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UnsupportedGrantType;
+
+impl From<UnsupportedGrantType> for Failure<SystemToken> {
+    fn from(_: UnsupportedGrantType) -> Self {
+        Self {
+            location: Some("grant_type".into()),
+            ..Self::new(StatusCode::BAD_REQUEST, code::UNSUPPORTED_GRANT_TYPE, Message::UnsupportedGrantType)
+        }
+    }
+}
+
+impl From<SystemTokenError> for Failure<SystemToken> {
+    fn from(error: SystemTokenError) -> Self {
+        match error {
+            SystemTokenError::InvalidRequest(why) => {
+                Self::new(StatusCode::BAD_REQUEST, code::INVALID_REQUEST, Message::SystemGrant(why.to_owned()))
+            }
+            SystemTokenError::InvalidClient(why) => Self {
+                challenge: Some(Challenge::InvalidClient),
+                ..Self::new(StatusCode::UNAUTHORIZED, code::INVALID_CLIENT, Message::SystemGrant(why))
+                    .noted(Note::Refused { operation: SystemToken::REFUSALS, reason: "assertion refused" })
+            },
+            SystemTokenError::InvalidScope => Self {
+                location: Some("scope".into()),
+                ..Self::new(StatusCode::BAD_REQUEST, code::INVALID_SCOPE, Message::SystemScope)
+            },
+            SystemTokenError::Unavailable(cause) => Self::outage_because("system token issuance failed", cause),
+            SystemTokenError::SigningFailed(cause) => Self::outage_because("system token issuance failed", cause),
         }
     }
 }
