@@ -1,6 +1,7 @@
 //! Rows as every SQL backend reads and writes them, to and from the domain's values:
 //! the mapping lives here once, so a backend module holds only its connect options,
-//! migrations and SQL. Times are Unix seconds, statuses and lists are text.
+//! migrations and SQL. Times are Unix seconds (a queue event's: microseconds), statuses
+//! and lists are text.
 
 use domain::atm_catalog::StoredAtm;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
@@ -9,7 +10,9 @@ use domain::client::{
 };
 use domain::dpop::DpopPolicy;
 use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
-use domain::ports::StoreUnavailable;
+use domain::ports::{ReceivedEvent, StoreUnavailable};
+use domain::queue::event::{CounterId, EventId, EventTime, QueueEvent, QueueEventKind, TicketId};
+use domain::system::{PublicKeySet, SystemId, SystemRegistration, SystemScopes};
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
 
 /// A value in the store that the domain refuses: written around the service, or a bug.
@@ -48,6 +51,15 @@ pub fn status_text(status: ClientStatus) -> &'static str {
     match status {
         ClientStatus::Active => "active",
         ClientStatus::Disabled => "disabled",
+    }
+}
+
+/// A status as [`status_text`] stored it (a client's or a system's: `what`).
+fn stored_status(status: &str, what: &str) -> Result<ClientStatus, StoreUnavailable> {
+    match status {
+        "active" => Ok(ClientStatus::Active),
+        "disabled" => Ok(ClientStatus::Disabled),
+        _ => Err(corrupt(what, status)),
     }
 }
 
@@ -101,11 +113,7 @@ pub fn client(
         client_id: ClientId::parse(&client_id).map_err(|_| corrupt("client id", &client_id))?,
         redirect_uris: list(&uris, "redirect URI", RedirectUri::parse)?,
         allowed_origins: list(&origins, "origin", Origin::parse)?,
-        status: match status.as_str() {
-            "active" => ClientStatus::Active,
-            "disabled" => ClientStatus::Disabled,
-            _ => return Err(corrupt("client status", &status)),
-        },
+        status: stored_status(&status, "client status")?,
         dpop: DpopPolicy::parse(&dpop).map_err(|_| corrupt("client DPoP policy", &dpop))?,
     })
 }
@@ -202,5 +210,81 @@ pub fn outage((id, starts_at, duration, partial, explanation): OutageRow) -> Res
             .map_err(|_| corrupt("outage duration", &duration.to_string()))?,
         partial: partial != 0,
         explanation: OutageExplanation::parse(&explanation).map_err(|_| corrupt("outage explanation", &explanation))?,
+    })
+}
+
+/// `systems`: id, JWKS document, how many keys it holds, scope string, status.
+pub type SystemRow = (String, String, i64, String, String);
+
+/// How many keys a system's key set holds, as stored.
+///
+/// # Errors
+/// [`StoreUnavailable`] if the count does not fit a column (it always does).
+pub fn key_count(keys: &PublicKeySet) -> Result<i64, StoreUnavailable> {
+    i64::try_from(keys.len()).map_err(StoreUnavailable::new)
+}
+
+/// A system's registration. Its JWKS is taken as stored with the count stored beside it:
+/// the adapter that read the file checked it, and the domain cannot read a JWKS again.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses (written around the service).
+pub fn system((id, jwks, keys, scopes, status): SystemRow) -> Result<SystemRegistration, StoreUnavailable> {
+    let count = usize::try_from(keys).ok().filter(|&count| count > 0);
+    Ok(SystemRegistration {
+        id: SystemId::parse(&id).map_err(|_| corrupt("system id", &id))?,
+        keys: PublicKeySet::checked(jwks, count.ok_or_else(|| corrupt("system key count", &keys.to_string()))?),
+        scopes: SystemScopes::parse(&scopes).map_err(|_| corrupt("system scope string", &scopes))?,
+        status: stored_status(&status, "system status")?,
+    })
+}
+
+/// `queue_events`: event id, branch number, kind (the wire's `type`), when it happened,
+/// ticket, counter, the system that posted it, when it was received (both times in
+/// microseconds since the Unix epoch).
+pub type QueueEventRow = (String, i32, String, i64, Option<String>, Option<String>, String, i64);
+
+/// A branch's number as `queue_events` stores it.
+///
+/// # Errors
+/// [`StoreUnavailable`] if it does not fit the column (a branch id never fails to).
+pub fn branch_number(branch: BranchId) -> Result<i32, StoreUnavailable> {
+    i32::try_from(branch.index()).map_err(StoreUnavailable::new)
+}
+
+/// A queue event as stored, with who posted it and when it was received.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses (written around the service).
+pub fn received_event(
+    (id, branch, kind, at, ticket, counter, system, received_at): QueueEventRow,
+) -> Result<ReceivedEvent, StoreUnavailable> {
+    let ticket = || {
+        let stored = ticket.as_deref().unwrap_or_default();
+        TicketId::parse(stored).ok_or_else(|| corrupt("queue event ticket", stored))
+    };
+    let counter = || {
+        let stored = counter.as_deref().unwrap_or_default();
+        CounterId::parse(stored).ok_or_else(|| corrupt("queue event counter", stored))
+    };
+    let kind = match kind.as_str() {
+        "TicketIssued" => QueueEventKind::TicketIssued { ticket: ticket()? },
+        "TicketCalled" => QueueEventKind::TicketCalled { ticket: ticket()?, counter: counter()? },
+        "ServiceEnded" => QueueEventKind::ServiceEnded { ticket: ticket()? },
+        "TicketCancelled" => QueueEventKind::TicketCancelled { ticket: ticket()? },
+        "CounterOpened" => QueueEventKind::CounterOpened { counter: counter()? },
+        "CounterClosed" => QueueEventKind::CounterClosed { counter: counter()? },
+        _ => return Err(corrupt("queue event type", &kind)),
+    };
+    let branch = usize::try_from(branch).ok().and_then(BranchId::from_index);
+    Ok(ReceivedEvent {
+        event: QueueEvent {
+            id: EventId::parse(&id).ok_or_else(|| corrupt("queue event id", &id))?,
+            branch: branch.ok_or_else(|| corrupt("queue event branch", &id))?,
+            at: EventTime::from_unix_micros(at),
+            kind,
+        },
+        system: SystemId::parse(&system).map_err(|_| corrupt("system id", &system))?,
+        received_at: EventTime::from_unix_micros(received_at),
     })
 }

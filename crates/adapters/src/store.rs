@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, SigningKeyRecords, StoreInventory,
-    StoreUnavailable, TokenArchive, WaitTimeRecords,
+    AtmRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, QueueEventRecords, SigningKeyRecords,
+    StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, WaitTimeRecords,
 };
 
 pub use crate::key_seal::KeyVault;
@@ -33,7 +33,8 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 /// - A write moves only its own topic's counter. A write that changes nothing (a client
 ///   registered twice, an unknown client id) may move it or not.
 /// - What no topic covers moves no counter: issuing token records, purging expired
-///   ones, counting imports.
+///   ones, counting imports, planned outages, systems and their assertions (read from
+///   the store at each use), queue events.
 ///
 /// The topics, and the writes of each (the contract suite, `tests/store_contract.rs`,
 /// makes each of these writes and checks that its topic's counter, and no other, moved):
@@ -201,6 +202,10 @@ pub struct Store {
     pub imports: Arc<dyn ImportLog>,
     /// Planned outages.
     pub outages: Arc<dyn OutageRecords>,
+    /// The bank's systems and the assertions they used.
+    pub systems: Arc<dyn SystemRecords>,
+    /// The log of branch queue events.
+    pub queue_events: Arc<dyn QueueEventRecords>,
 }
 
 impl Store {
@@ -218,6 +223,8 @@ impl Store {
             + StoreInventory
             + ImportLog
             + OutageRecords
+            + SystemRecords
+            + QueueEventRecords
             + KeyVault
             + 'static,
     {
@@ -234,6 +241,8 @@ impl Store {
             tokens: backend.clone(),
             imports: backend.clone(),
             outages: backend.clone(),
+            systems: backend.clone(),
+            queue_events: backend.clone(),
             inventory: backend,
         }
     }

@@ -15,10 +15,12 @@ use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, 
 use domain::outage::{OutageId, PlannedOutage};
 use domain::ports::{
     AtmRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome, ImportTally,
-    OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, TokenSigner as _,
-    WaitTimeRecords,
+    OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
 };
+use domain::queue::event::{EventTime, QueueEvent};
 use domain::store_contents::StoreContents;
+use domain::system::{AssertionId, SystemChanges, SystemId, SystemRegistration};
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
 use crate::jwt::JwtTokens;
@@ -268,6 +270,77 @@ impl OutageRecords for Switched {
     async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable> {
         self.switch.check()?;
         self.inner.outages.cancel(id).await
+    }
+}
+
+#[async_trait]
+impl SystemRecords for Switched {
+    async fn insert(&self, system: &SystemRegistration, now: i64) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.insert(system, now).await
+    }
+
+    async fn all(&self) -> Result<Vec<SystemRegistration>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.all().await
+    }
+
+    async fn find(&self, id: &SystemId) -> Result<Option<SystemRegistration>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.find(id).await
+    }
+
+    async fn set_status(&self, id: &SystemId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.set_status(id, status).await
+    }
+
+    async fn change(&self, id: &SystemId, changes: &SystemChanges) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.change(id, changes).await
+    }
+
+    async fn use_assertion(
+        &self,
+        system: &SystemId,
+        jti: &AssertionId,
+        expires_at: i64,
+    ) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.use_assertion(system, jti, expires_at).await
+    }
+
+    async fn forget_assertions(&self, now: i64) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.systems.forget_assertions(now).await
+    }
+}
+
+#[async_trait]
+impl QueueEventRecords for Switched {
+    async fn append(
+        &self,
+        system: &SystemId,
+        events: &[QueueEvent],
+        received_at: EventTime,
+    ) -> Result<Vec<bool>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.queue_events.append(system, events, received_at).await
+    }
+
+    async fn received_since(&self, since: EventTime) -> Result<Vec<ReceivedEvent>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.queue_events.received_since(since).await
+    }
+
+    async fn happened_since(&self, since: EventTime) -> Result<Vec<QueueEvent>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.queue_events.happened_since(since).await
+    }
+
+    async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.queue_events.forget_before(before).await
     }
 }
 

@@ -21,10 +21,12 @@ use domain::dpop::DpopPolicy;
 use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
 use domain::ports::{
     AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
-    TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
+    ReceivedEvent, TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
 };
+use domain::queue::event::{CounterId, EventId, EventTime, QueueEvent, QueueEventKind, TicketId};
 use domain::services::imports::{AtmFeed, AtmImport, DataImport, ImportRules};
 use domain::store_contents::StoreContents;
+use domain::system::{AssertionId, PublicKeySet, SystemChanges, SystemId, SystemRegistration, SystemScopes};
 use domain::testing::scope;
 use domain::token::{CodeChallenge, IssuedToken, KeyState, OpaqueToken, SessionId, SigningKey, TokenId};
 
@@ -388,6 +390,15 @@ async fn each_write_moves_its_topics_change_counter_and_no_other(store: &Store) 
     moves!([], store.tokens.purge_expired(NOW));
     moves!([], store.imports.record(ImportKind::Atms, ImportOutcome::Applied, NOW));
     moves!([], store.lifecycle.prepare(NOW));
+    let system = SystemId::parse("queue.branch-a").unwrap();
+    moves!([], store.systems.insert(&system_with("queue.branch-a", 1), NOW));
+    moves!([], store.systems.set_status(&system, ClientStatus::Disabled));
+    moves!([], store.systems.change(&system, &SystemChanges::default()));
+    moves!([], store.systems.use_assertion(&system, &AssertionId::parse("jti-1").unwrap(), NOW));
+    moves!([], store.systems.forget_assertions(NOW + 1));
+    let event = queue_event("e-1", "00042", NOW_MICROS, issued("A001"));
+    moves!([], store.queue_events.append(&system, &[event], micros(NOW_MICROS)));
+    moves!([], store.queue_events.forget_before(micros(NOW_MICROS + 1)));
     assert!(store.tokens.find(&OpaqueToken::new("opaque-3".into())).await.unwrap().is_none(), "the purge ran");
     assert_eq!(store.tokens.revoked_live(NOW).await.unwrap().len(), 2, "both revocations ran");
     assert_eq!(moved(last, store.view.revisions().await.unwrap()), Vec::<&str>::new(), "reads move nothing");
@@ -818,6 +829,309 @@ async fn an_outage_id_is_stored_once(store: &Store) {
     assert_eq!(store.outages.not_over(NOW).await.unwrap(), vec![first], "the first stays as it was");
 }
 
+/// A system registered with `keys` keys (a JWKS as the reader of key files keeps it).
+fn system_with(id: &str, keys: usize) -> SystemRegistration {
+    let jwk = r#"{"kty":"OKP","crv":"Ed25519","x":"11qYAYKxCrfVS_7TyWQHOg7hcvPapiMlrwIaaPcHURo"}"#;
+    SystemRegistration {
+        id: SystemId::parse(id).unwrap(),
+        keys: PublicKeySet::checked(format!(r#"{{"keys":[{}]}}"#, vec![jwk; keys].join(",")), keys),
+        scopes: SystemScopes::parse("queue:write").unwrap(),
+        status: ClientStatus::Active,
+    }
+}
+
+fn system(id: &str) -> SystemRegistration {
+    system_with(id, 1)
+}
+
+fn system_id(id: &str) -> SystemId {
+    SystemId::parse(id).unwrap()
+}
+
+fn jti(raw: &str) -> AssertionId {
+    AssertionId::parse(raw).unwrap()
+}
+
+async fn systems_are_listed_by_id_found_one_by_one_and_cannot_be_registered_twice(store: &Store) {
+    let revisions = store.view.revisions().await.unwrap();
+    assert!(store.systems.all().await.unwrap().is_empty(), "a new store knows no system");
+    assert!(store.systems.insert(&system("queue.branch-b"), NOW).await.unwrap());
+    let two_keys = system_with("queue.branch-a", 2);
+    assert!(store.systems.insert(&two_keys, NOW).await.unwrap());
+    assert!(!store.systems.insert(&system("queue.branch-a"), NOW).await.unwrap(), "an id is registered once");
+    assert_eq!(
+        store.systems.all().await.unwrap(),
+        vec![two_keys.clone(), system("queue.branch-b")],
+        "by id, each as registered first (its JWKS, key count, scopes and status)"
+    );
+    assert_eq!(store.systems.find(&system_id("queue.branch-a")).await.unwrap(), Some(two_keys));
+    assert_eq!(store.systems.find(&system_id("queue.branch-c")).await.unwrap(), None);
+    assert_eq!(store.systems.find(&system_id("QUEUE.BRANCH-B")).await.unwrap(), None, "ids differ by case");
+    assert_eq!(store.view.revisions().await.unwrap(), revisions, "systems are in no topic");
+}
+
+async fn a_systems_status_is_set_and_an_unknown_system_is_told_apart(store: &Store) {
+    let id = system_id("queue.branch-a");
+    assert!(store.systems.insert(&system("queue.branch-a"), NOW).await.unwrap());
+    assert!(store.systems.set_status(&id, ClientStatus::Disabled).await.unwrap());
+    assert_eq!(store.systems.find(&id).await.unwrap().unwrap().status, ClientStatus::Disabled);
+    assert_eq!(store.systems.all().await.unwrap()[0].status, ClientStatus::Disabled);
+    assert!(store.systems.set_status(&id, ClientStatus::Disabled).await.unwrap(), "set again: still known");
+    assert!(store.systems.set_status(&id, ClientStatus::Active).await.unwrap());
+    assert_eq!(store.systems.find(&id).await.unwrap().unwrap().status, ClientStatus::Active);
+    assert!(!store.systems.set_status(&system_id("nobody"), ClientStatus::Disabled).await.unwrap());
+    assert_eq!(store.systems.all().await.unwrap().len(), 1, "an unknown id registers nothing");
+}
+
+async fn a_systems_keys_and_scopes_are_changed_each_without_the_other(store: &Store) {
+    let id = system_id("queue.branch-a");
+    let mut registered = system("queue.branch-a");
+    registered.status = ClientStatus::Disabled;
+    assert!(store.systems.insert(&registered, NOW).await.unwrap());
+    let rotated = system_with("queue.branch-a", 3).keys;
+    let only_keys = SystemChanges { keys: Some(rotated.clone()), ..SystemChanges::default() };
+    assert!(store.systems.change(&id, &only_keys).await.unwrap());
+    let changed = store.systems.find(&id).await.unwrap().unwrap();
+    assert_eq!((changed.keys.json(), changed.keys.len()), (rotated.json(), 3), "the document and its count");
+    assert_eq!((&changed.scopes, changed.status), (&registered.scopes, ClientStatus::Disabled), "the rest stays");
+    let only_scopes = SystemChanges { scopes: Some(SystemScopes::parse("queue:write").unwrap()), keys: None };
+    assert!(store.systems.change(&id, &only_scopes).await.unwrap());
+    assert_eq!(store.systems.find(&id).await.unwrap().unwrap().keys, rotated, "the keys stay");
+    assert!(store.systems.change(&id, &SystemChanges::default()).await.unwrap(), "nothing to change: still known");
+    assert_eq!(store.systems.find(&id).await.unwrap().unwrap(), SystemRegistration { keys: rotated, ..registered });
+    assert!(!store.systems.change(&system_id("nobody"), &only_keys).await.unwrap());
+}
+
+async fn an_assertion_is_accepted_once_per_system(store: &Store) {
+    let (a, b) = (system_id("queue.branch-a"), system_id("queue.branch-b"));
+    assert!(store.systems.use_assertion(&a, &jti("6f1c-2d"), NOW + 60).await.unwrap(), "first use");
+    assert!(!store.systems.use_assertion(&a, &jti("6f1c-2d"), NOW + 60).await.unwrap(), "replayed");
+    assert!(!store.systems.use_assertion(&a, &jti("6f1c-2d"), NOW + 600).await.unwrap(), "replayed, other expiry");
+    assert!(store.systems.use_assertion(&b, &jti("6f1c-2d"), NOW + 60).await.unwrap(), "another system's own");
+    assert!(store.systems.use_assertion(&a, &jti("6F1C-2D"), NOW + 60).await.unwrap(), "jtis differ by case");
+    let longest = "j".repeat(AssertionId::LONGEST);
+    assert!(store.systems.use_assertion(&a, &jti(&longest), NOW + 60).await.unwrap());
+    assert!(!store.systems.use_assertion(&a, &jti(&longest), NOW + 60).await.unwrap(), "the longest jti whole");
+}
+
+async fn uses_of_one_assertion_at_once_are_accepted_exactly_once(store: &Store) {
+    let system = system_id("queue.branch-a");
+    for round in 0..10 {
+        let mut uses = tokio::task::JoinSet::new();
+        for _ in 0..6 {
+            let (systems, system) = (Arc::clone(&store.systems), system.clone());
+            let jti = jti(&format!("replayed-{round}"));
+            uses.spawn(async move { systems.use_assertion(&system, &jti, NOW + 60).await });
+        }
+        let accepted = uses.join_all().await.into_iter().map(Result::unwrap).filter(|&first| first).count();
+        assert_eq!(accepted, 1, "round {round}: one use accepted, every other refused");
+    }
+}
+
+async fn forgetting_assertions_drops_only_the_expired_ones(store: &Store) {
+    let system = system_id("queue.branch-a");
+    for (raw, expires_at) in [("expired", NOW - 1), ("expires-now", NOW), ("later", NOW + 1)] {
+        assert!(store.systems.use_assertion(&system, &jti(raw), expires_at).await.unwrap());
+    }
+    assert_eq!(store.systems.forget_assertions(NOW).await.unwrap(), 1);
+    assert!(!store.systems.use_assertion(&system, &jti("expires-now"), NOW).await.unwrap(), "kept until it expired");
+    assert!(!store.systems.use_assertion(&system, &jti("later"), NOW + 1).await.unwrap(), "kept");
+    assert!(store.systems.use_assertion(&system, &jti("expired"), NOW - 1).await.unwrap(), "forgotten");
+    assert_eq!(store.systems.forget_assertions(NOW - 1).await.unwrap(), 0, "nothing expired before then");
+}
+
+/// [`NOW`] in microseconds, as queue events are dated.
+const NOW_MICROS: i64 = NOW * 1_000_000;
+
+fn micros(at: i64) -> EventTime {
+    EventTime::from_unix_micros(at)
+}
+
+fn queue_event(id: &str, branch: &str, at: i64, kind: QueueEventKind) -> QueueEvent {
+    QueueEvent { id: EventId::parse(id).unwrap(), branch: BranchId::parse(branch).unwrap(), at: micros(at), kind }
+}
+
+fn issued(ticket: &str) -> QueueEventKind {
+    QueueEventKind::TicketIssued { ticket: TicketId::parse(ticket).unwrap() }
+}
+
+fn called(ticket: &str, counter: &str) -> QueueEventKind {
+    QueueEventKind::TicketCalled {
+        ticket: TicketId::parse(ticket).unwrap(),
+        counter: CounterId::parse(counter).unwrap(),
+    }
+}
+
+fn opened(counter: &str) -> QueueEventKind {
+    QueueEventKind::CounterOpened { counter: CounterId::parse(counter).unwrap() }
+}
+
+fn closed(counter: &str) -> QueueEventKind {
+    QueueEventKind::CounterClosed { counter: CounterId::parse(counter).unwrap() }
+}
+
+fn ids(events: &[QueueEvent]) -> Vec<&str> {
+    events.iter().map(|event| event.id.as_str()).collect()
+}
+
+/// Every event stored, by receipt.
+async fn every_event(store: &Store) -> Vec<ReceivedEvent> {
+    store.queue_events.received_since(micros(i64::MIN)).await.unwrap()
+}
+
+async fn queue_events_are_appended_once_and_a_resent_id_changes_nothing(store: &Store) {
+    let revisions = store.view.revisions().await.unwrap();
+    let (posting, other) = (system_id("queue.branch-a"), system_id("queue.branch-b"));
+    // Every kind, with its ticket and counter, the first and last branch, microseconds.
+    let first = vec![
+        queue_event("e-1", "00000", NOW_MICROS + 1, opened("C 1")),
+        queue_event("e-2", "99999", NOW_MICROS + 123_457, issued("A042")),
+        queue_event("e-3", "00042", NOW_MICROS + 2, called("A042", "C 1")),
+        queue_event(
+            "e-4",
+            "00042",
+            NOW_MICROS + 3,
+            QueueEventKind::ServiceEnded { ticket: TicketId::parse("A042").unwrap() },
+        ),
+        queue_event(
+            "e-5",
+            "00042",
+            NOW_MICROS + 4,
+            QueueEventKind::TicketCancelled { ticket: TicketId::parse("A~43").unwrap() },
+        ),
+        queue_event("e-6", "00042", NOW_MICROS + 5, closed("C 1")),
+    ];
+    let received = micros(NOW_MICROS + 10);
+    assert_eq!(store.queue_events.append(&posting, &first, received).await.unwrap(), vec![true; 6]);
+    let resent = queue_event("e-2", "00001", NOW_MICROS - 1, closed("other"));
+    let later = micros(NOW_MICROS + 20);
+    let second = [resent, queue_event("e-7", "00042", NOW_MICROS + 6, issued("A044"))];
+    assert_eq!(store.queue_events.append(&other, &second, later).await.unwrap(), vec![false, true]);
+    let mut expected: Vec<ReceivedEvent> = first
+        .iter()
+        .map(|event| ReceivedEvent { event: event.clone(), system: posting.clone(), received_at: received })
+        .collect();
+    expected.push(ReceivedEvent { event: second[1].clone(), system: other.clone(), received_at: later });
+    assert_eq!(every_event(store).await, expected, "the resent id kept its first event, system and receipt");
+    assert_eq!(store.queue_events.append(&posting, &first, later).await.unwrap(), vec![false; 6], "resent whole");
+    assert_eq!(every_event(store).await, expected);
+    assert!(store.queue_events.append(&posting, &[], later).await.unwrap().is_empty());
+    assert_eq!(store.view.revisions().await.unwrap(), revisions, "queue events are in no topic");
+}
+
+async fn an_id_repeated_within_one_batch_is_new_only_the_first_time(store: &Store) {
+    let system = system_id("queue.branch-a");
+    let batch = [
+        queue_event("same", "00042", NOW_MICROS, issued("A001")),
+        queue_event("other", "00042", NOW_MICROS, issued("A002")),
+        queue_event("same", "00042", NOW_MICROS + 1, issued("A003")),
+    ];
+    let new = store.queue_events.append(&system, &batch, micros(NOW_MICROS)).await.unwrap();
+    assert_eq!(new, vec![true, true, false]);
+    let stored = store.queue_events.happened_since(micros(i64::MIN)).await.unwrap();
+    assert_eq!(stored, vec![batch[1].clone(), batch[0].clone()], "the first of the id is the one kept (A001)");
+}
+
+async fn a_batch_of_a_thousand_queue_events_is_appended_in_one_step(store: &Store) {
+    let system = system_id("queue.branch-a");
+    let batch: Vec<QueueEvent> =
+        (0..1_000).map(|n| queue_event(&format!("ev-{n:04}"), "00042", NOW_MICROS + n, issued("A001"))).collect();
+    assert_eq!(store.queue_events.append(&system, &batch, micros(NOW_MICROS)).await.unwrap(), vec![true; 1_000]);
+    assert_eq!(store.queue_events.happened_since(micros(i64::MIN)).await.unwrap(), batch);
+}
+
+async fn queue_events_that_happened_since_come_in_the_order_they_are_applied(store: &Store) {
+    let system = system_id("queue.branch-a");
+    let since = NOW_MICROS;
+    // At one instant: a counter opens, tickets are issued, one is called, a counter
+    // closes; their ids sort the other way.
+    let batch = [
+        queue_event("a-closes", "00042", since + 5, closed("C1")),
+        queue_event("b-called", "00042", since + 5, called("A001", "C2")),
+        queue_event("z-issued", "00042", since + 5, issued("A002")),
+        queue_event("y-opens", "00042", since + 5, opened("C2")),
+        queue_event("c-issued", "00043", since + 5, issued("A001")),
+        queue_event("d-before", "00042", since - 1, opened("C1")),
+        queue_event("x-at-since", "00042", since, opened("C1")),
+    ];
+    store.queue_events.append(&system, &batch, micros(since + 10)).await.unwrap();
+    let late = [queue_event("e-earlier", "00042", since + 4, issued("A000"))];
+    store.queue_events.append(&system, &late, micros(since + 20)).await.unwrap();
+    let applied = store.queue_events.happened_since(micros(since)).await.unwrap();
+    assert_eq!(
+        ids(&applied),
+        ["x-at-since", "e-earlier", "y-opens", "c-issued", "z-issued", "b-called", "a-closes"],
+        "by when, then opened, issued, called, closed, then id; from `since` on"
+    );
+    let mut sorted = applied.clone();
+    sorted.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+    assert_eq!(applied, sorted);
+}
+
+async fn queue_events_received_since_come_by_receipt_then_id(store: &Store) {
+    let (a, b) = (system_id("queue.branch-a"), system_id("queue.branch-b"));
+    let event = |id: &str| queue_event(id, "00042", NOW_MICROS, issued("A001"));
+    let (first, second, third) = (micros(NOW_MICROS + 1), micros(NOW_MICROS + 2), micros(NOW_MICROS + 3));
+    store.queue_events.append(&a, &[event("m"), event("a")], first).await.unwrap();
+    store.queue_events.append(&b, &[event("z"), event("b")], second).await.unwrap();
+    store.queue_events.append(&a, &[event("c")], third).await.unwrap();
+    let found = store.queue_events.received_since(second).await.unwrap();
+    let listed: Vec<(&str, &str, EventTime)> =
+        found.iter().map(|kept| (kept.event.id.as_str(), kept.system.as_str(), kept.received_at)).collect();
+    assert_eq!(
+        listed,
+        [("b", "queue.branch-b", second), ("z", "queue.branch-b", second), ("c", "queue.branch-a", third)]
+    );
+    assert_eq!(store.queue_events.received_since(micros(NOW_MICROS + 4)).await.unwrap(), vec![], "none since");
+    let every = every_event(store).await;
+    let every: Vec<&str> = every.iter().map(|kept| kept.event.id.as_str()).collect();
+    assert_eq!(every, ["a", "m", "b", "z", "c"], "from the first on, each receipt's events by id");
+}
+
+async fn two_appends_at_once_of_overlapping_batches_store_each_event_once(store: &Store) {
+    for round in 0..5 {
+        let event = |n: usize| queue_event(&format!("r{round}-{n:03}"), "00042", NOW_MICROS, issued("A001"));
+        // 0..200 and 100..300, the second in reverse: 100 ids in both, met in opposite orders.
+        let one: Vec<QueueEvent> = (0..200).map(event).collect();
+        let other: Vec<QueueEvent> = (100..300).rev().map(event).collect();
+        let mut appends = tokio::task::JoinSet::new();
+        for (name, batch) in [("queue.branch-a", one.clone()), ("queue.branch-b", other.clone())] {
+            let events = Arc::clone(&store.queue_events);
+            appends.spawn(async move {
+                let new = events.append(&system_id(name), &batch, micros(NOW_MICROS)).await;
+                (batch, new)
+            });
+        }
+        let mut told_new = std::collections::BTreeMap::<String, usize>::new();
+        for (batch, new) in appends.join_all().await {
+            let new = new.unwrap_or_else(|error| panic!("round {round}: {error}"));
+            assert_eq!(new.len(), batch.len());
+            for (event, new) in batch.iter().zip(new) {
+                *told_new.entry(event.id.as_str().to_owned()).or_default() += usize::from(new);
+            }
+        }
+        assert_eq!(told_new.len(), 300);
+        assert!(told_new.values().all(|&times| times == 1), "round {round}: each id new exactly once: {told_new:?}");
+    }
+    assert_eq!(every_event(store).await.len(), 1_500, "every event stored once");
+}
+
+async fn queue_events_that_happened_before_a_time_are_forgotten(store: &Store) {
+    let system = system_id("queue.branch-a");
+    let at = |id: &str, at: i64| queue_event(id, "00042", at, issued("A001"));
+    let batch = [
+        at("two-before", NOW_MICROS - 2),
+        at("just-before", NOW_MICROS - 1),
+        at("at", NOW_MICROS),
+        at("after", NOW_MICROS + 1),
+    ];
+    store.queue_events.append(&system, &batch, micros(NOW_MICROS + 2)).await.unwrap();
+    assert_eq!(store.queue_events.forget_before(micros(NOW_MICROS)).await.unwrap(), 2);
+    assert_eq!(ids(&store.queue_events.happened_since(micros(i64::MIN)).await.unwrap()), ["at", "after"]);
+    assert_eq!(store.queue_events.forget_before(micros(NOW_MICROS)).await.unwrap(), 0, "nothing left before then");
+    assert_eq!(every_event(store).await.len(), 2);
+}
+
 macro_rules! contract_suite {
     ($($(#[$attribute:meta])* $backend:ident),+ $(,)?) => {
         $(
@@ -852,6 +1166,19 @@ macro_rules! contract_suite {
                     planned_outages_round_trip_soonest_first_and_go_when_cancelled,
                     planned_outages_that_are_over_are_not_listed,
                     an_outage_id_is_stored_once,
+                    systems_are_listed_by_id_found_one_by_one_and_cannot_be_registered_twice,
+                    a_systems_status_is_set_and_an_unknown_system_is_told_apart,
+                    a_systems_keys_and_scopes_are_changed_each_without_the_other,
+                    an_assertion_is_accepted_once_per_system,
+                    uses_of_one_assertion_at_once_are_accepted_exactly_once,
+                    forgetting_assertions_drops_only_the_expired_ones,
+                    queue_events_are_appended_once_and_a_resent_id_changes_nothing,
+                    an_id_repeated_within_one_batch_is_new_only_the_first_time,
+                    a_batch_of_a_thousand_queue_events_is_appended_in_one_step,
+                    queue_events_that_happened_since_come_in_the_order_they_are_applied,
+                    queue_events_received_since_come_by_receipt_then_id,
+                    two_appends_at_once_of_overlapping_batches_store_each_event_once,
+                    queue_events_that_happened_before_a_time_are_forgotten,
                 );
             }
         )+
@@ -957,5 +1284,24 @@ async fn writes_of_the_atm_set_from_several_stores_at_once_take_turns_on_every_s
             assert!(outcome.is_ok(), "{}: {outcome:?}", backend.name);
         }
         assert_eq!(ids_of(&first.view.atms().await.unwrap()), ["Alfa/A1", "Alfa/A2", "Alfa/A3"], "{}", backend.name);
+    }
+}
+
+/// `SystemRecords::find` reads the store itself: a system disabled through one store (an
+/// operator's CLI, another instance) is refused at once through every other, on every
+/// backend, with no copy in memory to wait out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_system_disabled_through_one_store_is_found_disabled_at_once_through_another_on_every_backend() {
+    for backend in adapters::BACKENDS {
+        let Some(kept) = fresh_store_url(backend.name).await else { continue };
+        let operator = Store::open(&kept.url).await.unwrap();
+        operator.lifecycle.migrate().await.unwrap();
+        let instance = Store::open(&kept.url).await.unwrap();
+        assert!(operator.systems.insert(&system("queue.branch-a"), NOW).await.unwrap());
+        let id = system_id("queue.branch-a");
+        assert_eq!(instance.systems.find(&id).await.unwrap().unwrap().status, ClientStatus::Active, "{}", backend.name);
+        assert!(operator.systems.set_status(&id, ClientStatus::Disabled).await.unwrap());
+        let found = instance.systems.find(&id).await.unwrap().unwrap();
+        assert_eq!(found.status, ClientStatus::Disabled, "{}", backend.name);
     }
 }

@@ -24,9 +24,12 @@ use domain::branch::{BranchId, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
-    ImportTally, OutageRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, TokenArchive, WaitTimeRecords,
+    ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    SystemRecords, TokenArchive, WaitTimeRecords,
 };
 use domain::outage::{OutageId, PlannedOutage};
+use domain::queue::event::{EventTime, QueueEvent};
+use domain::system::{AssertionId, SystemChanges, SystemId, SystemRegistration};
 use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};
 
@@ -76,6 +79,12 @@ struct State {
     imports: BTreeMap<(&'static str, &'static str), ImportTally>,
     /// Planned outages by id.
     outages: BTreeMap<OutageId, PlannedOutage>,
+    /// Systems by id.
+    systems: BTreeMap<SystemId, SystemRegistration>,
+    /// The assertions used, by (system, jti), with their expiry.
+    assertions: BTreeMap<(SystemId, String), i64>,
+    /// Queue events by id.
+    queue_events: BTreeMap<String, ReceivedEvent>,
 }
 
 /// Stores opened by name (`memory:NAME`) and still held, so a second open finds the first.
@@ -508,6 +517,117 @@ impl OutageRecords for MemoryStore {
 
     async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable> {
         Ok(self.state()?.outages.remove(id).is_some())
+    }
+}
+
+/// Systems are in no topic: every use of one reads the store (`SystemRecords::find`).
+#[async_trait]
+impl SystemRecords for MemoryStore {
+    /// The registration time is not kept: no port reads it back.
+    async fn insert(&self, system: &SystemRegistration, _now: i64) -> Result<bool, StoreUnavailable> {
+        let mut state = self.state()?;
+        if state.systems.contains_key(&system.id) {
+            return Ok(false);
+        }
+        state.systems.insert(system.id.clone(), system.clone());
+        Ok(true)
+    }
+
+    async fn all(&self) -> Result<Vec<SystemRegistration>, StoreUnavailable> {
+        Ok(self.state()?.systems.values().cloned().collect())
+    }
+
+    async fn find(&self, id: &SystemId) -> Result<Option<SystemRegistration>, StoreUnavailable> {
+        Ok(self.state()?.systems.get(id).cloned())
+    }
+
+    async fn set_status(&self, id: &SystemId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
+        let mut state = self.state()?;
+        let Some(system) = state.systems.get_mut(id) else { return Ok(false) };
+        system.status = status;
+        Ok(true)
+    }
+
+    async fn change(&self, id: &SystemId, changes: &SystemChanges) -> Result<bool, StoreUnavailable> {
+        let mut state = self.state()?;
+        let Some(system) = state.systems.get_mut(id) else { return Ok(false) };
+        if let Some(keys) = &changes.keys {
+            system.keys.clone_from(keys);
+        }
+        if let Some(scopes) = &changes.scopes {
+            system.scopes.clone_from(scopes);
+        }
+        Ok(true)
+    }
+
+    async fn use_assertion(
+        &self,
+        system: &SystemId,
+        jti: &AssertionId,
+        expires_at: i64,
+    ) -> Result<bool, StoreUnavailable> {
+        let mut state = self.state()?;
+        let key = (system.clone(), jti.as_str().to_owned());
+        if state.assertions.contains_key(&key) {
+            return Ok(false);
+        }
+        state.assertions.insert(key, expires_at);
+        Ok(true)
+    }
+
+    async fn forget_assertions(&self, now: i64) -> Result<u64, StoreUnavailable> {
+        let mut state = self.state()?;
+        let held = state.assertions.len();
+        state.assertions.retain(|_, expires_at| *expires_at >= now);
+        Ok((held - state.assertions.len()) as u64)
+    }
+}
+
+/// Queue events are in no topic: their readers ask for what came since they last read.
+#[async_trait]
+impl QueueEventRecords for MemoryStore {
+    async fn append(
+        &self,
+        system: &SystemId,
+        events: &[QueueEvent],
+        received_at: EventTime,
+    ) -> Result<Vec<bool>, StoreUnavailable> {
+        // Under the one lock: all or none, and two appends take turns.
+        let mut state = self.state()?;
+        let mut new = Vec::with_capacity(events.len());
+        for event in events {
+            let stored = state.queue_events.contains_key(event.id.as_str());
+            if !stored {
+                let kept = ReceivedEvent { event: event.clone(), system: system.clone(), received_at };
+                state.queue_events.insert(event.id.as_str().to_owned(), kept);
+            }
+            new.push(!stored);
+        }
+        Ok(new)
+    }
+
+    async fn received_since(&self, since: EventTime) -> Result<Vec<ReceivedEvent>, StoreUnavailable> {
+        let state = self.state()?;
+        let mut found: Vec<ReceivedEvent> =
+            state.queue_events.values().filter(|kept| kept.received_at >= since).cloned().collect();
+        // The map is in id order already; a stable sort keeps it within a received time.
+        found.sort_by_key(|kept| kept.received_at);
+        Ok(found)
+    }
+
+    async fn happened_since(&self, since: EventTime) -> Result<Vec<QueueEvent>, StoreUnavailable> {
+        let state = self.state()?;
+        let mut found: Vec<QueueEvent> =
+            state.queue_events.values().filter(|kept| kept.event.at >= since).map(|kept| kept.event.clone()).collect();
+        found.sort_by(|a, b| a.order_key().cmp(&b.order_key()));
+        Ok(found)
+    }
+
+    async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
+        let mut state = self.state()?;
+        let held = state.queue_events.len();
+        state.queue_events.retain(|_, kept| kept.event.at >= before);
+        Ok((held - state.queue_events.len()) as u64)
     }
 }
 

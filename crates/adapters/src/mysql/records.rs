@@ -84,6 +84,11 @@ impl SqlDialect for MysqlDialect {
         self.begin_holding(LOCK_REVOCATIONS).await
     }
 
+    /// A plain transaction: the primary key makes a second writer of an id wait.
+    async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.pool.begin().await.map_err(unavailable)
+    }
+
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
         self.begin_holding(LOCK_WAIT_TIMES).await
     }

@@ -92,6 +92,11 @@ impl SqlDialect for PostgresDialect {
         self.pool.begin().await.map_err(unavailable)
     }
 
+    /// A plain transaction: the primary key makes a second writer of an id wait.
+    async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
+        self.pool.begin().await.map_err(unavailable)
+    }
+
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
         let mut transaction = self.pool.begin().await.map_err(unavailable)?;
         transaction.execute(LOCK_WAIT_TIMES).await.map_err(unavailable)?;

@@ -179,6 +179,11 @@ pub(crate) trait SqlDialect: Send + Sync + 'static {
     /// the ATM set and its date in: one snapshot, so the two belong together.
     async fn begin_atm_read(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
+    /// Begins the transaction `QueueEventRecords::append` writes a batch in: on a server a
+    /// plain one (an insert of an id another writer has not committed yet waits for that
+    /// writer's end); SQLite takes its write lock at once, as its other writes do.
+    async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
+
     /// `TokenArchive::record`: many rows, all or none, durable when it returns.
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable>;
 

@@ -139,6 +139,34 @@ pub(crate) struct Statements {
     pub outages_not_over: &'static str,
     /// Removes the planned outage `$1`.
     pub cancel_outage: &'static str,
+    /// Registers a system `($1 id, $2 JWKS, $3 key count, $4 scopes, $5 status, $6 now)`,
+    /// or nothing when its id is taken.
+    pub insert_system: &'static str,
+    /// Every system ([`crate::rows::SystemRow`]), by id.
+    pub systems: &'static str,
+    /// The system `$1` ([`crate::rows::SystemRow`]).
+    pub find_system: &'static str,
+    /// Sets a system's status `($1 status, $2 id)`.
+    pub set_system_status: &'static str,
+    /// Sets a system's keys (`$1` JWKS with `$2` its key count) and scopes `$3`, each left
+    /// as it is where `NULL`, of the system `$4`.
+    pub change_system: &'static str,
+    /// Records an assertion used `($1 system, $2 jti, $3 expiry)`, or nothing when it was
+    /// used before.
+    pub use_assertion: &'static str,
+    /// Drops the assertions that expired before `$1`.
+    pub forget_assertions: &'static str,
+    /// Appends a queue event `($1 id, $2 branch, $3 kind, $4 at, $5 ticket, $6 counter,
+    /// $7 system, $8 received at)`, or nothing when its id is stored already.
+    pub append_queue_event: &'static str,
+    /// The queue events received at or after `$1` ([`crate::rows::QueueEventRow`]), by
+    /// received time and id.
+    pub queue_events_received_since: &'static str,
+    /// The queue events that happened at or after `$1` ([`crate::rows::QueueEventRow`]),
+    /// by when they happened.
+    pub queue_events_happened_since: &'static str,
+    /// Drops the queue events that happened before `$1`.
+    pub forget_queue_events: &'static str,
 }
 
 /// The columns of a token record, in [`crate::rows::TokenRow`]'s order.
@@ -147,6 +175,9 @@ const TOKEN_COLUMNS: &str =
 
 /// The columns of a signing key, in [`crate::rows::SigningKeyRow`]'s order.
 const KEY_COLUMNS: &str = "kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at";
+
+/// The columns of a queue event, in [`crate::rows::QueueEventRow`]'s order.
+const QUEUE_EVENT_COLUMNS: &str = "event_id, branch_id, kind, at_micros, ticket, counter, system_id, received_at";
 
 impl Statements {
     /// The statements in the syntax of the dialect `D`, rendered at its first store and
@@ -245,6 +276,34 @@ impl Statements {
                  WHERE starts_at + duration_seconds > $1 ORDER BY starts_at, id",
             ),
             cancel_outage: render("DELETE FROM planned_outages WHERE id = $1"),
+            insert_system: render(&format!(
+                "INSERT INTO systems (id, jwks, key_count, scopes, status, registered_at) \
+                 VALUES ($1, $2, $3, $4, $5, $6){}",
+                syntax.skip_duplicates
+            )),
+            systems: render("SELECT id, jwks, key_count, scopes, status FROM systems ORDER BY id"),
+            find_system: render("SELECT id, jwks, key_count, scopes, status FROM systems WHERE id = $1"),
+            set_system_status: render("UPDATE systems SET status = $1 WHERE id = $2"),
+            change_system: render(
+                "UPDATE systems SET jwks = COALESCE($1, jwks), key_count = COALESCE($2, key_count), \
+                 scopes = COALESCE($3, scopes) WHERE id = $4",
+            ),
+            use_assertion: render(&format!(
+                "INSERT INTO system_assertions (system_id, jti, expires_at) VALUES ($1, $2, $3){}",
+                syntax.skip_duplicates
+            )),
+            forget_assertions: render("DELETE FROM system_assertions WHERE expires_at < $1"),
+            append_queue_event: render(&format!(
+                "INSERT INTO queue_events ({QUEUE_EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8){}",
+                syntax.skip_duplicates
+            )),
+            queue_events_received_since: render(&format!(
+                "SELECT {QUEUE_EVENT_COLUMNS} FROM queue_events WHERE received_at >= $1 ORDER BY received_at, event_id"
+            )),
+            queue_events_happened_since: render(&format!(
+                "SELECT {QUEUE_EVENT_COLUMNS} FROM queue_events WHERE at_micros >= $1 ORDER BY at_micros, event_id"
+            )),
+            forget_queue_events: render("DELETE FROM queue_events WHERE at_micros < $1"),
         }
     }
 }
@@ -288,6 +347,9 @@ mod tests {
         assert!(positional.record_import.contains("VALUES(last_at)"));
         assert!(numbered.insert_client.ends_with("ON CONFLICT DO NOTHING"));
         assert!(positional.insert_client.ends_with("?, ?)"), "{}", positional.insert_client);
+        assert!(numbered.append_queue_event.ends_with("$8) ON CONFLICT DO NOTHING"));
+        assert!(positional.append_queue_event.ends_with("?, ?)"), "{}", positional.append_queue_event);
+        assert!(positional.use_assertion.ends_with("(?, ?, ?)"), "{}", positional.use_assertion);
         assert_eq!(numbered.revoke_live_of.matches('$').count(), positional.revoke_live_of.matches('?').count());
         assert!(!positional.revoke_live_of.contains('$') && !positional.insert_key.contains('$'));
     }

@@ -68,6 +68,12 @@ impl SqlDialect for SqliteDialect {
         self.write().await
     }
 
+    /// The write lock, as every write takes it: a batch of events waits for another
+    /// writer at its start, within the busy timeout.
+    async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.write().await
+    }
+
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
         self.write_in_turn().await
     }

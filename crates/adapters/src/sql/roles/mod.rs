@@ -24,7 +24,9 @@ mod imports;
 mod inventory;
 mod lifecycle;
 mod outages;
+mod queue_events;
 mod signing_keys;
+mod systems;
 mod tokens;
 mod view;
 mod wait_times;
@@ -41,7 +43,9 @@ fn db<D: SqlDialect>(name: &'static str) -> tracing::Span {
 
 /// Whether an INSERT that skips a stored key inserted its row: a dialect with no clause to
 /// skip it ([`Syntax::skip_duplicates`](super::Syntax)) answers with the duplicate's error
-/// instead.
+/// instead. (MariaDB's `ON DUPLICATE KEY UPDATE key = key` cannot tell: sqlx's MySQL
+/// connections set `CLIENT_FOUND_ROWS`, so a stored row left as it was counts as one
+/// affected, as a new one does.)
 fn inserted<D: SqlDialect>(
     done: Result<<Db<D> as sqlx::Database>::QueryResult, sqlx::Error>,
 ) -> Result<bool, StoreUnavailable> {
