@@ -99,6 +99,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         }
         Command::Clients { action } => commands::clients::clients(&operators.clients, action).await,
         Command::Access { action } => commands::access::access(&operators.access, action).await,
+        Command::Systems { action } => commands::systems::systems(&operators.systems, action).await,
         Command::Waittimes { action } => commands::wait_times::wait_times(&operators, action).await,
         Command::Atms { action } => commands::atms::atms(&operators.imports, action).await,
         Command::Keys { action } => {

@@ -10,6 +10,7 @@ use actix_web::dev::{Server, ServerHandle};
 use actix_web::http::header::HeaderValue;
 use actix_web::middleware::from_fn;
 use actix_web::{App, HttpServer, web};
+use adapters::client_assertion::ClientAssertions;
 use adapters::dpop::{DpopProofs, LocalReplays, SharedReplays};
 use adapters::formats::shown::quoted;
 use adapters::jwt::{Ed25519Keys, JwtTokens};
@@ -22,7 +23,9 @@ use adapters::store_copy::{self, CopyError, CopyReport};
 use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
-use domain::ports::{Clock, IdGenerator, ProofNonces, ProofReplays, RequestLimiter, StoreUnavailable, TokenLedger};
+use domain::ports::{
+    Clock, IdGenerator, ProofNonces, ProofReplays, RequestLimiter, StoreUnavailable, SystemRecords, TokenLedger,
+};
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -35,6 +38,7 @@ use domain::services::keys::{KeyManagement, KeyManagementError, PublishedKeys};
 use domain::services::origins::OriginPolicy;
 use domain::services::outages::{OutageAdmin, StatusMonitor};
 use domain::services::revocation::RevocationService;
+use domain::services::systems::{SystemAdmin, SystemTokenService};
 use domain::services::token_records::TokenRecords;
 use domain::services::wait_times::WaitTimeService;
 use domain::status::HealthBounds;
@@ -180,6 +184,8 @@ pub struct Operators {
     pub tokens: TokenRecords,
     /// Planned outages.
     pub outages: OutageAdmin,
+    /// The bank's systems.
+    pub systems: SystemAdmin,
 }
 
 /// The operators' services over the store at `database_url`, migrated first: every
@@ -204,6 +210,7 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
         keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(&clock)),
         tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
         outages: OutageAdmin::new(Arc::clone(&store.outages), Arc::clone(&clock), Arc::new(RandomIds)),
+        systems: SystemAdmin::new(Arc::clone(&store.systems), Arc::clone(&clock)),
         clock,
     })
 }
@@ -316,11 +323,23 @@ const UPKEEP_INTERVAL: Duration = Duration::from_secs(3600);
 /// Every hour: readies the store for the coming day's token records (PostgreSQL's
 /// partitions), then purges expired ones (the domain keeps them a day after expiry),
 /// so the store holds about one day of issuance whatever the load.
-fn spawn_store_upkeep(lifecycle: Arc<dyn StoreLifecycle>, records: TokenRecords, clock: Arc<dyn Clock>) {
+fn spawn_store_upkeep(
+    lifecycle: Arc<dyn StoreLifecycle>,
+    records: TokenRecords,
+    systems: Arc<dyn SystemRecords>,
+    clock: Arc<dyn Clock>,
+) {
     let records = Arc::new(records);
     spawn_every(UPKEEP_INTERVAL, move || {
         let (lifecycle, records, clock) = (Arc::clone(&lifecycle), Arc::clone(&records), Arc::clone(&clock));
+        let systems = Arc::clone(&systems);
         async move {
+            // An expired assertion is refused for its `exp` before its `jti` is looked up.
+            match systems.forget_assertions(clock.unix_now()).await {
+                Ok(0) => {}
+                Ok(forgotten) => tracing::info!(forgotten, "forgot the expired client assertions"),
+                Err(error) => tracing::warn!(error = %error, "expired client assertions could not be forgotten"),
+            }
             if let Err(error) = lifecycle.prepare(clock.unix_now()).await {
                 tracing::warn!(error = %error, "the store could not be readied for the coming hours");
             }
@@ -575,6 +594,7 @@ impl Application {
         spawn_store_upkeep(
             Arc::clone(&store.lifecycle),
             TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
+            Arc::clone(&store.systems),
             Arc::clone(&clock),
         );
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
@@ -610,7 +630,17 @@ impl Application {
         let metrics_clock = Arc::clone(&clock);
         let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
         let dpop_nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(&jwt) as Arc<dyn ProofNonces>);
+        let system_tokens = Arc::new(SystemTokenService::new(
+            Arc::clone(&store.systems),
+            Arc::new(ClientAssertions),
+            jwt.clone(),
+            Arc::clone(&ids),
+            Arc::clone(&clock),
+            // RFC 7523 §3: the issuer, or the token endpoint's URL.
+            vec![issuer.clone(), format!("{issuer}/v1/token")],
+        ));
         let state = web::Data::new(AppState {
+            system_tokens,
             tokens: Arc::new(TokenService::new(
                 view.clone(),
                 Arc::clone(&ledger),

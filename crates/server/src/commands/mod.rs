@@ -9,6 +9,7 @@ pub mod clients;
 pub mod keys;
 pub mod outages;
 pub mod store;
+pub mod systems;
 pub mod tokens;
 pub mod wait_times;
 

@@ -24,6 +24,7 @@ mod revoke;
 mod routes;
 #[path = "../support/store.rs"]
 mod store;
+mod systems;
 mod tls;
 mod tokens;
 mod traces;
