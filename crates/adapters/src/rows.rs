@@ -276,11 +276,11 @@ pub fn received_event(
         "CounterClosed" => QueueEventKind::CounterClosed { counter: counter()? },
         _ => return Err(corrupt("queue event type", &kind)),
     };
-    let branch = usize::try_from(branch).ok().and_then(BranchId::from_index);
+    let stored_branch = usize::try_from(branch).ok().and_then(BranchId::from_index);
     Ok(ReceivedEvent {
         event: QueueEvent {
             id: EventId::parse(&id).ok_or_else(|| corrupt("queue event id", &id))?,
-            branch: branch.ok_or_else(|| corrupt("queue event branch", &id))?,
+            branch: stored_branch.ok_or_else(|| corrupt("queue event branch number", &branch.to_string()))?,
             at: EventTime::from_unix_micros(at),
             kind,
         },
