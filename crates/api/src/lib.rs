@@ -15,7 +15,7 @@
 //! # Layout
 //! - [`state`] — what the handlers share ([`AppState`]); [`routes`](mod@routes) — which handler
 //!   answers which path and method.
-//! - [`authorize`], [`revoke`], [`system_token`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
+//! - [`authorize`], [`revoke`], [`system_token`], [`queue_events`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
 //!   module per operation (meta: the JWKS, the server metadata and the health checks;
 //!   discovery: the public status and planned outages), each with its `#[utoipa::path]`;
 //!   [`readiness`] — what the health checks and the middleware read.
@@ -52,6 +52,7 @@ pub mod meta;
 pub mod middleware;
 pub mod observe;
 pub mod openapi;
+pub mod queue_events;
 pub mod rate_limit;
 pub mod readiness;
 pub mod request;

@@ -90,6 +90,23 @@ pub fn revocation(outcome: &'static str) {
     metrics::counter!("branch_atm_token_revocations_total", "outcome" => outcome).increment(1);
 }
 
+/// The histogram of live wait estimates' absolute errors, in minutes: each estimate told
+/// at a ticket's issue against its wait when the ticket was called.
+pub const WAIT_ESTIMATE_ERROR: &str = "branch_atm_wait_estimate_error_minutes";
+
+/// Queue events posted, by what became of them (`accepted`, `duplicate`, `rejected`),
+/// and the estimates their calls scored.
+pub fn queue_events(accepted: usize, duplicates: usize, rejected: usize, estimate_errors: &[f64]) {
+    for (outcome, count) in [("accepted", accepted), ("duplicate", duplicates), ("rejected", rejected)] {
+        if count > 0 {
+            metrics::counter!("branch_atm_queue_events_total", "outcome" => outcome).increment(count as u64);
+        }
+    }
+    for error in estimate_errors {
+        metrics::histogram!(WAIT_ESTIMATE_ERROR).record(*error);
+    }
+}
+
 /// The one place a failed request is logged and counted, from what its failure noted
 /// ([`Note`]): a refusal of credentials (INFO, and `branch_atm_refusals_total` by
 /// operation and reason), a request over a limit (`branch_atm_rate_limited_total`), or

@@ -39,6 +39,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
         crate::revoke::revoke,
         crate::system_token::token,
         crate::wait_times::retrieve,
+        crate::queue_events::post,
         crate::atms::list,
         crate::discovery::status,
         crate::discovery::outages,
@@ -51,7 +52,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
     modifiers(&BearerScheme),
     tags(
         (name = "Token", description = "Pre-login tokens, the bank systems' tokens, and the keys that verify them"),
-        (name = "Branches", description = "Estimated branch wait times"),
+        (name = "Branches", description = "Estimated branch wait times, and the queue events they are estimated from"),
         (name = "ATMs", description = "ATM information"),
         (name = "Discovery", description = "The service's status and planned outages, public (CDR-shaped)"),
         (name = "Health", description = "For load balancers"),

@@ -227,15 +227,28 @@ pub async fn read_body(
     payload: Payload,
     deadline: std::time::Duration,
 ) -> Result<Bytes, BadRequest> {
-    let too_large = || BadRequest::new("body", Message::BodyTooLarge(MAX_BODY_BYTES));
+    read_body_up_to(headers, payload, deadline, MAX_BODY_BYTES).await
+}
+
+/// [`read_body`] with a limit of `most` bytes.
+///
+/// # Errors
+/// `body` too large, not read, or late.
+pub async fn read_body_up_to(
+    headers: &HeaderMap,
+    payload: Payload,
+    deadline: std::time::Duration,
+    most: usize,
+) -> Result<Bytes, BadRequest> {
+    let too_large = || BadRequest::new("body", Message::BodyTooLarge(most));
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|value| value.to_str().ok())
         .and_then(|value| value.parse::<usize>().ok());
-    if declared.is_some_and(|length| length > MAX_BODY_BYTES) {
+    if declared.is_some_and(|length| length > most) {
         return Err(too_large());
     }
-    match tokio::time::timeout(deadline, payload.to_bytes_limited(MAX_BODY_BYTES)).await {
+    match tokio::time::timeout(deadline, payload.to_bytes_limited(most)).await {
         Ok(Ok(Ok(bytes))) => Ok(bytes),
         Ok(Ok(Err(_))) => Err(too_large()),
         Ok(Err(_)) => Err(BadRequest::new("body", Message::Body("the body could not be read".into()))),

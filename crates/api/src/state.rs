@@ -11,8 +11,9 @@ use domain::services::bearer::BearerAuthentication;
 use domain::services::keys::KeyPublication;
 use domain::services::origins::BrowserOrigins;
 use domain::services::outages::ServiceDiscovery;
+use domain::services::queue_events::QueueEventIntake;
 use domain::services::revocation::TokenRevocation;
-use domain::services::systems::SystemTokenIssuance;
+use domain::services::systems::{SystemAuthentication, SystemTokenIssuance};
 use domain::services::wait_times::WaitTimeEnquiry;
 
 use crate::caller::TrustedProxies;
@@ -28,6 +29,10 @@ pub struct AppState {
     pub revocation: Arc<dyn TokenRevocation>,
     /// Tokens for the bank's systems (client credentials).
     pub system_tokens: Arc<dyn SystemTokenIssuance>,
+    /// The check of a bank system's token.
+    pub system_bearer: Arc<dyn SystemAuthentication>,
+    /// Queue events posted by the branches' systems.
+    pub queue_events: Arc<dyn QueueEventIntake>,
     /// Bearer checks.
     pub bearer: Arc<dyn BearerAuthentication>,
     /// Wait times.

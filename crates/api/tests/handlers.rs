@@ -29,8 +29,11 @@ use domain::services::bearer::{BearerError, MockBearerAuthentication};
 use domain::services::keys::MockKeyPublication;
 use domain::services::origins::MockBrowserOrigins;
 use domain::services::outages::MockServiceDiscovery;
+use domain::services::queue_events::{MockQueueEventIntake, PostEventsError, PostedEvents, RejectedEvent};
 use domain::services::revocation::{MockTokenRevocation, RevocationError, RevocationOutcome};
-use domain::services::systems::{MockSystemTokenIssuance, SystemToken, SystemTokenError};
+use domain::services::systems::{
+    MockSystemAuthentication, MockSystemTokenIssuance, SystemBearerError, SystemToken, SystemTokenError,
+};
 use domain::services::wait_times::{MockWaitTimeEnquiry, RetrieveWaitTimesError};
 use domain::status::{ServiceCondition, ServiceStatus};
 use domain::token::{OpaqueToken, Scope, SessionId, TokenGrant};
@@ -69,6 +72,8 @@ struct Mocks {
     atms: MockAtmInformation,
     keys: MockKeyPublication,
     system_tokens: MockSystemTokenIssuance,
+    system_bearer: MockSystemAuthentication,
+    queue_events: MockQueueEventIntake,
     /// Token requests past the first refused for their caller (else every request
     /// admitted).
     one_token_request: bool,
@@ -103,6 +108,8 @@ impl Mocks {
             tokens: Arc::new(self.tokens),
             revocation: Arc::new(self.revocation),
             system_tokens: Arc::new(self.system_tokens),
+            system_bearer: Arc::new(self.system_bearer),
+            queue_events: Arc::new(self.queue_events),
             bearer: Arc::new(self.bearer),
             wait_times: Arc::new(self.wait_times),
             atms: Arc::new(self.atms),
@@ -454,6 +461,99 @@ async fn a_malformed_token_request_is_refused_before_the_use_case_is_called() {
         let (got, body, _) = Mocks::default().call(request).await;
         assert_eq!((got, body["error"].as_str()), (status, Some(error)), "{body}");
     }
+}
+
+fn events_post(body: &str) -> test::TestRequest {
+    test::TestRequest::post()
+        .uri("/api/v1/branches/queue-events")
+        .insert_header(("Authorization", "Bearer system-token"))
+        .insert_header(("Content-Type", "application/json"))
+        .set_payload(body.to_owned())
+}
+
+/// Mocks whose system bearer check answers `check`.
+fn systems(check: fn() -> Result<domain::system::SystemId, SystemBearerError>) -> Mocks {
+    let mut mocks = Mocks::default();
+    mocks.system_bearer.expect_authenticate().returning(move |_, _| check());
+    mocks
+}
+
+fn queue_system() -> Result<domain::system::SystemId, SystemBearerError> {
+    Ok(domain::system::SystemId::parse("queue-hq").unwrap())
+}
+
+#[actix_web::test]
+async fn posted_events_are_answered_each_with_its_fate_and_a_refusal_with_its_location() {
+    let mut mocks = systems(queue_system);
+    mocks
+        .queue_events
+        .expect_post()
+        .withf(|system, events| system.as_str() == "queue-hq" && events.len() == 3)
+        .times(1)
+        .returning(|_, events| {
+            let refusal = domain::queue::event::QueueEvent::from_json(&events[2]).unwrap_err();
+            Ok(PostedEvents {
+                accepted: 1,
+                duplicates: 1,
+                rejected: vec![RejectedEvent { index: 2, refusal }],
+                estimate_errors: vec![],
+            })
+        });
+    let body = r#"{"events": [{}, {}, {"eventId": "e-3", "branchId": "00001", "type": "TicketIssued", "at": "2026-11-28T12:00:00Z"}]}"#;
+    let (status, body, headers) = mocks.call(events_post(body)).await;
+    assert_eq!(status, 200, "{body}");
+    assert_eq!(headers["cache-control"], "no-store");
+    assert_eq!(
+        body,
+        serde_json::json!({"accepted": 1, "duplicates": 1, "rejected": [{"index": 2, "eventId": "e-3",
+            "code": "missingField", "location": "events[2].ticket", "details": "ticket is required"}]})
+    );
+}
+
+#[actix_web::test]
+async fn a_post_without_a_systems_token_with_the_scope_is_refused_as_rfc_6750_says() {
+    let (status, body, headers) =
+        Mocks::default().call(test::TestRequest::post().uri("/api/v1/branches/queue-events").set_payload("{}")).await;
+    assert_eq!(
+        (status, body["code"].as_str(), headers["www-authenticate"].as_str()),
+        (401, Some("unAuthorized"), "Bearer")
+    );
+    let refused = || Err(SystemBearerError::InvalidToken(domain::ports::TokenRejected::Invalid("a visitor's token")));
+    let (status, _, headers) = systems(refused).call(events_post(r#"{"events":[{}]}"#)).await;
+    assert_eq!(status, 401);
+    assert!(headers["www-authenticate"].contains(r#"error="invalid_token""#));
+    let scope = || Err(SystemBearerError::InsufficientScope(domain::system::SystemScope::QueueWrite));
+    let (status, body, headers) = systems(scope).call(events_post(r#"{"events":[{}]}"#)).await;
+    assert_eq!((status, body["code"].as_str()), (403, Some("insufficientScope")));
+    assert_eq!(headers["www-authenticate"], r#"Bearer error="insufficient_scope", scope="queue:write""#);
+}
+
+#[actix_web::test]
+async fn a_body_that_breaks_the_envelope_is_a_400_and_a_store_failure_a_503() {
+    let thousand_and_one = format!(r#"{{"events":[{}]}}"#, vec!["{}"; 1001].join(","));
+    let too_large = format!(r#"{{"events":["{}"]}}"#, "x".repeat(256 * 1024));
+    for (body, location) in [
+        ("not json", "body"),
+        (r#"{"events":[]}"#, "events"),
+        (r#"{"events":{}}"#, "events"),
+        (r#"{"other":[]}"#, "events"),
+        (thousand_and_one.as_str(), "events"),
+        (too_large.as_str(), "body"),
+    ] {
+        let (status, answer, _) = systems(queue_system).call(events_post(body)).await;
+        assert_eq!(
+            (status, answer["code"].as_str(), answer["location"].as_str()),
+            (400, Some("invalidRequest"), Some(location)),
+            "{answer}"
+        );
+    }
+    let form = events_post("{}").insert_header(("Content-Type", "text/plain"));
+    assert_eq!(systems(queue_system).call(form).await.0, 400);
+    let mut mocks = systems(queue_system);
+    mocks.queue_events.expect_post().returning(|_, _| Err(PostEventsError::Unavailable(StoreUnavailable::new("down"))));
+    let (status, body, headers) = mocks.call(events_post(r#"{"events":[{}]}"#)).await;
+    assert_eq!((status, body["code"].as_str()), (503, Some("serverUnavailable")));
+    assert!(headers.contains_key("retry-after"));
 }
 
 #[actix_web::test]

@@ -26,6 +26,7 @@ use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{
     Clock, IdGenerator, ProofNonces, ProofReplays, RequestLimiter, StoreUnavailable, SystemRecords, TokenLedger,
 };
+use domain::queue::live::LiveQueues;
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -37,8 +38,9 @@ use domain::services::imports::DataImport;
 use domain::services::keys::{KeyManagement, KeyManagementError, PublishedKeys};
 use domain::services::origins::OriginPolicy;
 use domain::services::outages::{OutageAdmin, StatusMonitor};
+use domain::services::queue_events::{LiveQueueFeed, QueueEventService};
 use domain::services::revocation::RevocationService;
-use domain::services::systems::{SystemAdmin, SystemTokenService};
+use domain::services::systems::{SystemAdmin, SystemBearer, SystemTokenService};
 use domain::services::token_records::TokenRecords;
 use domain::services::wait_times::WaitTimeService;
 use domain::status::HealthBounds;
@@ -352,6 +354,32 @@ fn spawn_store_upkeep(
     });
 }
 
+/// How often an instance reads the queue events other instances accepted: an event
+/// moves the estimate on every instance within about a second (issue 44 asks 2 s).
+const QUEUE_POLL_INTERVAL: Duration = Duration::from_secs(1);
+/// Every how many polls every live branch is estimated again (a busy counter's service
+/// lengthens with the clock alone).
+const QUEUE_REFRESH_EVERY: u32 = 5;
+
+/// Polls the event log into the live queues, and re-estimates every live branch.
+fn spawn_queue_feed(feed: LiveQueueFeed) {
+    let feed = Arc::new(feed);
+    let mut polls = 0u32;
+    spawn_every(QUEUE_POLL_INTERVAL, move || {
+        let feed = Arc::clone(&feed);
+        polls = polls.wrapping_add(1);
+        let refresh = polls % QUEUE_REFRESH_EVERY == 0;
+        async move {
+            if let Err(error) = feed.poll().await {
+                tracing::warn!(error = %error, "queue events could not be read; the next poll reads them");
+            }
+            if refresh {
+                feed.refresh();
+            }
+        }
+    });
+}
+
 /// Runs `task` at once and then every `interval` (a late run delays the next, never
 /// bunches them), for as long as the runtime lives.
 fn spawn_every<F, Fut>(interval: Duration, mut task: F)
@@ -630,6 +658,12 @@ impl Application {
         let metrics_clock = Arc::clone(&clock);
         let wait_time_max_age = i64::try_from(settings.catalog.wait_time_max_age().as_secs()).unwrap_or(i64::MAX);
         let dpop_nonces = settings.tokens.dpop_nonce.then(|| Arc::clone(&jwt) as Arc<dyn ProofNonces>);
+        let live_queues = Arc::new(LiveQueues::new(settings.catalog.queue_live_minutes()));
+        let feed = LiveQueueFeed::new(Arc::clone(&store.queue_events), Arc::clone(&live_queues), Arc::clone(&clock));
+        if let Err(error) = feed.poll().await {
+            tracing::warn!(error = %error, "the queue events of the last day could not be read; the next poll tries again");
+        }
+        spawn_queue_feed(feed);
         let system_tokens = Arc::new(SystemTokenService::new(
             Arc::clone(&store.systems),
             Arc::new(ClientAssertions),
@@ -641,6 +675,12 @@ impl Application {
         ));
         let state = web::Data::new(AppState {
             system_tokens,
+            system_bearer: Arc::new(SystemBearer::new(Arc::clone(&store.systems), jwt.clone())),
+            queue_events: Arc::new(QueueEventService::new(
+                Arc::clone(&store.queue_events),
+                Arc::clone(&live_queues),
+                Arc::clone(&clock),
+            )),
             tokens: Arc::new(TokenService::new(
                 view.clone(),
                 Arc::clone(&ledger),
@@ -661,6 +701,7 @@ impl Application {
             wait_times: Arc::new(WaitTimeService::new(
                 view.clone(),
                 view.clone(),
+                live_queues,
                 clock,
                 settings.catalog.wait_time_max_age(),
             )),

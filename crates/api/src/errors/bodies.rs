@@ -15,7 +15,8 @@ pub struct ErrorResponseBody<'a> {
     pub(super) kind: &'static str,
     /// The error code: invalidRequest, unAuthorized, accessNotConfigured,
     /// resourceNotFound, methodNotAllowed, businessValidationFailed, tooManyRequests,
-    /// serverUnavailable.
+    /// serverUnavailable; insufficientScope (403, a bank system's token without the
+    /// operation's scope).
     #[schema(value_type = String, example = "invalidRequest")]
     pub(super) code: &'static str,
     /// What went wrong, in English or Spanish per Accept-Language.

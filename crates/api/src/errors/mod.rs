@@ -21,11 +21,13 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use domain::dpop::ProofRefusal;
 use domain::limits::LimitExceeded;
+use domain::ports::TokenRejected;
 use domain::services::atms::ListAtmsError;
 use domain::services::authorize::AuthorizeError;
 use domain::services::bearer::BearerError;
+use domain::services::queue_events::PostEventsError;
 use domain::services::revocation::RevocationError;
-use domain::services::systems::SystemTokenError;
+use domain::services::systems::{SystemBearerError, SystemTokenError};
 use domain::services::wait_times::RetrieveWaitTimesError;
 
 pub use crate::texts::Message;
@@ -60,6 +62,8 @@ pub mod code {
     pub const UNSUPPORTED_GRANT_TYPE: &str = "unsupported_grant_type";
     /// 400 of the token endpoint (RFC 6749 §5.2): a scope the system may not have.
     pub const INVALID_SCOPE: &str = "invalid_scope";
+    /// 403 of the systems' operations (RFC 6750 §3.1): the token lacks the scope.
+    pub const INSUFFICIENT_SCOPE: &str = "insufficientScope";
 }
 
 /// The RFC 6749 §5.2 `error` of a failure with wire `code` (the revocation endpoint's
@@ -128,6 +132,9 @@ pub enum Revoke {}
 /// POST /v1/token (the bank's systems: client credentials, RFC 6749 §4.4).
 #[derive(Debug)]
 pub enum SystemToken {}
+/// POST /v1/branches/queue-events (the bank's queue systems).
+#[derive(Debug)]
+pub enum QueueEvents {}
 /// Everything else under `/api` (the JWKS, the documents, health, unknown paths).
 #[derive(Debug)]
 pub enum Meta {}
@@ -188,6 +195,19 @@ impl Operation for SystemToken {
     }
 }
 
+impl Operation for QueueEvents {
+    const SHAPE: Shape = Shape::ErrorResponse;
+    const REFUSALS: &'static str = "system bearer";
+    /// 503 with `Retry-After`: nothing was stored, and the system sends the post again.
+    fn outage() -> Failure<Self> {
+        Failure {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
+            ..Failure::server_unavailable()
+        }
+    }
+}
+
 impl Operation for Meta {
     const SHAPE: Shape = Shape::ErrorResponse;
     const REFUSALS: &'static str = "meta";
@@ -214,6 +234,8 @@ pub enum Challenge {
     /// `invalid_client`, 401): no HTTP scheme authenticates a `private_key_jwt` client,
     /// so the challenge names the one its tokens are used with.
     InvalidClient,
+    /// A system's token without the scope the operation needs (RFC 6750 §3.1, 403).
+    InsufficientScope(&'static str),
 }
 
 /// The proof algorithms, as a `DPoP` challenge lists them (RFC 9449 §7.1).
@@ -228,6 +250,10 @@ impl Challenge {
             Self::Bearer if dpop => return HeaderValue::from_static(r#"DPoP algs="ES256 EdDSA Ed25519""#),
             Self::Bearer => return HeaderValue::from_static("Bearer"),
             Self::InvalidClient => return HeaderValue::from_static(r#"Bearer error="invalid_client""#),
+            Self::InsufficientScope(scope) => {
+                return HeaderValue::from_str(&format!(r#"Bearer error="insufficient_scope", scope="{scope}""#))
+                    .unwrap_or(HeaderValue::from_static("Bearer"));
+            }
             Self::InvalidRequest(description) => ("invalid_request", description),
             Self::InvalidToken(description) => ("invalid_token", description),
             Self::Proof(error, description) => {
@@ -627,6 +653,39 @@ impl From<SystemTokenError> for Failure<SystemToken> {
             },
             SystemTokenError::Unavailable(cause) => Self::outage_because("system token issuance failed", cause),
             SystemTokenError::SigningFailed(cause) => Self::outage_because("system token issuance failed", cause),
+        }
+    }
+}
+
+impl From<SystemBearerError> for Failure<QueueEvents> {
+    fn from(error: SystemBearerError) -> Self {
+        match error {
+            SystemBearerError::InvalidToken(TokenRejected::Expired) => Self::bearer_refused(
+                QueueEvents::REFUSALS,
+                "expired",
+                Message::TokenExpired,
+                Challenge::InvalidToken(describe::EXPIRED),
+            ),
+            SystemBearerError::InvalidToken(TokenRejected::Invalid(reason)) => Self::bearer_refused(
+                QueueEvents::REFUSALS,
+                reason,
+                Message::TokenInvalid,
+                Challenge::InvalidToken(describe::INVALID),
+            ),
+            SystemBearerError::InsufficientScope(scope) => Self {
+                challenge: Some(Challenge::InsufficientScope(scope.as_str())),
+                ..Self::new(StatusCode::FORBIDDEN, code::INSUFFICIENT_SCOPE, Message::SystemScope)
+                    .noted(Note::Refused { operation: QueueEvents::REFUSALS, reason: "insufficient scope" })
+            },
+            SystemBearerError::Unavailable(cause) => Self::outage_because("the system could not be checked", cause),
+        }
+    }
+}
+
+impl From<PostEventsError> for Failure<QueueEvents> {
+    fn from(error: PostEventsError) -> Self {
+        match error {
+            PostEventsError::Unavailable(cause) => Self::outage_because("queue events could not be stored", cause),
         }
     }
 }

@@ -7,8 +7,10 @@
 //!   the service times and patience it learns.
 //! - [`estimate`] — the wait of a ticket taken now: pure, served live and replayed alike.
 //! - [`evaluate`] — a replay of past events, scored against the waits that followed.
+//! - [`live`] — [`live::LiveQueues`]: every branch's queue and estimate, held live by an instance.
 
 pub mod estimate;
 pub mod evaluate;
 pub mod event;
+pub mod live;
 pub mod state;

@@ -11,6 +11,8 @@
 //! - [`wait_times`]: estimated wait per branch (POST …/branch/waittime/retrieve).
 //! - [`outages`] ([`outages::ServiceDiscovery`]): the service's status and planned
 //!   outages (GET /v1/discovery/status, …/outages).
+//! - [`queue_events`] ([`queue_events::QueueEventIntake`]): branch queue events posted
+//!   by the bank's systems (POST /v1/branches/queue-events).
 //! - [`systems`] ([`systems::SystemTokenIssuance`], [`systems::SystemAuthentication`]):
 //!   tokens for the bank's systems (POST /v1/token, client credentials), and their checks.
 //! - [`keys`] ([`keys::KeyPublication`]): the JWKS; [`origins`]: the browser pages of
@@ -42,6 +44,7 @@ pub mod imports;
 pub mod keys;
 pub mod origins;
 pub mod outages;
+pub mod queue_events;
 pub mod revocation;
 pub mod systems;
 pub mod token_records;

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use crate::branch::{BranchId, BranchWaitTime};
 use crate::client::ChannelScope;
 use crate::ports::{AccessPolicy, Clock, StoreUnavailable, WaitTimeStore};
+use crate::queue::live::LiveQueues;
 use crate::token::{AccessClaims, SessionId};
 
 /// The most branches one request may ask for (spec: RetrieveWaitTimeRequest.branches).
@@ -53,6 +54,7 @@ pub enum RetrieveWaitTimesError {
 pub struct WaitTimeService {
     policy: Arc<dyn AccessPolicy>,
     store: Arc<dyn WaitTimeStore>,
+    live: Arc<LiveQueues>,
     clock: Arc<dyn Clock>,
     max_age_seconds: i64,
 }
@@ -64,11 +66,12 @@ impl WaitTimeService {
     pub fn new(
         policy: Arc<dyn AccessPolicy>,
         store: Arc<dyn WaitTimeStore>,
+        live: Arc<LiveQueues>,
         clock: Arc<dyn Clock>,
         max_age: std::time::Duration,
     ) -> Self {
         let max_age_seconds = i64::try_from(max_age.as_secs()).unwrap_or(i64::MAX);
-        Self { policy, store, clock, max_age_seconds }
+        Self { policy, store, live, clock, max_age_seconds }
     }
 }
 
@@ -104,10 +107,21 @@ impl WaitTimeEnquiry for WaitTimeService {
             return Err(RetrieveWaitTimesError::DuplicateBranch { index, branch: query.branches[index] });
         }
         let oldest_fresh = self.clock.unix_now().saturating_sub(self.max_age_seconds);
-        let known: Vec<BranchWaitTime> = (self.store.wait_times(&query.branches).await?.into_iter())
+        let imported = (self.store.wait_times(&query.branches).await?.into_iter())
             .filter(|estimate| estimate.estimated_at >= oldest_fresh)
-            .map(|estimate| estimate.estimate)
-            .collect();
+            .map(|estimate| estimate.estimate);
+        let known: Vec<BranchWaitTime> = if self.live.none_live() {
+            imported.collect()
+        } else {
+            // A live queue's estimate wins over the imported one, in request order.
+            let imported: Vec<BranchWaitTime> = imported.collect();
+            (query.branches.iter())
+                .filter_map(|branch| {
+                    let live = self.live.wait(*branch).map(|wait| BranchWaitTime { branch: *branch, wait });
+                    live.or_else(|| imported.iter().find(|known| known.branch == *branch).copied())
+                })
+                .collect()
+        };
         if known.is_empty() {
             return Err(RetrieveWaitTimesError::NoneKnown);
         }
@@ -141,7 +155,13 @@ mod tests {
     const MAX_AGE: std::time::Duration = std::time::Duration::from_secs(3600);
 
     fn service(policy: MockAccessPolicy, store: MockWaitTimeStore) -> WaitTimeService {
-        WaitTimeService::new(Arc::new(policy), Arc::new(store), Arc::new(clock_at(NOW)), MAX_AGE)
+        WaitTimeService::new(
+            Arc::new(policy),
+            Arc::new(store),
+            Arc::new(LiveQueues::new(15.0)),
+            Arc::new(clock_at(NOW)),
+            MAX_AGE,
+        )
     }
 
     fn ids(raw: &[&str]) -> Vec<BranchId> {
@@ -194,6 +214,36 @@ mod tests {
         let answer = service.retrieve(&claims(), &query(&["00003", "00002", "00001"])).await.unwrap();
         let pairs: Vec<_> = answer.iter().map(|b| (b.branch.to_string(), b.wait.minutes())).collect();
         assert_eq!(pairs, [("00003".to_string(), 12), ("00001".to_string(), 5)]);
+    }
+
+    #[tokio::test]
+    async fn a_live_queues_estimate_is_answered_instead_of_the_imported_one() {
+        let live = Arc::new(LiveQueues::new(15.0));
+        let day = crate::queue::state::tests::events(&[
+            (0.0, "CounterOpened", "", "1"),
+            (1.0, "TicketIssued", "A1", ""),
+            (1.0, "TicketCalled", "A1", "1"),
+            (2.0, "TicketIssued", "A2", ""),
+            (3.0, "TicketIssued", "A3", ""),
+        ]);
+        let at = day[0].at.plus_minutes(4.0);
+        live.apply(&day, at);
+        let branch = BranchId::parse("00001").unwrap();
+        let told = live.wait(branch).unwrap();
+        assert_ne!(told.minutes(), 5, "the imported figure");
+        let service = WaitTimeService::new(
+            Arc::new(policy(true)),
+            Arc::new(store()),
+            Arc::clone(&live),
+            Arc::new(clock_at(NOW)),
+            MAX_AGE,
+        );
+        let known = service.retrieve(&claims(), &query(&["00003", "00001", "00002"])).await.unwrap();
+        let answered: Vec<(String, u16)> = known.iter().map(|k| (k.branch.to_string(), k.wait.minutes())).collect();
+        assert_eq!(answered, [("00003".to_owned(), 12), ("00001".to_owned(), told.minutes())]);
+        live.refresh(at.plus_minutes(16.0));
+        let fallback = service.retrieve(&claims(), &query(&["00001"])).await.unwrap();
+        assert_eq!(fallback[0].wait.minutes(), 5, "no event for 15 minutes: the imported figure again");
     }
 
     #[tokio::test]

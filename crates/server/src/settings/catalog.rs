@@ -29,6 +29,10 @@ pub struct Catalog {
     /// wait is already a guess (docs/adr/0028-wait-time-data-fresh-estimates-and-demo.md).
     #[arg(long, value_name = "N", default_value_t = 60)]
     pub wait_time_max_age_minutes: u32,
+    /// A branch's queue is live, and its own estimate served, while a counter is open and
+    /// its queue system posted an event within this many minutes, 1 to 1440.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub queue_live_minutes: u32,
 }
 
 impl Catalog {
@@ -42,7 +46,15 @@ impl Catalog {
         Duration::from_secs(u64::from(self.wait_time_max_age_minutes) * 60)
     }
 
+    /// How long a queue stays live without an event, in minutes.
+    pub fn queue_live_minutes(&self) -> f64 {
+        f64::from(self.queue_live_minutes)
+    }
+
     pub(super) fn check(&self) -> Result<(), SettingsError> {
+        if !(1..=1440).contains(&self.queue_live_minutes) {
+            return Err(SettingsError("queue-live-minutes must be from 1 to 1440".to_owned()));
+        }
         // A page's byte budget (4 MiB) over the largest record (16 KiB): issue 30.
         if !(1..=MAX_PAGE_SIZE).contains(&self.atm_page_size) {
             return Err(SettingsError(format!(

@@ -20,6 +20,7 @@ mod instances;
 mod limits;
 mod metrics;
 mod openapi;
+mod queue_events;
 mod revoke;
 mod routes;
 #[path = "../support/store.rs"]
