@@ -368,7 +368,7 @@ fn spawn_queue_feed(feed: LiveQueueFeed) {
     spawn_every(QUEUE_POLL_INTERVAL, move || {
         let feed = Arc::clone(&feed);
         polls = polls.wrapping_add(1);
-        let refresh = polls % QUEUE_REFRESH_EVERY == 0;
+        let refresh = polls.is_multiple_of(QUEUE_REFRESH_EVERY);
         async move {
             if let Err(error) = feed.poll().await {
                 tracing::warn!(error = %error, "queue events could not be read; the next poll reads them");
