@@ -17,6 +17,10 @@ if [ ! -x "$venv/bin/st" ]; then
   python3 -m venv "$venv"
   "$venv/bin/pip" install --quiet --disable-pip-version-check 'schemathesis>=4.32,<5'
 fi
+# For a bank system's key: its assertion is signed here (Ed25519).
+"$venv/bin/python" -c 'import cryptography' 2>/dev/null ||
+  "$venv/bin/pip" install --quiet --disable-pip-version-check 'cryptography>=42'
+
 "$venv/bin/st" --version
 
 work=$(mktemp -d)
@@ -49,6 +53,28 @@ curl -fsS -D "$work/headers" -H "uuid: 3fa85f64-5717-4562-b3fc-2c963f66afa6" \
 ST_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["access_token"])' "$work/token.json")
 ST_SID=$(grep -i '^sid:' "$work/headers" | cut -d' ' -f2 | tr -d '\r')
 export ST_TOKEN ST_SID
+
+# A bank system with scope queue:write, and a token of it, so the queue events operation
+# is reached, not only refused: its key made and its assertion signed in Python.
+"$venv/bin/python" - "$work" "$base" <<'PY'
+import base64, json, sys, time, uuid
+from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+from cryptography.hazmat.primitives.serialization import Encoding, PublicFormat
+work, base = sys.argv[1], sys.argv[2]
+b64 = lambda data: base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+key = Ed25519PrivateKey.generate()
+public = key.public_key().public_bytes(Encoding.Raw, PublicFormat.Raw)
+open(f"{work}/system.jwks", "w").write(json.dumps({"keys": [{"kty": "OKP", "crv": "Ed25519", "x": b64(public)}]}))
+claims = {"iss": "st-queue", "sub": "st-queue", "aud": f"{base}/api", "exp": int(time.time()) + 300, "jti": str(uuid.uuid4())}
+signed = b64(json.dumps({"alg": "EdDSA"}).encode()) + "." + b64(json.dumps(claims).encode())
+open(f"{work}/assertion", "w").write(signed + "." + b64(key.sign(signed.encode())))
+PY
+"$binary" --database-url "$database_url" systems add st-queue --jwks-file "$work/system.jwks" --scopes queue:write >/dev/null
+ST_SYSTEM_TOKEN=$(curl -fsS "$base/api/v1/token" -d grant_type=client_credentials \
+  -d client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer \
+  --data-urlencode "client_assertion=$(cat "$work/assertion")" |
+  python3 -c 'import json,sys; print(json.load(sys.stdin)["access_token"])')
+export ST_SYSTEM_TOKEN
 
 for seed in $seeds; do
   echo "--- schemathesis, seed $seed"
