@@ -25,6 +25,8 @@ mod revoke;
 mod routes;
 #[path = "../support/store.rs"]
 mod store;
+#[path = "../support/system_keys.rs"]
+mod system_keys;
 mod systems;
 mod tls;
 mod tokens;

@@ -182,3 +182,122 @@ fn a_wait_time_import_killed_at_any_point_leaves_the_old_times_or_the_new_ones_n
         }
     });
 }
+
+/// Queue events a system posted and was answered 200 for, when the service is killed
+/// with SIGKILL in the middle of posts: every one is in the store after the restart.
+#[test]
+fn every_queue_event_answered_before_a_kill_9_is_in_the_store_after_the_restart() {
+    use crate::system_keys::{SystemKey, assertion_claims};
+
+    run(async {
+        let Some((_kept, url)) = fresh_store().await else { return };
+        let folder = tempfile::tempdir().unwrap();
+        let key = SystemKey::ed25519("k");
+        let jwks = folder.path().join("queue.jwks");
+        std::fs::write(&jwks, serde_json::json!({"keys": [key.public_jwk()]}).to_string()).unwrap();
+        let added = cli(
+            &url,
+            &["systems", "add", "queue-hq", "--jwks-file", jwks.to_str().unwrap(), "--scopes", "queue:write"],
+        );
+        assert!(added.status.success(), "{}", said(&added));
+        let mut service = Service::start(&url, &[]).await;
+        // The issuer the metadata names (the public base URL, not the listening address).
+        let metadata: serde_json::Value = service
+            .http
+            .get(format!("{}/api/.well-known/oauth-authorization-server", service.address))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let issuer = metadata["issuer"].as_str().unwrap().to_owned();
+        let assertion = key.sign(&assertion_claims("queue-hq", &issuer));
+        let token: serde_json::Value = service
+            .http
+            .post(format!("{}/api/v1/token", service.address))
+            .header("Content-Type", "application/x-www-form-urlencoded")
+            .body(
+                form_urlencoded::Serializer::new(String::new())
+                    .append_pair("grant_type", "client_credentials")
+                    .append_pair("client_assertion_type", "urn:ietf:params:oauth:client-assertion-type:jwt-bearer")
+                    .append_pair("client_assertion", &assertion)
+                    .finish(),
+            )
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        let token = token["access_token"].as_str().expect("a system token").to_owned();
+
+        let at = time::OffsetDateTime::now_utc().format(&time::format_description::well_known::Rfc3339).unwrap();
+        let pid = service.pid();
+        let killer = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1_500)).await;
+            signal(pid, "KILL");
+        });
+        let posters: Vec<_> = (0..4)
+            .map(|poster| {
+                let (http, address, token, at) =
+                    (service.http.clone(), service.address.clone(), token.clone(), at.clone());
+                tokio::spawn(async move {
+                    let mut answered = Vec::new();
+                    for post in 0.. {
+                        let ids: Vec<String> = (0..50).map(|n| format!("p{poster}-{post}-{n}")).collect();
+                        let events: Vec<serde_json::Value> = ids
+                            .iter()
+                            .enumerate()
+                            .map(|(n, id)| {
+                                serde_json::json!({"eventId": id, "branchId": format!("{:05}", n % 10),
+                                    "type": "TicketIssued", "at": at, "ticket": id})
+                            })
+                            .collect();
+                        let answer = http
+                            .post(format!("{address}/api/v1/branches/queue-events"))
+                            .bearer_auth(&token)
+                            .json(&serde_json::json!({"events": events}))
+                            .send()
+                            .await;
+                        match answer {
+                            Ok(answer) if answer.status() == 200 => {
+                                let body: serde_json::Value = answer.json().await.unwrap_or_default();
+                                if body["accepted"] == 50 {
+                                    answered.extend(ids);
+                                }
+                            }
+                            _ => break,
+                        }
+                    }
+                    answered
+                })
+            })
+            .collect();
+        killer.await.unwrap();
+        let mut answered = BTreeSet::new();
+        for poster in posters {
+            answered.extend(poster.await.unwrap());
+        }
+        service.kill();
+        eprintln!("figure: kill -9 under queue event posts: {} events answered 200", answered.len());
+        assert!(answered.len() > 500, "the posts got answers before the kill: {}", answered.len());
+
+        let restarted = Service::start(&url, &[]).await;
+        let store = Store::open(&url).await.unwrap();
+        let an_hour_ago = domain::queue::event::EventTime::from_unix_seconds(
+            u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp() - 3600).unwrap(),
+        );
+        let stored: BTreeSet<String> = store
+            .queue_events
+            .happened_since(an_hour_ago)
+            .await
+            .unwrap()
+            .into_iter()
+            .map(|e| e.id.as_str().to_owned())
+            .collect();
+        let missing = answered.difference(&stored).count();
+        assert_eq!(missing, 0, "{missing} of {} events answered before the kill are not in the store", answered.len());
+        drop(restarted);
+    });
+}

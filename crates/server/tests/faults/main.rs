@@ -23,3 +23,5 @@ mod slow_connections;
 #[path = "../support/store.rs"]
 mod store;
 mod store_locked;
+#[path = "../support/system_keys.rs"]
+mod system_keys;
