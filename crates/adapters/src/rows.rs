@@ -267,15 +267,7 @@ pub fn received_event(
         let stored = counter.as_deref().unwrap_or_default();
         CounterId::parse(stored).ok_or_else(|| corrupt("queue event counter", stored))
     };
-    let kind = match kind.as_str() {
-        "TicketIssued" => QueueEventKind::TicketIssued { ticket: ticket()? },
-        "TicketCalled" => QueueEventKind::TicketCalled { ticket: ticket()?, counter: counter()? },
-        "ServiceEnded" => QueueEventKind::ServiceEnded { ticket: ticket()? },
-        "TicketCancelled" => QueueEventKind::TicketCancelled { ticket: ticket()? },
-        "CounterOpened" => QueueEventKind::CounterOpened { counter: counter()? },
-        "CounterClosed" => QueueEventKind::CounterClosed { counter: counter()? },
-        _ => return Err(corrupt("queue event type", &kind)),
-    };
+    let kind = QueueEventKind::read(&kind, ticket, counter).ok_or_else(|| corrupt("queue event type", &kind))??;
     let stored_branch = usize::try_from(branch).ok().and_then(BranchId::from_index);
     Ok(ReceivedEvent {
         event: QueueEvent {

@@ -165,6 +165,32 @@ impl QueueEventKind {
         }
     }
 
+    /// The kind the `type` `name` gives, its ticket and counter read by `ticket` and
+    /// `counter` when it has them (and only then); `None` for a name of no kind. One
+    /// reading for the wire and the stores alike.
+    ///
+    /// # Errors
+    /// What `ticket` or `counter` fails with.
+    pub fn read<E>(
+        name: &str,
+        ticket: impl Fn() -> Result<TicketId, E>,
+        counter: impl Fn() -> Result<CounterId, E>,
+    ) -> Option<Result<Self, E>> {
+        let kind = || -> Result<Self, E> {
+            Ok(match name {
+                "TicketIssued" => Self::TicketIssued { ticket: ticket()? },
+                "TicketCalled" => Self::TicketCalled { ticket: ticket()?, counter: counter()? },
+                "ServiceEnded" => Self::ServiceEnded { ticket: ticket()? },
+                "TicketCancelled" => Self::TicketCancelled { ticket: ticket()? },
+                "CounterOpened" => Self::CounterOpened { counter: counter()? },
+                _ => Self::CounterClosed { counter: counter()? },
+            })
+        };
+        let known =
+            ["TicketIssued", "TicketCalled", "ServiceEnded", "TicketCancelled", "CounterOpened", "CounterClosed"];
+        known.contains(&name).then(kind)
+    }
+
     /// Where it falls among events of the same instant: a counter opens before it calls,
     /// a ticket is issued before it is called, a service ends before its counter calls
     /// the next one, and a counter closes last. Every instance orders ties alike.
@@ -273,14 +299,9 @@ impl QueueEvent {
             .ok_or_else(|| invalid("at", "an RFC 3339 date-time such as 2026-11-28T12:30:05.250Z"))?;
         let ticket = || TicketId::parse(text("ticket", &id)?).ok_or_else(|| invalid("ticket", TicketId::EXPECTED));
         let counter = || CounterId::parse(text("counter", &id)?).ok_or_else(|| invalid("counter", CounterId::EXPECTED));
-        let kind = match kind_name {
-            "TicketIssued" => QueueEventKind::TicketIssued { ticket: ticket()? },
-            "TicketCalled" => QueueEventKind::TicketCalled { ticket: ticket()?, counter: counter()? },
-            "ServiceEnded" => QueueEventKind::ServiceEnded { ticket: ticket()? },
-            "TicketCancelled" => QueueEventKind::TicketCancelled { ticket: ticket()? },
-            "CounterOpened" => QueueEventKind::CounterOpened { counter: counter()? },
-            "CounterClosed" => QueueEventKind::CounterClosed { counter: counter()? },
-            _ => {
+        let kind = match QueueEventKind::read(kind_name, ticket, counter) {
+            Some(kind) => kind?,
+            None => {
                 return Err(refuse(
                     id,
                     "unknownType",
