@@ -24,8 +24,10 @@ use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{
-    Clock, IdGenerator, ProofNonces, ProofReplays, RequestLimiter, StoreUnavailable, SystemRecords, TokenLedger,
+    Clock, IdGenerator, ProofNonces, ProofReplays, QueueEventRecords, RequestLimiter, StoreUnavailable, SystemRecords,
+    TokenLedger,
 };
+use domain::queue::event::{EventTime, OLDEST_MINUTES};
 use domain::queue::live::LiveQueues;
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;
@@ -329,13 +331,23 @@ fn spawn_store_upkeep(
     lifecycle: Arc<dyn StoreLifecycle>,
     records: TokenRecords,
     systems: Arc<dyn SystemRecords>,
+    queue_events: Arc<dyn QueueEventRecords>,
     clock: Arc<dyn Clock>,
 ) {
     let records = Arc::new(records);
     spawn_every(UPKEEP_INTERVAL, move || {
         let (lifecycle, records, clock) = (Arc::clone(&lifecycle), Arc::clone(&records), Arc::clone(&clock));
-        let systems = Arc::clone(&systems);
+        let (systems, queue_events) = (Arc::clone(&systems), Arc::clone(&queue_events));
         async move {
+            // Events older than a day are refused when posted and forgotten by the live
+            // queues; the log keeps them an hour longer (a late replay finds them).
+            let before = EventTime::from_unix_seconds(u64::try_from(clock.unix_now()).unwrap_or_default())
+                .plus_minutes(-(OLDEST_MINUTES + 60.0));
+            match queue_events.forget_before(before).await {
+                Ok(0) => {}
+                Ok(forgotten) => tracing::info!(forgotten, "forgot queue events more than a day old"),
+                Err(error) => tracing::warn!(error = %error, "old queue events could not be forgotten"),
+            }
             // An expired assertion is refused for its `exp` before its `jti` is looked up.
             match systems.forget_assertions(clock.unix_now()).await {
                 Ok(0) => {}
@@ -623,6 +635,7 @@ impl Application {
             Arc::clone(&store.lifecycle),
             TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
             Arc::clone(&store.systems),
+            Arc::clone(&store.queue_events),
             Arc::clone(&clock),
         );
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
