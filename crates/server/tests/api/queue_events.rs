@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::{Session, TestApp};
-use crate::systems::{SystemKey, assertion_claims, client_credentials, register};
+use crate::systems::{SystemKey, assertion_claims, client_credentials, register_in, set_status_in};
 
 /// A system registered with `queue:write` on `app`'s store, and a token of it.
 async fn queue_system(app: &TestApp, id: &str) -> String {
     let key = SystemKey::ed25519("k");
-    register(&app.database_url, app.folder.path(), id, &[&key], "queue:write");
+    register_in(app, id, &[&key], "queue:write").await;
     token_of(app, &key, id).await
 }
 
@@ -83,9 +83,6 @@ async fn minutes_of(app: &TestApp, session: &Session, branch: &str) -> Option<u6
 
 #[tokio::test]
 async fn events_are_stored_once_each_refusal_is_told_and_the_branch_is_served_its_live_estimate() {
-    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
-        return;
-    }
     let app = TestApp::builder().start().await;
     let token = queue_system(&app, "queue-hq").await;
     let session = app.session().await;
@@ -149,9 +146,6 @@ async fn events_are_stored_once_each_refusal_is_told_and_the_branch_is_served_it
 
 #[tokio::test]
 async fn only_a_systems_token_with_the_scope_posts_events_and_a_disabled_systems_token_is_refused_at_once() {
-    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
-        return;
-    }
     let app = TestApp::builder().start().await;
     let token = queue_system(&app, "queue-hq").await;
     let one = [event("e-1", "00001", "CounterOpened", -1.0, None, Some("1"))];
@@ -169,8 +163,7 @@ async fn only_a_systems_token_with_the_scope_posts_events_and_a_disabled_systems
     assert_eq!(none.status(), 401);
     assert_eq!(post_events(&app, &token, &one).await.status(), 200);
 
-    let disabled = crate::cli::branch_atm(&app.database_url, &["systems", "disable", "queue-hq"]);
-    assert!(disabled.status.success());
+    set_status_in(&app, "queue-hq", domain::client::ClientStatus::Disabled).await;
     let refused = post_events(&app, &token, &[event("e-2", "00001", "CounterClosed", -1.0, None, Some("1"))]).await;
     assert_eq!(refused.status(), 401, "refused from the next request on");
     let not_json = app
@@ -189,9 +182,6 @@ async fn only_a_systems_token_with_the_scope_posts_events_and_a_disabled_systems
 /// store, the same estimate served.
 #[tokio::test]
 async fn accepted_events_are_read_back_by_an_instance_started_afterwards() {
-    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
-        return;
-    }
     let first = TestApp::builder().start().await;
     let token = queue_system(&first, "queue-hq").await;
     assert_eq!(post_events(&first, &token, &busy_branch("r", "54321")).await.status(), 200);

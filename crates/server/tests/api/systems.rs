@@ -5,6 +5,9 @@ use base64::Engine as _;
 use base64::engine::general_purpose::URL_SAFE_NO_PAD;
 use serde_json::{Value, json};
 
+use domain::client::ClientStatus;
+use domain::system::{SystemId, SystemRegistration, SystemScopes};
+
 use crate::cli::{branch_atm, fresh_database, stderr, stdout};
 use crate::helpers::TestApp;
 pub use crate::system_keys::{SystemKey, assertion_claims};
@@ -23,6 +26,25 @@ pub fn register(database_url: &str, folder: &std::path::Path, system: &str, keys
         &["systems", "add", system, "--jwks-file", file.to_str().unwrap(), "--scopes", scopes],
     );
     assert!(added.status.success(), "{}", stderr(&added));
+}
+
+/// Registers `system` with `keys` and `scopes` in `app`'s store itself, as `systems add`
+/// does: also on the in-memory store, which no other process reaches.
+pub async fn register_in(app: &TestApp, system: &str, keys: &[&SystemKey], scopes: &str) {
+    let set = json!({"keys": keys.iter().map(|key| key.public_jwk()).collect::<Vec<_>>()});
+    let registration = SystemRegistration {
+        id: SystemId::parse(system).unwrap(),
+        keys: adapters::client_assertion::read_key_set(&set.to_string()).unwrap(),
+        scopes: SystemScopes::parse(scopes).unwrap(),
+        status: ClientStatus::Active,
+    };
+    assert!(app.store().await.systems.insert(&registration, now()).await.unwrap());
+}
+
+/// Sets `system`'s status in `app`'s store, as `systems disable|enable` does.
+pub async fn set_status_in(app: &TestApp, system: &str, status: ClientStatus) {
+    let id = SystemId::parse(system).unwrap();
+    assert!(app.store().await.systems.set_status(&id, status).await.unwrap());
 }
 
 /// POST /api/v1/token with `form` pairs.
@@ -109,13 +131,10 @@ fn systems_are_added_listed_updated_disabled_and_enabled_and_a_private_key_file_
 
 #[tokio::test]
 async fn a_system_gets_a_bearer_token_for_a_signed_assertion_once_and_it_works_on_no_visitor_operation() {
-    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
-        return;
-    }
     let app = TestApp::builder().start().await;
     let es = SystemKey::p256("es-1");
     let ed = SystemKey::ed25519("ed-1");
-    register(&app.database_url, app.folder.path(), "queue-hq", &[&es, &ed], "queue:write");
+    register_in(&app, "queue-hq", &[&es, &ed], "queue:write").await;
     for key in [&es, &ed] {
         let assertion = key.sign(&assertion_claims("queue-hq", &app.issuer()));
         let answer = client_credentials(&app, &assertion).await;
@@ -159,15 +178,12 @@ async fn a_system_gets_a_bearer_token_for_a_signed_assertion_once_and_it_works_o
 
 #[tokio::test]
 async fn every_assertion_the_token_endpoint_must_refuse_is_refused_as_its_error() {
-    if !crate::store::other_processes_reach_the_store("the CLI binary beside the app") {
-        return;
-    }
     let app = TestApp::builder().start().await;
     let key = SystemKey::ed25519("k");
     let stranger = SystemKey::ed25519("k");
-    register(&app.database_url, app.folder.path(), "queue-hq", &[&key], "queue:write");
-    register(&app.database_url, app.folder.path(), "queue-off", &[&key], "queue:write");
-    assert!(branch_atm(&app.database_url, &["systems", "disable", "queue-off"]).status.success());
+    register_in(&app, "queue-hq", &[&key], "queue:write").await;
+    register_in(&app, "queue-off", &[&key], "queue:write").await;
+    set_status_in(&app, "queue-off", ClientStatus::Disabled).await;
     let issuer = app.issuer();
     let with = |change: &dyn Fn(&mut Value)| {
         let mut claims = assertion_claims("queue-hq", &issuer);
