@@ -100,7 +100,9 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Clients { action } => commands::clients::clients(&operators.clients, action).await,
         Command::Access { action } => commands::access::access(&operators.access, action).await,
         Command::Systems { action } => commands::systems::systems(&operators.systems, action).await,
-        Command::Waittimes { action } => commands::wait_times::wait_times(&operators, action).await,
+        Command::Waittimes { action: WaitTimesAction::Import { file, dry_run } } => {
+            commands::wait_times::import(&operators, file, dry_run).await
+        }
         Command::Atms { action } => commands::atms::atms(&operators.imports, action).await,
         Command::Keys { action } => {
             commands::keys::keys(&operators.keys, action, settings.key_activation_delay()).await
@@ -110,7 +112,12 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
             Some(outage) => commands::outages::run(&operators.outages, outage).await,
             None => Ok(()),
         },
-        Command::Serve(_) | Command::Store { .. } | Command::HealthCheck | Command::Settings { .. } => Ok(()),
+        // Run before a store is opened, above.
+        Command::Serve(_)
+        | Command::Store { .. }
+        | Command::HealthCheck
+        | Command::Settings { .. }
+        | Command::Waittimes { action: WaitTimesAction::Evaluate { .. } } => Ok(()),
     }
 }
 

@@ -1,7 +1,7 @@
 //! `waittimes …`: importing a wait-time CSV, and scoring the live estimator on past
 //! queue events.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use adapters::formats::queue_events;
 use adapters::formats::shown::quoted;
@@ -13,7 +13,6 @@ use domain::services::imports::ImportWaitTimesError;
 use tracing::Instrument as _;
 
 use super::{CommandError, english, open, shown_path};
-use crate::cli::WaitTimesAction;
 use crate::startup::Operators;
 
 /// A file's refusal in one line, as an operator reads it.
@@ -38,14 +37,11 @@ fn refused_import(error: &ImportWaitTimesError, lines: &[u64]) -> CommandError {
     }
 }
 
-/// `waittimes …`
+/// `waittimes import FILE [--dry-run]`
 ///
 /// # Errors
 /// [`CommandError`] with the reason; nothing is written then.
-pub async fn wait_times(operators: &Operators, action: WaitTimesAction) -> Result<(), CommandError> {
-    let WaitTimesAction::Import { file, dry_run } = action else {
-        return Err(CommandError("waittimes evaluate opens no store: it is run before one is opened".to_owned()));
-    };
+pub async fn import(operators: &Operators, file: PathBuf, dry_run: bool) -> Result<(), CommandError> {
     let in_file = |e: CommandError| CommandError(format!("{}: {e}", shown_path(&file)));
     let read = match open(&file).and_then(|opened| {
         wait_time_csv::read(opened, operators.clock.unix_now()).map_err(|e| in_file(refused_file(&e)))
