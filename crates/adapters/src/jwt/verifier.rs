@@ -124,12 +124,7 @@ impl JwtTokens {
     /// issued after its key's retirement (a forger holding a retired key) or before its
     /// activation (one holding a next key), or living longer than tokens are issued for.
     fn verify_signed(&self, keys: &KeySet, token: &str) -> Result<AccessClaims, TokenRejected> {
-        let kid = access_token_kid(token)?;
-        let key =
-            kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected::Invalid("unknown key id"))?;
-        let claims = jsonwebtoken::decode::<ClaimsIn>(token, &key.key, &self.validation)
-            .map_err(|e| rejection(e.kind()))?
-            .claims;
+        let (key, claims) = self.decoded::<ClaimsIn>(keys, token)?;
         let malformed = |_| TokenRejected::Invalid("malformed claims");
         if claims.client_id != claims.sub {
             return Err(TokenRejected::Invalid("client_id differs from sub"));
@@ -158,16 +153,25 @@ impl JwtTokens {
         Ok(verified)
     }
 
+    /// The key `token`'s `kid` names and the claims it signed: header, pinned algorithm,
+    /// signature, `iss` and `aud` checked. Visitors' and systems' tokens alike.
+    fn decoded<'k, C: serde::de::DeserializeOwned>(
+        &self,
+        keys: &'k KeySet,
+        token: &str,
+    ) -> Result<(&'k VerifyingKey, C), TokenRejected> {
+        let kid = access_token_kid(token)?;
+        let key =
+            kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected::Invalid("unknown key id"))?;
+        let claims = jsonwebtoken::decode::<C>(token, &key.key, &self.validation).map_err(|e| rejection(e.kind()))?;
+        Ok((key, claims.claims))
+    }
+
     /// [`TokenVerifier::verify_system`]: the same checks on a system's claims, with no
     /// memory of tokens verified (a system asks for a token every few minutes).
     fn verify_system_token(&self, token: &str) -> Result<SystemAccessClaims, TokenRejected> {
         let keys = self.keys.load();
-        let kid = access_token_kid(token)?;
-        let key =
-            kid.as_ref().and_then(|kid| keys.verifying.get(kid)).ok_or(TokenRejected::Invalid("unknown key id"))?;
-        let claims = jsonwebtoken::decode::<SystemClaimsIn>(token, &key.key, &self.validation)
-            .map_err(|e| rejection(e.kind()))?
-            .claims;
+        let (key, claims) = self.decoded::<SystemClaimsIn>(&keys, token)?;
         if claims.sid.is_some() {
             return Err(TokenRejected::Invalid("a visitor's token"));
         }
