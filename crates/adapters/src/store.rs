@@ -48,6 +48,9 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 /// - `atms`: the ATM set (`AtmRecords::replace`, `apply`). SQL stores count the set's
 ///   date (`atm_set`), which every change of the set rewrites in its transaction, rather
 ///   than each ATM row.
+/// - `queue_events`: the queue event log (`QueueEventRecords::append` when it stores a new
+///   event; not a batch of duplicates, nor `forget_before`). SQL stores count `queue_log`,
+///   which an append rewrites in its transaction, rather than each event.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.
@@ -62,11 +65,13 @@ pub struct Revisions {
     pub signing_keys: i64,
     /// The ATM set.
     pub atms: i64,
+    /// The queue event log.
+    pub queue_events: i64,
 }
 
 impl Revisions {
     /// Every topic's name (as `change_log` stores it) and counter.
-    pub fn topics(&self) -> [(&'static str, i64); 6] {
+    pub fn topics(&self) -> [(&'static str, i64); 7] {
         [
             ("clients", self.clients),
             ("access", self.access),
@@ -74,6 +79,7 @@ impl Revisions {
             ("revocations", self.revocations),
             ("signing_keys", self.signing_keys),
             ("atms", self.atms),
+            ("queue_events", self.queue_events),
         ]
     }
 
@@ -89,6 +95,7 @@ impl Revisions {
                 "revocations" => &mut revisions.revocations,
                 "signing_keys" => &mut revisions.signing_keys,
                 "atms" => &mut revisions.atms,
+                "queue_events" => &mut revisions.queue_events,
                 _ => continue,
             };
             *slot = revision;

@@ -123,6 +123,9 @@ pub struct StoreView {
     channels: ArcSwap<foldhash::HashSet<ChannelScope>>,
     wait_times: ArcSwap<WaitTable>,
     revoked: ArcSwap<foldhash::HashSet<TokenId>>,
+    /// The queue event log's counter as last seen: the view holds no events, it tells
+    /// whoever follows the log ([`StoreView::queue_events_moved`]) that it moved.
+    queue_events: tokio::sync::watch::Sender<i64>,
 }
 
 impl StoreView {
@@ -152,6 +155,7 @@ impl StoreView {
             channels: ArcSwap::from_pointee(foldhash::HashSet::default()),
             wait_times: ArcSwap::from_pointee(WaitTable::empty()),
             revoked: ArcSwap::from_pointee(foldhash::HashSet::default()),
+            queue_events: tokio::sync::watch::Sender::new(0),
         });
         view.refresh().await?;
         Ok(view)
@@ -226,6 +230,10 @@ impl StoreView {
             done.atms = now.atms;
             reloaded("atms");
         }
+        if moved(|r| r.queue_events) {
+            self.queue_events.send_replace(now.queue_events);
+            done.queue_events = now.queue_events;
+        }
         *seen = Some(done);
         self.refreshed_at.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
         Ok(())
@@ -241,6 +249,12 @@ impl StoreView {
         let mut seen = self.seen.lock().await;
         *seen = None;
         self.refresh_from(&mut seen).await
+    }
+
+    /// Marks a change each time a refresh finds the queue event log's counter moved
+    /// (another instance, or this one, stored an event): the log need only be read then.
+    pub fn queue_events_moved(&self) -> tokio::sync::watch::Receiver<i64> {
+        self.queue_events.subscribe()
     }
 
     /// How many of the estimates held were made before `oldest_fresh` (seconds since

@@ -397,7 +397,8 @@ async fn each_write_moves_its_topics_change_counter_and_no_other(store: &Store) 
     moves!([], store.systems.use_assertion(&system, &AssertionId::parse("jti-1").unwrap(), NOW));
     moves!([], store.systems.forget_assertions(NOW + 1));
     let event = queue_event("e-1", "00042", NOW_MICROS, issued("A001"));
-    moves!([], store.queue_events.append(&system, &[event], micros(NOW_MICROS)));
+    moves!(["queue_events"], store.queue_events.append(&system, std::slice::from_ref(&event), micros(NOW_MICROS)));
+    moves!([], store.queue_events.append(&system, &[event], micros(NOW_MICROS + 1)));
     moves!([], store.queue_events.forget_before(micros(NOW_MICROS + 1)));
     assert!(store.tokens.find(&OpaqueToken::new("opaque-3".into())).await.unwrap().is_none(), "the purge ran");
     assert_eq!(store.tokens.revoked_live(NOW).await.unwrap().len(), 2, "both revocations ran");
@@ -444,6 +445,16 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: &St
     view.refresh().await.unwrap();
     let catalog = view.catalog().await.unwrap();
     assert_eq!((catalog.len(), catalog.last_updated()), (2, NOW));
+
+    // The queue event log is not held, but whoever follows it is told when it moved.
+    let log_moved = view.queue_events_moved();
+    view.refresh().await.unwrap();
+    assert!(!log_moved.has_changed().unwrap(), "nothing appended");
+    let system = SystemId::parse("queue.branch-a").unwrap();
+    let event = queue_event("e-1", "00042", NOW_MICROS, issued("A001"));
+    store.queue_events.append(&system, &[event], micros(NOW_MICROS)).await.unwrap();
+    view.refresh().await.unwrap();
+    assert!(log_moved.has_changed().unwrap(), "an append is told at the next refresh");
 }
 
 async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: &Store) {
@@ -1016,7 +1027,9 @@ async fn queue_events_are_appended_once_and_a_resent_id_changes_nothing(store: &
     assert_eq!(store.queue_events.append(&posting, &first, later).await.unwrap(), vec![false; 6], "resent whole");
     assert_eq!(every_event(store).await, expected);
     assert!(store.queue_events.append(&posting, &[], later).await.unwrap().is_empty());
-    assert_eq!(store.view.revisions().await.unwrap(), revisions, "queue events are in no topic");
+    let now = store.view.revisions().await.unwrap();
+    assert_eq!(now.queue_events - revisions.queue_events, 2, "one move per append that stored an event");
+    assert_eq!(moved(revisions, now), ["queue_events"]);
 }
 
 async fn an_id_repeated_within_one_batch_is_new_only_the_first_time(store: &Store) {

@@ -603,6 +603,9 @@ impl QueueEventRecords for MemoryStore {
             }
             new.push(!stored);
         }
+        if new.contains(&true) {
+            state.revisions.queue_events += 1;
+        }
         Ok(new)
     }
 

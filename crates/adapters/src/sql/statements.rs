@@ -159,6 +159,8 @@ pub(crate) struct Statements {
     /// Appends a queue event `($1 id, $2 branch, $3 kind, $4 at, $5 ticket, $6 counter,
     /// $7 system, $8 received at)`, or nothing when its id is stored already.
     pub append_queue_event: &'static str,
+    /// Dates the log's latest append (its trigger moves the `queue_events` counter).
+    pub touch_queue_log: &'static str,
     /// The queue events received at or after `$1` ([`crate::rows::QueueEventRow`]), by
     /// received time and id.
     pub queue_events_received_since: &'static str,
@@ -297,6 +299,7 @@ impl Statements {
                 "INSERT INTO queue_events ({QUEUE_EVENT_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8){}",
                 syntax.skip_duplicates
             )),
+            touch_queue_log: render("UPDATE queue_log SET received_at = $1 WHERE id = 1"),
             queue_events_received_since: render(&format!(
                 "SELECT {QUEUE_EVENT_COLUMNS} FROM queue_events WHERE received_at >= $1 ORDER BY received_at, event_id"
             )),

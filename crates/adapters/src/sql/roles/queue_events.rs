@@ -1,5 +1,6 @@
 //! `QueueEventRecords` of every SQL store: the log of branch queue events, appended a
-//! batch per transaction (`SqlDialect::begin_event_append`).
+//! batch per transaction (`SqlDialect::begin_event_append`), each that stores an event
+//! rewriting `queue_log`, whose trigger moves the change counter.
 
 use async_trait::async_trait;
 use domain::ports::{QueueEventRecords, ReceivedEvent, StoreUnavailable};
@@ -52,6 +53,16 @@ where
                     .execute(&mut *transaction)
                     .await;
                 new[index] = inserted::<D>(done)?;
+            }
+            // One rewrite of `queue_log` per append that stored anything: its trigger moves
+            // the `queue_events` change counter (and notifies, on PostgreSQL), last, so
+            // the row is held only for the commit.
+            if new.contains(&true) {
+                sqlx::query(self.sql.touch_queue_log)
+                    .bind(received_at.unix_micros())
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?;
             }
             // Durable when it returns: each backend's commit is (SQLite's WAL with
             // `synchronous = FULL`, the servers' settings checked or set at connection).

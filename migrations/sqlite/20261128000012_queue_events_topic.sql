@@ -1,0 +1,12 @@
+-- The queue event log's change counter (issue 44): each append that stores a new event
+-- rewrites queue_log's one row in its transaction, and one trigger on that row moves the
+-- counter (as atm_set does for the ATMs), so an instance reads the log only after
+-- another instance wrote to it, not on a timer.
+CREATE TABLE queue_log (
+    id          INTEGER PRIMARY KEY CHECK (id = 1),
+    received_at INTEGER NOT NULL  -- microseconds: the latest append's receipt time
+) STRICT;
+INSERT INTO queue_log (id, received_at) VALUES (1, 0);
+INSERT INTO change_log (topic, revision) VALUES ('queue_events', 0);
+CREATE TRIGGER queue_events_changed AFTER UPDATE ON queue_log BEGIN
+    UPDATE change_log SET revision = revision + 1 WHERE topic = 'queue_events'; END;
