@@ -11,7 +11,8 @@ use domain::client::{
 use domain::dpop::DpopPolicy;
 use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
 use domain::ports::{ReceivedEvent, StoreUnavailable};
-use domain::queue::event::{CounterId, EventId, EventTime, QueueEvent, QueueEventKind, TicketId};
+use domain::posted::{EventId, EventTime};
+use domain::queue::event::{CounterId, QueueEvent, QueueEventKind, TicketId};
 use domain::system::{PublicKeySet, SystemId, SystemRegistration, SystemScopes};
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
 

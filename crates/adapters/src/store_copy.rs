@@ -11,7 +11,8 @@
 
 use domain::branch::WaitTimeEstimate;
 use domain::ports::{ReceivedEvent, StoreUnavailable};
-use domain::queue::event::{EventTime, QueueEvent};
+use domain::posted::EventTime;
+use domain::queue::event::QueueEvent;
 use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, SigningKey, TokenRecord};
 
@@ -221,7 +222,8 @@ mod tests {
 
     use domain::branch::BranchId;
     use domain::client::ClientStatus;
-    use domain::queue::event::{EventId, QueueEventKind, TicketId};
+    use domain::posted::EventId;
+    use domain::queue::event::{QueueEventKind, TicketId};
     use domain::system::{PublicKeySet, SystemId, SystemRegistration, SystemScopes};
 
     use super::*;

@@ -18,7 +18,8 @@ use domain::ports::{
     OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
     SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
 };
-use domain::queue::event::{EventTime, QueueEvent};
+use domain::posted::EventTime;
+use domain::queue::event::QueueEvent;
 use domain::store_contents::StoreContents;
 use domain::system::{AssertionId, SystemChanges, SystemId, SystemRegistration};
 use domain::token::{AccessClaims, IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};

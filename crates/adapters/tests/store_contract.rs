@@ -23,7 +23,8 @@ use domain::ports::{
     AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
     ReceivedEvent, TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
 };
-use domain::queue::event::{CounterId, EventId, EventTime, QueueEvent, QueueEventKind, TicketId};
+use domain::posted::{EventId, EventTime};
+use domain::queue::event::{CounterId, QueueEvent, QueueEventKind, TicketId};
 use domain::services::imports::{AtmFeed, AtmImport, DataImport, ImportRules};
 use domain::store_contents::StoreContents;
 use domain::system::{AssertionId, PublicKeySet, SystemChanges, SystemId, SystemRegistration, SystemScopes};

@@ -120,7 +120,7 @@ fn answer_of(posted: PostedEvents) -> QueueEventsAnswer {
 }
 
 impl QueueEventsAnswer {
-    fn rejected(index: usize, refusal: domain::queue::event::EventRefusal) -> RejectedEventOut {
+    fn rejected(index: usize, refusal: domain::posted::EventRefusal) -> RejectedEventOut {
         let location = if refusal.field.is_empty() {
             format!("events[{index}]")
         } else {

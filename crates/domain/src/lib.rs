@@ -41,6 +41,7 @@ pub mod input;
 pub mod limits;
 pub mod outage;
 pub mod ports;
+pub mod posted;
 pub mod queue;
 pub mod services;
 pub mod status;

@@ -27,7 +27,7 @@ use domain::ports::{
     Clock, IdGenerator, ProofNonces, ProofReplays, QueueEventRecords, RequestLimiter, StoreUnavailable, SystemRecords,
     TokenLedger,
 };
-use domain::queue::event::{EventTime, OLDEST_MINUTES};
+use domain::posted::{EventTime, OLDEST_MINUTES};
 use domain::queue::live::LiveQueues;
 use domain::services::access::ChannelAccess;
 use domain::services::atms::AtmLocator;

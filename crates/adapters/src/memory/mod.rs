@@ -28,7 +28,8 @@ use domain::ports::{
     SystemRecords, TokenArchive, WaitTimeRecords,
 };
 use domain::outage::{OutageId, PlannedOutage};
-use domain::queue::event::{EventTime, QueueEvent};
+use domain::posted::EventTime;
+use domain::queue::event::QueueEvent;
 use domain::system::{AssertionId, SystemChanges, SystemId, SystemRegistration};
 use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, OpaqueToken, SigningKey, TokenId, TokenRecord};

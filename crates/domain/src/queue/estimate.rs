@@ -24,8 +24,8 @@
 //! arriving behind) does not change this ticket's wait, or is not known. Every draw comes
 //! from a fixed sequence: the same queue gives the same estimate on every instance.
 
-use super::event::EventTime;
 use super::state::{BranchQueue, QueueNow};
+use crate::posted::EventTime;
 
 /// How many futures the estimator plays out. Against 256 on `bench/queue-days
 /// --branches 6 --days 5 --seed 2` (6,056 tickets), 64 give the same MAE to the

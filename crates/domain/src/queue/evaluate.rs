@@ -17,9 +17,10 @@
 use std::collections::HashMap;
 
 use super::estimate::estimate;
-use super::event::{EventTime, QueueEvent, QueueEventKind, TicketId};
+use super::event::{QueueEvent, QueueEventKind, TicketId};
 use super::state::BranchQueue;
 use crate::branch::BranchId;
+use crate::posted::EventTime;
 
 /// One ticket's estimates and its actual wait, in minutes.
 #[derive(Debug, Clone, PartialEq)]

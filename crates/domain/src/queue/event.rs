@@ -4,113 +4,16 @@
 use std::fmt;
 
 use serde_json::{Map, Value};
-use smol_str::SmolStr;
-use time::OffsetDateTime;
-use time::format_description::well_known::Rfc3339;
 
 use crate::branch::BranchId;
+use crate::posted::{self, EventFields, EventId, EventRefusal, EventTime, printable_name};
 
-/// When an event happened: microseconds since the Unix epoch, in UTC. Microseconds
-/// because PostgreSQL keeps no finer time, and every store must give back what it took.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-pub struct EventTime(i64);
-
-impl EventTime {
-    /// The time `micros` microseconds after the Unix epoch.
-    pub fn from_unix_micros(micros: i64) -> Self {
-        Self(micros)
-    }
-
-    /// The time `seconds` after the Unix epoch.
-    pub fn from_unix_seconds(seconds: u64) -> Self {
-        Self(i64::try_from(seconds).unwrap_or(i64::MAX / 1_000_000).saturating_mul(1_000_000))
-    }
-
-    /// Microseconds since the Unix epoch.
-    pub fn unix_micros(self) -> i64 {
-        self.0
-    }
-
-    /// Minutes from `earlier` to this time (negative if `earlier` is later).
-    pub fn minutes_since(self, earlier: Self) -> f64 {
-        (self.0 - earlier.0) as f64 / 60e6
-    }
-
-    /// This time moved by `minutes`.
-    pub fn plus_minutes(self, minutes: f64) -> Self {
-        Self(self.0.saturating_add((minutes * 60e6) as i64))
-    }
-
-    /// The UTC day it falls on, as days since the Unix epoch.
-    pub fn utc_day(self) -> i64 {
-        self.0.div_euclid(86_400_000_000)
-    }
-
-    /// Parses an RFC 3339 date-time (any offset, fractions of a second allowed).
-    fn parse(raw: &str) -> Option<Self> {
-        let at = OffsetDateTime::parse(raw, &Rfc3339).ok()?;
-        i64::try_from(at.unix_timestamp_nanos() / 1_000).ok().map(Self)
-    }
-}
-
-impl fmt::Display for EventTime {
-    /// RFC 3339 in UTC with microseconds, as the per-ticket file writes it.
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        let at = OffsetDateTime::from_unix_timestamp_nanos(i128::from(self.0) * 1_000)
-            .map_err(|_| fmt::Error)?
-            .format(&Rfc3339)
-            .map_err(|_| fmt::Error)?;
-        f.write_str(&at)
-    }
-}
-
-/// Text a queue system names things with: printable ASCII (space to `~`), of a bounded
-/// length. No character outside it can reorder or hide what an operator reads.
-fn printable(raw: &str, longest: usize) -> bool {
-    !raw.is_empty() && raw.len() <= longest && raw.bytes().all(|b| (b' '..=b'~').contains(&b))
-}
-
-macro_rules! queue_name {
-    ($(#[$doc:meta])* $name:ident, $longest:expr, $expected:literal) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
-        pub struct $name(SmolStr);
-
-        impl $name {
-            /// The longest one accepted, in characters.
-            pub const LONGEST: usize = $longest;
-            /// What a valid one looks like, for an error's details.
-            pub const EXPECTED: &'static str = $expected;
-
-            /// Parses one; anything but 1 to [`Self::LONGEST`] printable ASCII characters is refused.
-            pub fn parse(raw: &str) -> Option<Self> {
-                printable(raw, Self::LONGEST).then(|| Self(SmolStr::new(raw)))
-            }
-
-            /// The text as given.
-            pub fn as_str(&self) -> &str {
-                &self.0
-            }
-        }
-
-        impl fmt::Display for $name {
-            fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-                f.write_str(&self.0)
-            }
-        }
-    };
-}
-
-queue_name!(
-    /// An event's id, unique across every branch and system: a resent id is the same event.
-    EventId, 64, "1 to 64 printable ASCII characters"
-);
-queue_name!(
+printable_name!(
     /// A ticket as the branch's dispenser prints it (`A042`). Dispensers count again each
     /// day, so a ticket id names one ticket only until it is served or given up.
     TicketId, 32, "1 to 32 printable ASCII characters"
 );
-queue_name!(
+printable_name!(
     /// A counter (a desk, a window) of the branch.
     CounterId, 32, "1 to 32 printable ASCII characters"
 );
@@ -240,26 +143,6 @@ pub struct QueueEvent {
     pub kind: QueueEventKind,
 }
 
-/// Why an event was refused, as the answer lists it: `code` (`missingField`,
-/// `invalidField`, `unknownType`, `tooOld`, `aheadOfClock`), the field, and a reason.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EventRefusal {
-    /// The event's id, when it had a valid one.
-    pub event_id: Option<EventId>,
-    /// A stable code a system can act on.
-    pub code: &'static str,
-    /// The field at fault (`branchId`), or empty for the event as a whole.
-    pub field: &'static str,
-    /// What was wrong, in English.
-    pub details: String,
-}
-
-/// How far back an event may be dated when it is posted: a day. Older news cannot move a
-/// live estimate, and the stores keep the log for that long.
-pub const OLDEST_MINUTES: f64 = 24.0 * 60.0;
-/// How far ahead of the service's clock an event may be dated: 5 s of clock skew.
-pub const AHEAD_MINUTES: f64 = 5.0 / 60.0;
-
 impl QueueEvent {
     /// The order every instance applies events in: by `at`, ties by kind (see
     /// `QueueEventKind::rank`) and then by id.
@@ -273,37 +156,19 @@ impl QueueEvent {
     /// # Errors
     /// An [`EventRefusal`] naming the first field that is missing or not valid.
     pub fn from_json(value: &Value) -> Result<Self, EventRefusal> {
-        let refuse =
-            |event_id: Option<EventId>, code, field, details: String| EventRefusal { event_id, code, field, details };
-        let Some(object) = value.as_object() else {
-            return Err(refuse(None, "invalidField", "", "an event is a JSON object".to_owned()));
-        };
-        let text = |field: &'static str, id: &Option<EventId>| -> Result<&str, EventRefusal> {
-            match object.get(field) {
-                None | Some(Value::Null) => {
-                    Err(refuse(id.clone(), "missingField", field, format!("{field} is required")))
-                }
-                Some(Value::String(raw)) => Ok(raw),
-                Some(_) => Err(refuse(id.clone(), "invalidField", field, format!("{field} must be a string"))),
-            }
-        };
-        let event_id = EventId::parse(text("eventId", &None)?)
-            .ok_or_else(|| refuse(None, "invalidField", "eventId", format!("eventId must be {}", EventId::EXPECTED)))?;
-        let id = Some(event_id.clone());
-        let invalid = |field: &'static str, expected: &str| {
-            refuse(id.clone(), "invalidField", field, format!("{field} must be {expected}"))
-        };
-        let branch = BranchId::parse(text("branchId", &id)?).map_err(|_| invalid("branchId", "five digits"))?;
-        let kind_name = text("type", &id)?;
-        let at = EventTime::parse(text("at", &id)?)
-            .ok_or_else(|| invalid("at", "an RFC 3339 date-time such as 2026-11-28T12:30:05.250Z"))?;
-        let ticket = || TicketId::parse(text("ticket", &id)?).ok_or_else(|| invalid("ticket", TicketId::EXPECTED));
-        let counter = || CounterId::parse(text("counter", &id)?).ok_or_else(|| invalid("counter", CounterId::EXPECTED));
+        let fields = EventFields::of(value)?;
+        let branch =
+            BranchId::parse(fields.text("branchId")?).map_err(|_| fields.invalid("branchId", "five digits"))?;
+        let kind_name = fields.text("type")?;
+        let at = fields.at()?;
+        let ticket =
+            || TicketId::parse(fields.text("ticket")?).ok_or_else(|| fields.invalid("ticket", TicketId::EXPECTED));
+        let counter =
+            || CounterId::parse(fields.text("counter")?).ok_or_else(|| fields.invalid("counter", CounterId::EXPECTED));
         let kind = match QueueEventKind::read(kind_name, ticket, counter) {
             Some(kind) => kind?,
             None => {
-                return Err(refuse(
-                    id,
+                return Err(fields.refuse(
                     "unknownType",
                     "type",
                     "type must be TicketIssued, TicketCalled, ServiceEnded, TicketCancelled, CounterOpened or \
@@ -312,29 +177,15 @@ impl QueueEvent {
                 ));
             }
         };
-        Ok(Self { id: event_id, branch, at, kind })
+        Ok(Self { id: fields.id().clone(), branch, at, kind })
     }
 
-    /// The live rule on an event's date: at most [`OLDEST_MINUTES`] old and
-    /// [`AHEAD_MINUTES`] ahead of `now`.
+    /// The live rule on an event's date ([`posted::check_age`]).
     ///
     /// # Errors
     /// An [`EventRefusal`] on `at`, `tooOld` or `aheadOfClock`.
     pub fn check_age(&self, now: EventTime) -> Result<(), EventRefusal> {
-        let age = now.minutes_since(self.at);
-        let refuse = |code, details: &str| EventRefusal {
-            event_id: Some(self.id.clone()),
-            code,
-            field: "at",
-            details: details.to_owned(),
-        };
-        if age > OLDEST_MINUTES {
-            return Err(refuse("tooOld", "at is more than 24 hours ago"));
-        }
-        if -age > AHEAD_MINUTES {
-            return Err(refuse("aheadOfClock", "at is more than 5 seconds ahead of the service's clock"));
-        }
-        Ok(())
+        posted::check_age(&self.id, self.at, now)
     }
 
     /// The event as the wire and the stores write it: the object [`QueueEvent::from_json`] reads.

@@ -14,9 +14,10 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Mutex, PoisonError, RwLock};
 
 use super::estimate::estimate;
-use super::event::{EventId, EventTime, OLDEST_MINUTES, QueueEvent, QueueEventKind, TicketId};
+use super::event::{QueueEvent, QueueEventKind, TicketId};
 use super::state::BranchQueue;
 use crate::branch::{BranchId, WaitTime};
+use crate::posted::{EventId, EventTime, OLDEST_MINUTES};
 
 /// One branch's events and the queue they make.
 #[derive(Default)]

@@ -15,7 +15,8 @@
 
 use std::collections::VecDeque;
 
-use super::event::{CounterId, EventTime, QueueEvent, QueueEventKind, TicketId};
+use super::event::{CounterId, QueueEvent, QueueEventKind, TicketId};
+use crate::posted::EventTime;
 
 /// How long a queue stays live without an event, in minutes: the default of the
 /// `waittimes` setting, and what an offline replay uses.

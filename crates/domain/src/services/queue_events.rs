@@ -8,7 +8,8 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::ports::{Clock, QueueEventRecords, StoreUnavailable};
-use crate::queue::event::{EventRefusal, EventTime, QueueEvent};
+use crate::posted::{EventRefusal, EventTime};
+use crate::queue::event::QueueEvent;
 use crate::queue::live::LiveQueues;
 use crate::system::SystemId;
 
@@ -132,8 +133,7 @@ impl LiveQueueFeed {
         let newest = *self.newest_receipt.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         let (events, newest) = match newest {
             None => {
-                let events =
-                    self.records.happened_since(now.plus_minutes(-crate::queue::event::OLDEST_MINUTES)).await?;
+                let events = self.records.happened_since(now.plus_minutes(-crate::posted::OLDEST_MINUTES)).await?;
                 (events, Some(now.plus_minutes(-POLL_OVERLAP_MINUTES)))
             }
             Some(newest) => {

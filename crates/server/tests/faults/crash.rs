@@ -285,7 +285,7 @@ fn every_queue_event_answered_before_a_kill_9_is_in_the_store_after_the_restart(
 
         let restarted = Service::start(&url, &[]).await;
         let store = Store::open(&url).await.unwrap();
-        let an_hour_ago = domain::queue::event::EventTime::from_unix_seconds(
+        let an_hour_ago = domain::posted::EventTime::from_unix_seconds(
             u64::try_from(time::OffsetDateTime::now_utc().unix_timestamp() - 3600).unwrap(),
         );
         let stored: BTreeSet<String> = store

@@ -4,7 +4,8 @@
 
 use async_trait::async_trait;
 use domain::ports::{QueueEventRecords, ReceivedEvent, StoreUnavailable};
-use domain::queue::event::{CounterId, EventTime, QueueEvent, TicketId};
+use domain::posted::EventTime;
+use domain::queue::event::{CounterId, QueueEvent, TicketId};
 use domain::system::SystemId;
 use sqlx::{Encode, Executor, FromRow, Type};
 use tracing::Instrument as _;
