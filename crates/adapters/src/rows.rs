@@ -4,6 +4,7 @@
 //! and lists are text.
 
 use domain::atm_catalog::StoredAtm;
+use domain::atm_state::{AtmId, AtmState, Reason, Reported, Services};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, Origin, RedirectUri,
@@ -280,4 +281,34 @@ pub fn received_event(
         system: SystemId::parse(&system).map_err(|_| corrupt("system id", &system))?,
         received_at: EventTime::from_unix_micros(received_at),
     })
+}
+
+/// An ATM's state as `atm_states` stores it: (ATM id, state, unavailable services' bits,
+/// reason, expected back at, since, heard at, heard event id).
+pub type AtmStateRow = (String, String, i64, Option<String>, Option<i64>, i64, i64, String);
+
+/// An ATM's state as stored.
+///
+/// # Errors
+/// [`StoreUnavailable`] naming the value the domain refuses (written around the service).
+pub fn atm_state(
+    (atm, state, unavailable, reason, expected_back_at, since, heard_at, heard_id): AtmStateRow,
+) -> Result<(AtmId, AtmState), StoreUnavailable> {
+    let reason = reason.map(|raw| Reason::parse(&raw).ok_or_else(|| corrupt("ATM state reason", &raw))).transpose()?;
+    Ok((
+        AtmId::parse(&atm).ok_or_else(|| corrupt("ATM id", &atm))?,
+        AtmState {
+            state: Reported::parse(&state).ok_or_else(|| corrupt("ATM state", &state))?,
+            unavailable: Services(
+                u32::try_from(unavailable).map_err(|_| corrupt("ATM services", &unavailable.to_string()))?,
+            ),
+            reason,
+            expected_back_at: expected_back_at.map(EventTime::from_unix_micros),
+            since: EventTime::from_unix_micros(since),
+            heard: (
+                EventTime::from_unix_micros(heard_at),
+                EventId::parse(&heard_id).ok_or_else(|| corrupt("state event id", &heard_id))?,
+            ),
+        },
+    ))
 }

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, QueueEventRecords, SigningKeyRecords,
-    StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, WaitTimeRecords,
+    AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, QueueEventRecords,
+    SigningKeyRecords, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, WaitTimeRecords,
 };
 
 pub use crate::key_seal::KeyVault;
@@ -51,6 +51,9 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 /// - `queue_events`: the queue event log (`QueueEventRecords::append` when it stores a new
 ///   event; not a batch of duplicates, nor `forget_before`). SQL stores count `queue_log`,
 ///   which an append rewrites in its transaction, rather than each event.
+/// - `atm_states`: the ATMs' states (`AtmStateRecords::apply` when it applies an event;
+///   not a batch of duplicates and superseded events, nor `forget_before`). SQL stores
+///   count `atm_state_log`, rewritten once per such apply.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.
@@ -67,11 +70,13 @@ pub struct Revisions {
     pub atms: i64,
     /// The queue event log.
     pub queue_events: i64,
+    /// The ATMs' states.
+    pub atm_states: i64,
 }
 
 impl Revisions {
     /// Every topic's name (as `change_log` stores it) and counter.
-    pub fn topics(&self) -> [(&'static str, i64); 7] {
+    pub fn topics(&self) -> [(&'static str, i64); 8] {
         [
             ("clients", self.clients),
             ("access", self.access),
@@ -80,6 +85,7 @@ impl Revisions {
             ("signing_keys", self.signing_keys),
             ("atms", self.atms),
             ("queue_events", self.queue_events),
+            ("atm_states", self.atm_states),
         ]
     }
 
@@ -96,6 +102,7 @@ impl Revisions {
                 "signing_keys" => &mut revisions.signing_keys,
                 "atms" => &mut revisions.atms,
                 "queue_events" => &mut revisions.queue_events,
+                "atm_states" => &mut revisions.atm_states,
                 _ => continue,
             };
             *slot = revision;
@@ -213,6 +220,8 @@ pub struct Store {
     pub systems: Arc<dyn SystemRecords>,
     /// The log of branch queue events.
     pub queue_events: Arc<dyn QueueEventRecords>,
+    /// The ATMs' states.
+    pub atm_states: Arc<dyn AtmStateRecords>,
 }
 
 impl Store {
@@ -232,6 +241,7 @@ impl Store {
             + OutageRecords
             + SystemRecords
             + QueueEventRecords
+            + AtmStateRecords
             + KeyVault
             + 'static,
     {
@@ -250,6 +260,7 @@ impl Store {
             outages: backend.clone(),
             systems: backend.clone(),
             queue_events: backend.clone(),
+            atm_states: backend.clone(),
             inventory: backend,
         }
     }

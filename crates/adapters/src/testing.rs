@@ -10,13 +10,14 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::outage::{OutageId, PlannedOutage};
 use domain::ports::{
-    AtmRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome, ImportTally,
-    OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
-    SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
+    AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome,
+    ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StateOutcome, StoreInventory,
+    StoreUnavailable, SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
 };
 use domain::posted::EventTime;
 use domain::queue::event::QueueEvent;
@@ -342,6 +343,29 @@ impl QueueEventRecords for Switched {
     async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
         self.switch.check()?;
         self.inner.queue_events.forget_before(before).await
+    }
+}
+
+#[async_trait]
+impl AtmStateRecords for Switched {
+    async fn apply(
+        &self,
+        system: &SystemId,
+        events: &[AtmStateEvent],
+        received_at: EventTime,
+    ) -> Result<Vec<StateOutcome>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.atm_states.apply(system, events, received_at).await
+    }
+
+    async fn all(&self) -> Result<Vec<(AtmId, AtmState)>, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.atm_states.all().await
+    }
+
+    async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.atm_states.forget_before(before).await
     }
 }
 

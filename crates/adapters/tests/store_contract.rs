@@ -14,14 +14,16 @@ use adapters::store::{AtmSet, Revisions, Store};
 use adapters::system::SystemClock;
 use adapters::testing::{FreshStore, fresh_store_url};
 use adapters::view::{StoreView, ViewSettings};
+use domain::atm::AtmService;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_state::{AtmId, AtmState, AtmStateEvent, Reason, Reported, Services};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientChanges, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
 use domain::dpop::DpopPolicy;
 use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
 use domain::ports::{
     AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
-    ReceivedEvent, TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
+    ReceivedEvent, StateOutcome, TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
 };
 use domain::posted::{EventId, EventTime};
 use domain::queue::event::{CounterId, QueueEvent, QueueEventKind, TicketId};
@@ -1146,6 +1148,113 @@ async fn queue_events_that_happened_before_a_time_are_forgotten(store: &Store) {
     assert_eq!(every_event(store).await.len(), 2);
 }
 
+fn state_event(id: &str, atm: &str, at: i64, state: Reported, unavailable: u32) -> AtmStateEvent {
+    AtmStateEvent {
+        id: EventId::parse(id).unwrap(),
+        atm: AtmId::parse(atm).unwrap(),
+        at: micros(at),
+        state,
+        unavailable: Services(unavailable),
+        reason: (state == Reported::OutOfService).then(|| Reason::parse("Safe jammed: engineer on the way").unwrap()),
+        expected_back_at: (state == Reported::OutOfService).then(|| micros(at + 3_600_000_000)),
+    }
+}
+
+async fn states(store: &Store) -> Vec<(String, Reported, EventTime, EventTime)> {
+    let all = store.atm_states.all().await.unwrap();
+    all.into_iter().map(|(atm, kept)| (atm.as_str().to_owned(), kept.state, kept.since, kept.heard.0)).collect()
+}
+
+/// The state `second` leaves after `first`, as the domain computes it.
+fn state_after(first: &AtmStateEvent, second: &AtmStateEvent) -> AtmState {
+    AtmState::after(AtmState::after(None, first).as_ref(), second).unwrap()
+}
+
+async fn state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothing(store: &Store) {
+    use StateOutcome::{Applied, Duplicate, Superseded};
+    let system = system_id("atm.monitoring");
+    let revisions = store.view.revisions().await.unwrap();
+    let first = [
+        state_event("s-2", "LFFFBC11", NOW_MICROS + 2, Reported::OutOfService, 0),
+        state_event("s-1", "LFFFBC11", NOW_MICROS + 1, Reported::InService, AtmService::CashDeposits.bit()),
+        state_event("s-3", "B\u{e9}ta 7", NOW_MICROS, Reported::InService, 0),
+    ];
+    let outcomes = store.atm_states.apply(&system, &first, micros(NOW_MICROS + 10)).await.unwrap();
+    assert_eq!(outcomes, [Applied, Applied, Applied], "s-1 then s-2, whatever their place in the batch");
+    let all = store.atm_states.all().await.unwrap();
+    assert_eq!(all.len(), 2);
+    let (atm, kept) = &all[0];
+    assert_eq!(atm.as_str(), "B\u{e9}ta 7", "by ATM id, in byte order");
+    assert_eq!((kept.state, kept.unavailable, kept.reason.clone()), (Reported::InService, Services(0), None));
+    let (atm, kept) = &all[1];
+    assert_eq!(atm.as_str(), "LFFFBC11");
+    assert_eq!(kept, &state_after(&first[1], &first[0]), "every field, as the domain made it");
+
+    let later = [
+        state_event("s-2", "LFFFBC11", NOW_MICROS + 9, Reported::InService, 0),
+        state_event("s-0", "LFFFBC11", NOW_MICROS, Reported::InService, 0),
+        state_event("s-4", "LFFFBC11", NOW_MICROS + 5, Reported::OutOfService, 0),
+    ];
+    let outcomes = store.atm_states.apply(&system, &later, micros(NOW_MICROS + 20)).await.unwrap();
+    assert_eq!(outcomes, [Duplicate, Superseded, Applied]);
+    let listed = states(store).await;
+    let expected = ("LFFFBC11".to_owned(), Reported::OutOfService, micros(NOW_MICROS + 2), micros(NOW_MICROS + 5));
+    assert_eq!(listed[1], expected, "the same state goes on since s-2");
+    let only_old = [state_event("s-5", "LFFFBC11", NOW_MICROS + 3, Reported::InService, 0)];
+    let before = store.view.revisions().await.unwrap();
+    assert_eq!(store.atm_states.apply(&system, &only_old, micros(NOW_MICROS + 30)).await.unwrap(), [Superseded]);
+    assert_eq!(moved(before, store.view.revisions().await.unwrap()), Vec::<&str>::new(), "nothing changed");
+    let now = store.view.revisions().await.unwrap();
+    assert_eq!(now.atm_states - revisions.atm_states, 2, "one move per apply that changed a state");
+    assert_eq!(moved(revisions, now), ["atm_states"]);
+}
+
+async fn two_state_applies_at_once_each_build_on_the_others_commit(store: &Store) {
+    let system = system_id("atm.monitoring");
+    for round in 0..5i64 {
+        let base = NOW_MICROS + round * 1_000;
+        // Two writers, each with the same 50 ATMs, their times interleaved: the newer wins.
+        let batch = |parity: i64| -> Vec<AtmStateEvent> {
+            let state = if parity == 0 { Reported::InService } else { Reported::OutOfService };
+            let event = |n: i64| {
+                state_event(&format!("r{round}-{parity}-{n}"), &format!("ATM{n:03}"), base + 2 * n + parity, state, 0)
+            };
+            (0..50).map(event).collect()
+        };
+        let mut applies = tokio::task::JoinSet::new();
+        for parity in [0, 1] {
+            let states = Arc::clone(&store.atm_states);
+            let events = batch(parity);
+            let system = system.clone();
+            applies.spawn(async move { states.apply(&system, &events, micros(base)).await });
+        }
+        for outcome in applies.join_all().await {
+            outcome.unwrap_or_else(|error| panic!("round {round}: {error}"));
+        }
+        let all = store.atm_states.all().await.unwrap();
+        assert_eq!(all.len(), 50);
+        for (n, (atm, kept)) in (0i64..).zip(&all) {
+            assert_eq!(atm.as_str(), format!("ATM{n:03}"));
+            assert_eq!(kept.heard.0, micros(base + 2 * n + 1), "round {round}: the newer, whichever committed last");
+            assert_eq!(kept.state, Reported::OutOfService);
+        }
+    }
+}
+
+async fn state_event_ids_that_happened_before_a_time_are_forgotten_and_the_states_kept(store: &Store) {
+    let system = system_id("atm.monitoring");
+    let events = [
+        state_event("old", "A1", NOW_MICROS - 1, Reported::InService, 0),
+        state_event("new", "A2", NOW_MICROS, Reported::InService, 0),
+    ];
+    store.atm_states.apply(&system, &events, micros(NOW_MICROS)).await.unwrap();
+    assert_eq!(store.atm_states.forget_before(micros(NOW_MICROS)).await.unwrap(), 1);
+    assert_eq!(store.atm_states.forget_before(micros(NOW_MICROS)).await.unwrap(), 0);
+    assert_eq!(states(store).await.len(), 2, "states stay");
+    let resent = store.atm_states.apply(&system, &events, micros(NOW_MICROS + 1)).await.unwrap();
+    assert_eq!(resent, [StateOutcome::Superseded, StateOutcome::Duplicate], "a forgotten id is new again");
+}
+
 macro_rules! contract_suite {
     ($($(#[$attribute:meta])* $backend:ident),+ $(,)?) => {
         $(
@@ -1193,6 +1302,9 @@ macro_rules! contract_suite {
                     queue_events_received_since_come_by_receipt_then_id,
                     two_appends_at_once_of_overlapping_batches_store_each_event_once,
                     queue_events_that_happened_before_a_time_are_forgotten,
+                    state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothing,
+                    two_state_applies_at_once_each_build_on_the_others_commit,
+                    state_event_ids_that_happened_before_a_time_are_forgotten_and_the_states_kept,
                 );
             }
         )+

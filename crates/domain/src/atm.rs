@@ -49,6 +49,31 @@ pub enum AtmService {
     MiniStatement,
 }
 
+impl AtmService {
+    /// Its OBIE code name, as it is written (`CashWithdrawal`, `PINChange`).
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Balance => "Balance",
+            Self::BillPayments => "BillPayments",
+            Self::CashDeposits => "CashDeposits",
+            Self::CharityDonation => "CharityDonation",
+            Self::ChequeDeposits => "ChequeDeposits",
+            Self::CashWithdrawal => "CashWithdrawal",
+            Self::EnvelopeDeposit => "EnvelopeDeposit",
+            Self::FastCash => "FastCash",
+            Self::MobileBankingRegistration => "MobileBankingRegistration",
+            Self::MobilePaymentRegistration => "MobilePaymentRegistration",
+            Self::MobilePhoneTopUp => "MobilePhoneTopUp",
+            Self::OrderStatement => "OrderStatement",
+            Self::Other => "Other",
+            Self::PinActivation => "PINActivation",
+            Self::PinChange => "PINChange",
+            Self::PinUnblock => "PINUnblock",
+            Self::MiniStatement => "MiniStatement",
+        }
+    }
+}
+
 /// Accessibility features (OBIE code list `Accessibility`), read by code name or
 /// four-letter code (`ATAC`), written by code name.
 #[allow(missing_docs)]
@@ -136,5 +161,9 @@ mod tests {
         assert_eq!(Accessibility::parse("WheelchairAccess"), Some(Accessibility::WheelchairAccess));
         assert_eq!(AtmService::parse("PinChange"), None);
         assert_eq!(AtmService::ALL.len(), 17);
+        for &code in AtmService::ALL {
+            assert_eq!(serde_json::to_value(code).unwrap(), code.name(), "named as serde writes it");
+            assert_eq!(AtmService::parse(code.name()), Some(code));
+        }
     }
 }

@@ -14,6 +14,7 @@
 //! # Layout
 //! - [`atm`] — the ATM code lists (services, accessibility) listings filter by.
 //! - [`atm_catalog`] — ATMs in stored form, and the set ready to serve: pages, filters, near-me search.
+//! - [`atm_state`] — ATMs as they are now: state events, the state they leave, what an app is shown.
 //! - [`branch`] — `BranchId`, `WaitTime`, `BranchWaitTime`.
 //! - [`client`] — `ClientId`, `ChannelScope` (country, business, channel), client registrations.
 //! - [`demo`] — the demo data set.
@@ -24,6 +25,7 @@
 //! - [`queue`] — branch queue events, the queue they make, live wait estimates and their accuracy.
 //! - [`status`] — the service's status, derived from observed health and planned outages.
 //! - [`input`] — what a malformed input was expected to look like ([`input::Expected`]).
+//! - [`posted`] — what the bank's systems post: an event's id, time and window, read field by field.
 //! - [`ports`] — the async traits adapters implement, each with its `# Errors` contract.
 //! - [`services`] — token issuance, bearer checks and wait-time retrieval.
 //! - [`store_contents`] — which kinds of data a store holds; the demo data set's rule.
@@ -33,6 +35,7 @@
 
 pub mod atm;
 pub mod atm_catalog;
+pub mod atm_state;
 pub mod branch;
 pub mod client;
 pub mod demo;

@@ -20,11 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::branch::{BranchId, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
     AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
-    ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
+    ImportTally, OutageRecords, QueueEventRecords, AtmStateRecords, StateOutcome, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
     SystemRecords, TokenArchive, WaitTimeRecords,
 };
 use domain::outage::{OutageId, PlannedOutage};
@@ -86,6 +87,10 @@ struct State {
     assertions: BTreeMap<(SystemId, String), i64>,
     /// Queue events by id.
     queue_events: BTreeMap<String, ReceivedEvent>,
+    /// ATM states by ATM id.
+    atm_states: BTreeMap<AtmId, AtmState>,
+    /// The ids of the state events applied or superseded, with their `at`.
+    atm_state_events: BTreeMap<String, EventTime>,
 }
 
 /// Stores opened by name (`memory:NAME`) and still held, so a second open finds the first.
@@ -658,5 +663,53 @@ mod tests {
         first.channels.allow(&domain::testing::scope("WEB")).await.unwrap();
         let second = Store::open("memory:").await.unwrap();
         assert!(second.channels.all().await.unwrap().is_empty());
+    }
+}
+
+#[async_trait]
+impl AtmStateRecords for MemoryStore {
+    async fn apply(
+        &self,
+        _system: &SystemId,
+        events: &[AtmStateEvent],
+        _received_at: EventTime,
+    ) -> Result<Vec<StateOutcome>, StoreUnavailable> {
+        // Under the one lock: all or none, and two writers take turns.
+        let mut state = self.state()?;
+        let mut outcomes = vec![StateOutcome::Duplicate; events.len()];
+        let mut in_order: Vec<usize> = (0..events.len()).collect();
+        in_order.sort_by(|&a, &b| (&events[a].atm, events[a].order_key()).cmp(&(&events[b].atm, events[b].order_key())));
+        let mut applied = false;
+        for index in in_order {
+            let event = &events[index];
+            if state.atm_state_events.contains_key(event.id.as_str()) {
+                continue;
+            }
+            state.atm_state_events.insert(event.id.as_str().to_owned(), event.at);
+            outcomes[index] = match AtmState::after(state.atm_states.get(&event.atm), event) {
+                Some(after) => {
+                    state.atm_states.insert(event.atm.clone(), after);
+                    applied = true;
+                    StateOutcome::Applied
+                }
+                None => StateOutcome::Superseded,
+            };
+        }
+        if applied {
+            state.revisions.atm_states += 1;
+        }
+        Ok(outcomes)
+    }
+
+    async fn all(&self) -> Result<Vec<(AtmId, AtmState)>, StoreUnavailable> {
+        let state = self.state()?;
+        Ok(state.atm_states.iter().map(|(id, kept)| (id.clone(), kept.clone())).collect())
+    }
+
+    async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
+        let mut state = self.state()?;
+        let held = state.atm_state_events.len();
+        state.atm_state_events.retain(|_, at| *at >= before);
+        Ok((held - state.atm_state_events.len()) as u64)
     }
 }

@@ -33,6 +33,8 @@ const PURGE_PAUSE_FACTOR: u32 = 2;
 /// opens no snapshot; the edit's first plain read, after it, does).
 const LOCK_ATM_SET: &str = "SELECT id FROM atm_set WHERE id = 1 FOR UPDATE";
 
+/// State applies take turns on the log's one row.
+const LOCK_ATM_STATES: &str = "SELECT id FROM atm_state_log WHERE id = 1 FOR UPDATE";
 /// The row lock every write of wait times takes first: the topic's change counter, which
 /// each of their writes (the trigger) locks anyway, so plain-SQL writers take the same
 /// turns. Readers are never blocked (InnoDB's reads take no locks).
@@ -87,6 +89,10 @@ impl SqlDialect for MysqlDialect {
     /// A plain transaction: the primary key makes a second writer of an id wait.
     async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
         self.pool.begin().await.map_err(unavailable)
+    }
+
+    async fn begin_state_apply(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {
+        self.begin_holding(LOCK_ATM_STATES).await
     }
 
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, MySql>, StoreUnavailable> {

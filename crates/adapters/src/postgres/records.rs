@@ -23,6 +23,8 @@ use crate::store::ChangeFeed;
 /// take turns on its one write lock.
 const LOCK_ATM_SET: &str = "SELECT 1 FROM atm_set WHERE id = 1 FOR UPDATE";
 
+/// State applies take turns on the log's one row.
+const LOCK_ATM_STATES: &str = "SELECT 1 FROM atm_state_log WHERE id = 1 FOR UPDATE";
 /// Taken first by every write of wait times, for the same reason: SHARE ROW EXCLUSIVE
 /// conflicts with itself and with row writes, not with reads, so the service's readers
 /// never wait and two writers take turns.
@@ -95,6 +97,12 @@ impl SqlDialect for PostgresDialect {
     /// A plain transaction: the primary key makes a second writer of an id wait.
     async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
         self.pool.begin().await.map_err(unavailable)
+    }
+
+    async fn begin_state_apply(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {
+        let mut transaction = self.pool.begin().await.map_err(unavailable)?;
+        transaction.execute(LOCK_ATM_STATES).await.map_err(unavailable)?;
+        Ok(transaction)
     }
 
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Postgres>, StoreUnavailable> {

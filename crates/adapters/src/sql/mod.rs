@@ -184,6 +184,11 @@ pub(crate) trait SqlDialect: Send + Sync + 'static {
     /// writer's end); SQLite takes its write lock at once, as its other writes do.
     async fn begin_event_append(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
 
+    /// Begins the transaction `AtmStateRecords::apply` reads and writes states in: every
+    /// apply in turn (on a server, `atm_state_log`'s row held from the start), so each
+    /// reads the state the one before committed.
+    async fn begin_state_apply(&self) -> Result<sqlx::Transaction<'static, Self::Database>, StoreUnavailable>;
+
     /// `TokenArchive::record`: many rows, all or none, durable when it returns.
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable>;
 

@@ -169,6 +169,19 @@ pub(crate) struct Statements {
     pub queue_events_happened_since: &'static str,
     /// Drops the queue events that happened before `$1`.
     pub forget_queue_events: &'static str,
+    /// Records a state event's id `($1 id, $2 ATM, $3 at, $4 system, $5 received at)`, or
+    /// nothing when it is stored already.
+    pub record_state_event: &'static str,
+    /// The state of the ATM `$1` ([`crate::rows::AtmStateRow`]).
+    pub atm_state: &'static str,
+    /// Every ATM's state, by ATM id.
+    pub atm_states: &'static str,
+    /// Writes the state of the ATM `$1` (the columns of [`crate::rows::AtmStateRow`]).
+    pub put_atm_state: &'static str,
+    /// Dates the latest apply that changed a state (its trigger moves `atm_states`).
+    pub touch_atm_state_log: &'static str,
+    /// Drops the state event ids of events that happened before `$1`.
+    pub forget_state_events: &'static str,
 }
 
 /// The columns of a token record, in [`crate::rows::TokenRow`]'s order.
@@ -179,6 +192,7 @@ const TOKEN_COLUMNS: &str =
 const KEY_COLUMNS: &str = "kid, private_key, public_key, created_at, activates_at, retired_at, revoked_at";
 
 /// The columns of a queue event, in [`crate::rows::QueueEventRow`]'s order.
+const ATM_STATE_COLUMNS: &str = "atm_id, state, unavailable, reason, expected_back_at, since, heard_at, heard_event_id";
 const QUEUE_EVENT_COLUMNS: &str = "event_id, branch_id, kind, at_micros, ticket, counter, system_id, received_at";
 
 impl Statements {
@@ -307,6 +321,28 @@ impl Statements {
                 "SELECT {QUEUE_EVENT_COLUMNS} FROM queue_events WHERE at_micros >= $1 ORDER BY at_micros, event_id"
             )),
             forget_queue_events: render("DELETE FROM queue_events WHERE at_micros < $1"),
+            record_state_event: render(&format!(
+                "INSERT INTO atm_state_events (event_id, atm_id, at_micros, system_id, received_at) \
+                 VALUES ($1, $2, $3, $4, $5){}",
+                syntax.skip_duplicates
+            )),
+            atm_state: render(&format!("SELECT {ATM_STATE_COLUMNS} FROM atm_states WHERE atm_id = $1")),
+            atm_states: render(&format!("SELECT {ATM_STATE_COLUMNS} FROM atm_states ORDER BY atm_id")),
+            put_atm_state: render(&format!(
+                "INSERT INTO atm_states ({ATM_STATE_COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) {} \
+                 state = {}, unavailable = {}, reason = {}, expected_back_at = {}, since = {}, heard_at = {}, \
+                 heard_event_id = {}",
+                (syntax.upsert)("atm_id"),
+                proposed("state"),
+                proposed("unavailable"),
+                proposed("reason"),
+                proposed("expected_back_at"),
+                proposed("since"),
+                proposed("heard_at"),
+                proposed("heard_event_id"),
+            )),
+            touch_atm_state_log: render("UPDATE atm_state_log SET received_at = $1 WHERE id = 1"),
+            forget_state_events: render("DELETE FROM atm_state_events WHERE at_micros < $1"),
         }
     }
 }

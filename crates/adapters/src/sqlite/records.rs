@@ -74,6 +74,11 @@ impl SqlDialect for SqliteDialect {
         self.write().await
     }
 
+    /// The write lock, as every write takes it.
+    async fn begin_state_apply(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
+        self.write().await
+    }
+
     async fn begin_wait_time_edit(&self) -> Result<sqlx::Transaction<'static, Sqlite>, StoreUnavailable> {
         self.write_in_turn().await
     }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::StoreUnavailable;
 use crate::atm_catalog::StoredAtm;
+use crate::atm_state::{AtmId, AtmState, AtmStateEvent};
 use crate::branch::WaitTimeEstimate;
 use crate::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use crate::outage::{OutageId, PlannedOutage};
@@ -485,6 +486,51 @@ pub trait QueueEventRecords: Send + Sync {
     async fn happened_since(&self, since: EventTime) -> Result<Vec<QueueEvent>, StoreUnavailable>;
 
     /// Drops the events that happened before `before`; how many.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable>;
+}
+
+/// What became of one posted state event.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StateOutcome {
+    /// Stored, and its ATM's state is the one it gives.
+    Applied,
+    /// Stored, but ordered before its ATM's newest applied event: it changed nothing.
+    Superseded,
+    /// Its id was stored already: nothing changed.
+    Duplicate,
+}
+
+/// The ATMs' states, and the ids of the state events that made them (kept a day, so a
+/// resent event is known).
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmStateRecords: Send + Sync {
+    /// Stores those of `events` whose id is not stored yet and applies each to its ATM's
+    /// state by [`AtmState::after`] (events of one ATM in [`AtmStateEvent::order_key`]
+    /// order), all in one transaction, durable when this returns: for each event, in
+    /// the order given, what became of it. Two writers at once each apply to the state
+    /// the other committed; an id stored already changes nothing.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they could not be written; then none was.
+    async fn apply(
+        &self,
+        system: &SystemId,
+        events: &[AtmStateEvent],
+        received_at: EventTime,
+    ) -> Result<Vec<StateOutcome>, StoreUnavailable>;
+
+    /// Every ATM's state, by ATM id.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when they cannot be read.
+    async fn all(&self) -> Result<Vec<(AtmId, AtmState)>, StoreUnavailable>;
+
+    /// Forgets the ids of the events that happened before `before` (never a state); how
+    /// many.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written.
