@@ -640,32 +640,6 @@ impl QueueEventRecords for MemoryStore {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    #![allow(clippy::unwrap_used)]
-
-    use super::*;
-
-    #[tokio::test]
-    async fn a_named_store_is_shared_by_every_open_of_its_url_while_one_is_held() {
-        let first = Store::open("memory:shared").await.unwrap();
-        first.channels.allow(&domain::testing::scope("WEB")).await.unwrap();
-        let second = Store::open("memory:shared").await.unwrap();
-        assert_eq!(second.channels.all().await.unwrap().len(), 1, "the second open sees the first's write");
-        drop((first, second));
-        let later = Store::open("memory:shared").await.unwrap();
-        assert!(later.channels.all().await.unwrap().is_empty(), "gone once no handle held it");
-    }
-
-    #[tokio::test]
-    async fn an_unnamed_store_is_new_at_each_open() {
-        let first = Store::open("memory:").await.unwrap();
-        first.channels.allow(&domain::testing::scope("WEB")).await.unwrap();
-        let second = Store::open("memory:").await.unwrap();
-        assert!(second.channels.all().await.unwrap().is_empty());
-    }
-}
-
 #[async_trait]
 impl AtmStateRecords for MemoryStore {
     async fn apply(
@@ -711,5 +685,31 @@ impl AtmStateRecords for MemoryStore {
         let held = state.atm_state_events.len();
         state.atm_state_events.retain(|_, at| *at >= before);
         Ok((held - state.atm_state_events.len()) as u64)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    #![allow(clippy::unwrap_used)]
+
+    use super::*;
+
+    #[tokio::test]
+    async fn a_named_store_is_shared_by_every_open_of_its_url_while_one_is_held() {
+        let first = Store::open("memory:shared").await.unwrap();
+        first.channels.allow(&domain::testing::scope("WEB")).await.unwrap();
+        let second = Store::open("memory:shared").await.unwrap();
+        assert_eq!(second.channels.all().await.unwrap().len(), 1, "the second open sees the first's write");
+        drop((first, second));
+        let later = Store::open("memory:shared").await.unwrap();
+        assert!(later.channels.all().await.unwrap().is_empty(), "gone once no handle held it");
+    }
+
+    #[tokio::test]
+    async fn an_unnamed_store_is_new_at_each_open() {
+        let first = Store::open("memory:").await.unwrap();
+        first.channels.allow(&domain::testing::scope("WEB")).await.unwrap();
+        let second = Store::open("memory:").await.unwrap();
+        assert!(second.channels.all().await.unwrap().is_empty());
     }
 }
