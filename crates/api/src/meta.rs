@@ -42,7 +42,9 @@ pub fn server_metadata(public_base_url: &str) -> String {
         "grant_types_supported": ["implicit", "client_credentials"],
         "token_endpoint_auth_methods_supported": ["private_key_jwt"],
         "token_endpoint_auth_signing_alg_values_supported": ["ES256", "EdDSA"],
-        "scopes_supported": ["visitor", "queue:write"],
+        "scopes_supported": std::iter::once("visitor")
+            .chain(domain::system::SystemScope::ALL.map(domain::system::SystemScope::as_str))
+            .collect::<Vec<_>>(),
         "code_challenge_methods_supported": ["S256"],
         // RFC 9449 §5.1: tokens are bound to the key of a proof made with one of these.
         "dpop_signing_alg_values_supported": domain::dpop::PROOF_ALGORITHMS,
@@ -73,7 +75,7 @@ pub fn well_known_metadata_path(public_base_url: &str) -> String {
                    well-known segment goes between the host and the issuer's path).",
     responses((status = 200, description = "The metadata of the issuer `<base>/api` (RFC 8414 §2).", body = Object,
         headers(("Cache-Control" = String, description = "`public, max-age=<JWKS max-age>`.")),
-        example = json!({"issuer": "https://api.example.mx/api", "authorization_endpoint": "https://api.example.mx/api/v1/authorize", "jwks_uri": "https://api.example.mx/api/.well-known/jwks.json", "token_endpoint": "https://api.example.mx/api/v1/token", "revocation_endpoint": "https://api.example.mx/api/v1/revoke", "response_types_supported": ["token"], "grant_types_supported": ["implicit", "client_credentials"], "token_endpoint_auth_methods_supported": ["private_key_jwt"], "scopes_supported": ["visitor", "queue:write"], "code_challenge_methods_supported": ["S256"]}))),
+        example = json!({"issuer": "https://api.example.mx/api", "authorization_endpoint": "https://api.example.mx/api/v1/authorize", "jwks_uri": "https://api.example.mx/api/.well-known/jwks.json", "token_endpoint": "https://api.example.mx/api/v1/token", "revocation_endpoint": "https://api.example.mx/api/v1/revoke", "response_types_supported": ["token"], "grant_types_supported": ["implicit", "client_credentials"], "token_endpoint_auth_methods_supported": ["private_key_jwt"], "scopes_supported": ["visitor", "queue:write", "atm:write"], "code_challenge_methods_supported": ["S256"]}))),
 )]
 pub async fn authorization_server(request: HttpRequest) -> Result<HttpResponse, ApiError> {
     let state = AppState::serving::<Meta>(&request)?;
@@ -159,7 +161,7 @@ mod tests {
         assert_eq!(metadata["issuer"], "https://api.bank.mx/api");
         assert_eq!(metadata["jwks_uri"], "https://api.bank.mx/api/.well-known/jwks.json");
         assert_eq!(metadata["revocation_endpoint"], "https://api.bank.mx/api/v1/revoke");
-        assert_eq!(metadata["scopes_supported"], serde_json::json!(["visitor", "queue:write"]));
+        assert_eq!(metadata["scopes_supported"], serde_json::json!(["visitor", "queue:write", "atm:write"]));
         assert_eq!(metadata["token_endpoint"], "https://api.bank.mx/api/v1/token");
         assert_eq!(metadata["token_endpoint_auth_methods_supported"], serde_json::json!(["private_key_jwt"]));
     }

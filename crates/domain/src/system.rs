@@ -38,16 +38,19 @@ impl fmt::Display for SystemId {
 pub enum SystemScope {
     /// `queue:write`: post a branch's queue events.
     QueueWrite,
+    /// `atm:write`: post the ATMs' state events (issue 45).
+    AtmWrite,
 }
 
 impl SystemScope {
     /// Every scope, in the order a scope string lists them.
-    pub const ALL: [Self; 1] = [Self::QueueWrite];
+    pub const ALL: [Self; 2] = [Self::QueueWrite, Self::AtmWrite];
 
     /// Its name in a scope string.
     pub fn as_str(self) -> &'static str {
         match self {
             Self::QueueWrite => "queue:write",
+            Self::AtmWrite => "atm:write",
         }
     }
 }
@@ -256,6 +259,9 @@ mod tests {
         assert!(scopes.is_within(&SystemScopes::parse("queue:write").unwrap()));
         assert_eq!(SystemScopes::parse(""), Err(Expected::SystemScope));
         assert_eq!(SystemScopes::parse("queue:write visitor"), Err(Expected::SystemScope));
+        let both = SystemScopes::parse("atm:write queue:write atm:write").unwrap();
+        assert_eq!(both.to_string(), "queue:write atm:write", "in the order of SystemScope::ALL");
+        assert!(!SystemScopes::parse("atm:write").unwrap().contains(SystemScope::QueueWrite));
     }
 
     #[test]

@@ -285,7 +285,7 @@ pub enum SystemsAction {
         /// The JWKS file of its public keys.
         #[arg(long, value_name = "PATH")]
         jwks_file: PathBuf,
-        /// Space-separated scopes: queue:write.
+        /// Space-separated scopes: queue:write, atm:write.
         #[arg(long)]
         scopes: String,
     },

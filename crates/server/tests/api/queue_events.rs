@@ -146,6 +146,7 @@ async fn events_are_stored_once_each_refusal_is_told_and_the_branch_is_served_it
 
 #[tokio::test]
 async fn only_a_systems_token_with_the_scope_posts_events_and_a_disabled_systems_token_is_refused_at_once() {
+    // (visitor 401, no token 401, another scope 403, disabled 401) {
     let app = TestApp::builder().start().await;
     let token = queue_system(&app, "queue-hq").await;
     let one = [event("e-1", "00001", "CounterOpened", -1.0, None, Some("1"))];
@@ -162,6 +163,17 @@ async fn only_a_systems_token_with_the_scope_posts_events_and_a_disabled_systems
         .unwrap();
     assert_eq!(none.status(), 401);
     assert_eq!(post_events(&app, &token, &one).await.status(), 200);
+
+    // A system of the bank's with another scope only: known, but not allowed.
+    let atm_key = SystemKey::ed25519("m");
+    register_in(&app, "atm-monitoring", &[&atm_key], "atm:write").await;
+    let atm_token = token_of(&app, &atm_key, "atm-monitoring").await;
+    let wrong_scope = post_events(&app, &atm_token, &one).await;
+    assert_eq!(wrong_scope.status(), 403);
+    let challenge = wrong_scope.headers()["www-authenticate"].to_str().unwrap().to_owned();
+    assert!(challenge.contains(r#"error="insufficient_scope""#) && challenge.contains("queue:write"), "{challenge}");
+    let body: Value = wrong_scope.json().await.unwrap();
+    assert_eq!(body["code"], "insufficientScope", "{body}");
 
     set_status_in(&app, "queue-hq", domain::client::ClientStatus::Disabled).await;
     let refused = post_events(&app, &token, &[event("e-2", "00001", "CounterClosed", -1.0, None, Some("1"))]).await;
