@@ -19,10 +19,13 @@ use tracing::Instrument as _;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use domain::atm_catalog::AtmCatalog;
+use domain::atm_state::AtmStates;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use domain::dpop::DpopPolicy;
-use domain::ports::{AccessPolicy, AtmDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore};
+use domain::ports::{
+    AccessPolicy, AtmDirectory, AtmStateDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore,
+};
 use domain::token::{IssuedToken, SigningKey, TokenId};
 use tokio::sync::Mutex;
 
@@ -123,6 +126,7 @@ pub struct StoreView {
     channels: ArcSwap<foldhash::HashSet<ChannelScope>>,
     wait_times: ArcSwap<WaitTable>,
     revoked: ArcSwap<foldhash::HashSet<TokenId>>,
+    atm_states: ArcSwap<AtmStates>,
     /// The queue event log's counter as last seen: the view holds no events, it tells
     /// whoever follows the log ([`StoreView::queue_events_moved`]) that it moved.
     queue_events: tokio::sync::watch::Sender<i64>,
@@ -155,6 +159,7 @@ impl StoreView {
             channels: ArcSwap::from_pointee(foldhash::HashSet::default()),
             wait_times: ArcSwap::from_pointee(WaitTable::empty()),
             revoked: ArcSwap::from_pointee(foldhash::HashSet::default()),
+            atm_states: ArcSwap::from_pointee(AtmStates::default()),
             queue_events: tokio::sync::watch::Sender::new(0),
         });
         view.refresh().await?;
@@ -229,6 +234,13 @@ impl StoreView {
             self.atms.store(Arc::new(AtmCatalog::from_stored(set.atms, set.last_updated)));
             done.atms = now.atms;
             reloaded("atms");
+        }
+        if moved(|r| r.atm_states) {
+            let states = self.store.atm_states.all().await?;
+            metrics::gauge!("branch_atm_atm_states").set(states.len() as f64);
+            self.atm_states.store(Arc::new(AtmStates::new(states)));
+            done.atm_states = now.atm_states;
+            reloaded("atm_states");
         }
         if moved(|r| r.queue_events) {
             self.queue_events.send_replace(now.queue_events);
@@ -474,5 +486,13 @@ impl AtmDirectory for StoreView {
     async fn catalog(&self) -> Result<Arc<AtmCatalog>, StoreUnavailable> {
         self.vouch()?;
         Ok(self.atms.load_full())
+    }
+}
+
+#[async_trait]
+impl AtmStateDirectory for StoreView {
+    async fn states(&self) -> Result<Arc<AtmStates>, StoreUnavailable> {
+        self.vouch()?;
+        Ok(self.atm_states.load_full())
     }
 }

@@ -15,7 +15,7 @@
 //! # Layout
 //! - [`state`] — what the handlers share ([`AppState`]); [`routes`](mod@routes) — which handler
 //!   answers which path and method.
-//! - [`authorize`], [`revoke`], [`system_token`], [`queue_events`], [`atms`], [`wait_times`], [`meta`], [`discovery`] — one
+//! - [`authorize`], [`revoke`], [`system_token`], [`queue_events`], [`atms`], [`atm_states`], [`wait_times`], [`meta`], [`discovery`] — one
 //!   module per operation (meta: the JWKS, the server metadata and the health checks;
 //!   discovery: the public status and planned outages), each with its `#[utoipa::path]`;
 //!   [`readiness`] — what the health checks and the middleware read.
@@ -36,6 +36,7 @@
 //! - [`openapi`] — the OpenAPI 3.1 document and the docs page.
 
 pub mod access_log;
+pub mod atm_states;
 pub mod atms;
 pub mod authorize;
 pub mod caller;
@@ -52,6 +53,7 @@ pub mod meta;
 pub mod middleware;
 pub mod observe;
 pub mod openapi;
+pub mod posts;
 pub mod queue_events;
 pub mod rate_limit;
 pub mod readiness;

@@ -107,6 +107,18 @@ pub fn queue_events(accepted: usize, duplicates: usize, rejected: usize, estimat
     }
 }
 
+/// ATM state events posted, by what became of them (`accepted`, `superseded`,
+/// `duplicate`, `rejected`).
+pub fn atm_state_events(accepted: usize, superseded: usize, duplicates: usize, rejected: usize) {
+    let outcomes =
+        [("accepted", accepted), ("superseded", superseded), ("duplicate", duplicates), ("rejected", rejected)];
+    for (outcome, count) in outcomes {
+        if count > 0 {
+            metrics::counter!("branch_atm_atm_state_events_total", "outcome" => outcome).increment(count as u64);
+        }
+    }
+}
+
 /// The one place a failed request is logged and counted, from what its failure noted
 /// ([`Note`]): a refusal of credentials (INFO, and `branch_atm_refusals_total` by
 /// operation and reason), a request over a limit (`branch_atm_rate_limited_total`), or

@@ -41,6 +41,8 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
         crate::wait_times::retrieve,
         crate::queue_events::post,
         crate::atms::list,
+        crate::atm_states::list,
+        crate::atm_states::post,
         crate::discovery::status,
         crate::discovery::outages,
         crate::meta::jwks,
@@ -53,7 +55,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
     tags(
         (name = "Token", description = "Pre-login tokens, the bank systems' tokens, and the keys that verify them"),
         (name = "Branches", description = "Estimated branch wait times, and the queue events they are estimated from"),
-        (name = "ATMs", description = "ATM information"),
+        (name = "ATMs", description = "ATM information, and the ATMs' states now"),
         (name = "Discovery", description = "The service's status and planned outages, public (CDR-shaped)"),
         (name = "Health", description = "For load balancers"),
     ),

@@ -3,20 +3,16 @@
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
-use domain::services::queue_events::{MOST_EVENTS, PostedEvents};
-use domain::system::{SystemId, SystemScope};
+use domain::services::queue_events::PostedEvents;
+use domain::system::SystemScope;
 use serde::Serialize;
-use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
-use crate::errors::{ApiError, BadRequest, Message, QueueEvents, Unauthenticated, answer};
-use crate::headers::{CONTENT_TYPE, OptionalCorrelation};
-use crate::request::{Scheme, access_token, is_json_content_type, optional_uuid, read_body_up_to, required_header};
+use crate::errors::{ApiError, SystemPosts, answer};
+use crate::headers::OptionalCorrelation;
+use crate::posts::{RejectedEventOut, posted_events};
 use crate::state::AppState;
-
-/// The largest body read: 256 KiB (issue 44), about 1,000 events of 250 bytes.
-pub const MOST_BODY_BYTES: usize = 256 * 1024;
 
 /// One event, as the OpenAPI document shows it; read by `domain::queue::event`.
 #[derive(ToSchema)]
@@ -54,25 +50,6 @@ pub(crate) struct QueueEventsRequest {
     events: Vec<QueueEventIn>,
 }
 
-/// An event refused; nothing of it was stored.
-#[derive(Serialize, ToSchema)]
-pub(crate) struct RejectedEventOut {
-    /// Its index in `events`.
-    index: usize,
-    /// Its `eventId`, when it had a valid one.
-    #[serde(rename = "eventId")]
-    event_id: Option<String>,
-    /// missingField, invalidField, unknownType, tooOld or aheadOfClock.
-    #[schema(example = "missingField")]
-    code: &'static str,
-    /// The field at fault, such as `events[3].ticket`.
-    #[schema(example = "events[3].ticket")]
-    location: String,
-    /// What was wrong, in English.
-    #[schema(example = "ticket is required")]
-    details: String,
-}
-
 /// What became of each event.
 #[derive(Serialize, ToSchema)]
 pub(crate) struct QueueEventsAnswer {
@@ -84,55 +61,11 @@ pub(crate) struct QueueEventsAnswer {
     rejected: Vec<RejectedEventOut>,
 }
 
-/// The system the request's bearer token authenticates with the `queue:write` scope.
-async fn system_of(state: &AppState, request: &HttpRequest) -> Result<SystemId, crate::errors::Failure<QueueEvents>> {
-    let (scheme, token) = access_token(request.headers())?;
-    if scheme != Scheme::Bearer {
-        return Err(Unauthenticated::MalformedHeader.into());
-    }
-    Ok(state.system_bearer.authenticate(token, SystemScope::QueueWrite).await?)
-}
-
-/// The events of the body: a JSON object whose `events` holds 1 to [`MOST_EVENTS`].
-fn events_of(body: &[u8]) -> Result<Vec<Value>, BadRequest> {
-    let document: Value =
-        serde_json::from_slice(body).map_err(|e| BadRequest::new("body", Message::Body(e.to_string())))?;
-    match document.get("events") {
-        None => Err(BadRequest::new("events", Message::Missing)),
-        Some(Value::Array(events)) if !events.is_empty() && events.len() <= MOST_EVENTS => Ok(events.clone()),
-        Some(_) => Err(BadRequest::new(
-            "events",
-            Message::Body(format!("events must be an array of 1 to {MOST_EVENTS} events")),
-        )),
-    }
-}
-
 fn answer_of(posted: PostedEvents) -> QueueEventsAnswer {
     QueueEventsAnswer {
         accepted: posted.accepted,
         duplicates: posted.duplicates,
-        rejected: posted
-            .rejected
-            .into_iter()
-            .map(|rejected| QueueEventsAnswer::rejected(rejected.index, rejected.refusal))
-            .collect(),
-    }
-}
-
-impl QueueEventsAnswer {
-    fn rejected(index: usize, refusal: domain::posted::EventRefusal) -> RejectedEventOut {
-        let location = if refusal.field.is_empty() {
-            format!("events[{index}]")
-        } else {
-            format!("events[{index}].{}", refusal.field)
-        };
-        RejectedEventOut {
-            index,
-            event_id: refusal.event_id.map(|id| id.as_str().to_owned()),
-            code: refusal.code,
-            location,
-            details: refusal.details,
-        }
+        rejected: posted.rejected.into_iter().map(RejectedEventOut::of).collect(),
     }
 }
 
@@ -165,20 +98,13 @@ impl QueueEventsAnswer {
 /// Responses: 200 with each event's fate; 400 `invalidRequest`; 401 `unAuthorized`; 403
 /// `insufficientScope`; 503 `serverUnavailable` with `Retry-After`.
 pub async fn post(request: HttpRequest, payload: web::Payload) -> Result<HttpResponse, ApiError> {
-    answer::<QueueEvents>(
+    answer::<SystemPosts>(
         &request,
         async {
             let state = AppState::of(&request)?;
-            // 1. Extract: the credentials first, then the body.
-            let headers = request.headers();
-            optional_uuid(headers)?;
-            let system = system_of(state, &request).await?;
-            if !is_json_content_type(required_header(headers, &CONTENT_TYPE)?) {
-                return Err(BadRequest::new(CONTENT_TYPE.name, Message::ContentType).into());
-            }
-            // 2. Domain values (each event is read by the use case, to say what became of it).
-            let body = read_body_up_to(headers, payload, state.body_timeout, MOST_BODY_BYTES).await?;
-            let events = events_of(&body)?;
+            // 1. Extract: the credentials first, then the body; 2. each event is read by
+            // the use case, to say what became of it.
+            let (system, events) = posted_events(state, &request, payload, SystemScope::QueueWrite).await?;
             // 3. Call the use case.
             let posted = state.queue_events.post(&system, &events).await?;
             crate::observe::queue_events(
@@ -194,21 +120,4 @@ pub async fn post(request: HttpRequest, payload: web::Payload) -> Result<HttpRes
         }
         .await,
     )
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_envelope_holds_one_to_a_thousand_events() {
-        assert_eq!(events_of(br#"{"events":[{}],"other":1}"#).unwrap().len(), 1);
-        assert_eq!(events_of(br#"{"events":[]}"#).unwrap_err().location, "events");
-        assert_eq!(events_of(br#"{"event":[{}]}"#).unwrap_err().location, "events");
-        assert_eq!(events_of(br#"{"events":{}}"#).unwrap_err().location, "events");
-        assert_eq!(events_of(b"[1]").unwrap_err().location, "events");
-        assert_eq!(events_of(b"nope").unwrap_err().location, "body");
-        let many = format!(r#"{{"events":[{}]}}"#, vec!["{}"; 1001].join(","));
-        assert_eq!(events_of(many.as_bytes()).unwrap_err().location, "events");
-    }
 }

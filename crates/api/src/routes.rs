@@ -6,9 +6,10 @@ use actix_web::http::{Method, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
-use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, QueueEvents, Revoke, SystemToken, WaitTimes};
+use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, Revoke, SystemPosts, SystemToken, WaitTimes};
 use crate::{
-    atms, authorize, cors, discovery, dpop, meta, middleware, openapi, queue_events, revoke, system_token, wait_times,
+    atm_states, atms, authorize, cors, discovery, dpop, meta, middleware, openapi, queue_events, revoke, system_token,
+    wait_times,
 };
 
 /// Every route under `/api`.
@@ -29,11 +30,17 @@ pub fn routes(config: &mut web::ServiceConfig) {
             .service(
                 web::resource("/v1/branches/queue-events").route(web::post().to(queue_events::post)).default_service(
                     web::to(|request: HttpRequest| async move {
-                        other_method::<QueueEvents>(&request, Method::POST, "POST").await
+                        other_method::<SystemPosts>(&request, Method::POST, "POST").await
                     }),
                 ),
             )
             .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered).wrap(dpop::Nonces))
+            .service(get_resource::<Atms, _, _>("/v1/atms/state", atm_states::list, Head::Answered).wrap(dpop::Nonces))
+            .service(web::resource("/v1/atms/state-events").route(web::post().to(atm_states::post)).default_service(
+                web::to(|request: HttpRequest| async move {
+                    other_method::<SystemPosts>(&request, Method::POST, "POST").await
+                }),
+            ))
             .service(
                 web::resource("/v1/open-banking/channels/branch/waittime/retrieve")
                     .wrap(dpop::Nonces)

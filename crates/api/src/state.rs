@@ -5,6 +5,7 @@ use std::sync::Arc;
 use actix_web::http::header;
 use actix_web::{HttpRequest, web};
 use domain::ports::{ProofNonces, RequestLimiter};
+use domain::services::atm_states::{AtmStateEnquiry, AtmStateIntake};
 use domain::services::atms::AtmInformation;
 use domain::services::authorize::TokenIssuance;
 use domain::services::bearer::BearerAuthentication;
@@ -33,6 +34,10 @@ pub struct AppState {
     pub system_bearer: Arc<dyn SystemAuthentication>,
     /// Queue events posted by the branches' systems.
     pub queue_events: Arc<dyn QueueEventIntake>,
+    /// State events posted by the ATM monitoring.
+    pub atm_state_events: Arc<dyn AtmStateIntake>,
+    /// The ATMs' states, as apps read them.
+    pub atm_states: Arc<dyn AtmStateEnquiry>,
     /// Bearer checks.
     pub bearer: Arc<dyn BearerAuthentication>,
     /// Wait times.

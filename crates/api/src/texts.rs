@@ -103,6 +103,8 @@ pub enum Message {
     NoBranches,
     /// More branches than allowed.
     TooManyBranches(usize),
+    /// `atmId` is sent more often than allowed.
+    TooManyAtmIds(usize),
     /// A branch asked for twice.
     DuplicateBranch(String),
     /// None of the branches is known.
@@ -183,8 +185,12 @@ pub fn expected(expected: Expected, language: Language) -> &'static str {
         (Language::Es, Expected::DpopPolicy) => "optional o required",
         (Language::En, Expected::SystemId) => "1 to 64 letters, digits, '.', '-' or '_'",
         (Language::Es, Expected::SystemId) => "de 1 a 64 letras, dígitos, '.', '-' o '_' (un sistema)",
-        (Language::En, Expected::SystemScope) => "space-separated scopes, each 'queue:write'",
-        (Language::Es, Expected::SystemScope) => "alcances separados por espacios, cada uno 'queue:write'",
+        (Language::En, Expected::SystemScope) => "space-separated scopes, each 'queue:write' or 'atm:write'",
+        (Language::Es, Expected::SystemScope) => {
+            "alcances separados por espacios, cada uno 'queue:write' o 'atm:write'"
+        }
+        (Language::En, Expected::AtmId) => "an ATM's Identification: 1 to 35 characters, none hidden",
+        (Language::Es, Expected::AtmId) => "la Identification de un cajero: de 1 a 35 caracteres, ninguno oculto",
     }
 }
 
@@ -287,6 +293,8 @@ impl Message {
             Self::NoBranches => "branches must hold at least one branch.".into(),
             Self::TooManyBranches(max) if es => format!("branches admite como máximo {max} sucursales."),
             Self::TooManyBranches(max) => format!("branches holds at most {max} branches."),
+            Self::TooManyAtmIds(max) if es => format!("atmId admite como máximo {max} valores."),
+            Self::TooManyAtmIds(max) => format!("atmId may be sent at most {max} times."),
             Self::DuplicateBranch(id) if es => format!("La sucursal {id} aparece más de una vez."),
             Self::DuplicateBranch(id) => format!("The branch {id} appears more than once."),
             Self::NoBranchKnown if es => "Ninguna de las sucursales solicitadas es conocida.".into(),
@@ -380,6 +388,7 @@ mod tests {
             Expected::DpopPolicy,
             Expected::SystemId,
             Expected::SystemScope,
+            Expected::AtmId,
         ];
         for shape in shapes {
             assert_ne!(expected(shape, Language::En), expected(shape, Language::Es), "{shape:?}");

@@ -23,13 +23,15 @@ use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::limits::{Admission, Limit, LimitCheck, LimitExceeded};
 use domain::ports::{MockServingHealth, RequestLimiter, SigningFailed, StoreUnavailable};
+use domain::services::atm_states::{MockAtmStateEnquiry, MockAtmStateIntake};
 use domain::services::atms::{AtmSnapshot, ListAtmsError, MockAtmInformation};
 use domain::services::authorize::{AuthorizeError, ClientRefusal, MockTokenIssuance};
 use domain::services::bearer::{BearerError, MockBearerAuthentication};
 use domain::services::keys::MockKeyPublication;
 use domain::services::origins::MockBrowserOrigins;
 use domain::services::outages::MockServiceDiscovery;
-use domain::services::queue_events::{MockQueueEventIntake, PostEventsError, PostedEvents, RejectedEvent};
+use domain::services::posts::{PostEventsError, RejectedEvent};
+use domain::services::queue_events::{MockQueueEventIntake, PostedEvents};
 use domain::services::revocation::{MockTokenRevocation, RevocationError, RevocationOutcome};
 use domain::services::systems::{
     MockSystemAuthentication, MockSystemTokenIssuance, SystemBearerError, SystemToken, SystemTokenError,
@@ -74,6 +76,8 @@ struct Mocks {
     system_tokens: MockSystemTokenIssuance,
     system_bearer: MockSystemAuthentication,
     queue_events: MockQueueEventIntake,
+    atm_state_events: MockAtmStateIntake,
+    atm_states: MockAtmStateEnquiry,
     /// Token requests past the first refused for their caller (else every request
     /// admitted).
     one_token_request: bool,
@@ -110,6 +114,8 @@ impl Mocks {
             system_tokens: Arc::new(self.system_tokens),
             system_bearer: Arc::new(self.system_bearer),
             queue_events: Arc::new(self.queue_events),
+            atm_state_events: Arc::new(self.atm_state_events),
+            atm_states: Arc::new(self.atm_states),
             bearer: Arc::new(self.bearer),
             wait_times: Arc::new(self.wait_times),
             atms: Arc::new(self.atms),

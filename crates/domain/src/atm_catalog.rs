@@ -130,6 +130,7 @@ impl AtmQuery {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Entry {
     brand: u32,
+    identification: Box<str>,
     record: Box<str>,
     services: u32,
     accessibility: u32,
@@ -140,6 +141,11 @@ impl Entry {
     /// The record as OBIE ATM 2.3 JSON (an object).
     pub fn record_json(&self) -> &str {
         &self.record
+    }
+
+    /// Its `Identification`.
+    pub fn identification(&self) -> &str {
+        &self.identification
     }
 
     fn matches(&self, query: &AtmQuery) -> bool {
@@ -248,6 +254,9 @@ impl StoredAtm {
 pub struct AtmCatalog {
     brand_names: Vec<String>,
     entries: Vec<Entry>,
+    /// Indexes of `entries` in identification order (the same identification may be
+    /// held by several brands).
+    by_identification: Vec<u32>,
     index: RTree<Indexed>,
     last_updated: i64,
     fingerprint: u64,
@@ -275,6 +284,7 @@ impl AtmCatalog {
                 .map(|point| point.unit_vector().map(f64::to_bits));
             let entry = Entry {
                 brand: 0,
+                identification: atm.identification.clone().into_boxed_str(),
                 record: atm.record.into_boxed_str(),
                 services: atm.services,
                 accessibility: atm.accessibility,
@@ -302,7 +312,16 @@ impl AtmCatalog {
             .enumerate()
             .filter_map(|(i, entry)| entry.unit_vector().map(|v| GeomWithData::new(v, i as u32)))
             .collect();
-        Self { brand_names, entries, index: RTree::bulk_load(points), last_updated, fingerprint: fingerprint.finish() }
+        let mut by_identification: Vec<u32> = (0..entries.len() as u32).collect();
+        by_identification.sort_by(|&a, &b| entries[a as usize].identification.cmp(&entries[b as usize].identification));
+        Self {
+            brand_names,
+            entries,
+            by_identification,
+            index: RTree::bulk_load(points),
+            last_updated,
+            fingerprint: fingerprint.finish(),
+        }
     }
 
     /// An empty catalog, updated at `last_updated` (fingerprinted as a stored empty set is).
@@ -312,6 +331,7 @@ impl AtmCatalog {
         Self {
             brand_names: Vec::new(),
             entries: Vec::new(),
+            by_identification: Vec::new(),
             index: RTree::new(),
             last_updated,
             fingerprint: fingerprint.finish(),
@@ -342,6 +362,14 @@ impl AtmCatalog {
     /// The entry at `index` (from a [`Hit`]).
     pub fn entry(&self, index: usize) -> Option<&Entry> {
         self.entries.get(index)
+    }
+
+    /// The indexes of the entries whose `Identification` is `identification` (one per
+    /// brand that holds it), in brand order.
+    pub fn with_identification<'a>(&'a self, identification: &'a str) -> impl Iterator<Item = usize> + 'a {
+        let key = |&i: &u32| self.entries[i as usize].identification.as_ref();
+        let start = self.by_identification.partition_point(|i| key(i) < identification);
+        self.by_identification[start..].iter().take_while(move |i| key(i) == identification).map(|&i| i as usize)
     }
 
     /// The brand name of the entry at `index`.

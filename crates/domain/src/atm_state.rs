@@ -299,6 +299,38 @@ pub fn offers_now(state: Option<&AtmState>, now: EventTime, fresh_minutes: f64, 
     }
 }
 
+/// Every ATM's state as an instance holds it, to serve.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AtmStates {
+    by_atm: std::collections::BTreeMap<AtmId, AtmState>,
+    newest: Option<EventTime>,
+}
+
+impl AtmStates {
+    /// The states as stored.
+    pub fn new(states: impl IntoIterator<Item = (AtmId, AtmState)>) -> Self {
+        let by_atm: std::collections::BTreeMap<AtmId, AtmState> = states.into_iter().collect();
+        let newest = by_atm.values().map(|state| state.heard.0).max();
+        Self { by_atm, newest }
+    }
+
+    /// The state of the ATM `identification`, if it was ever heard of.
+    pub fn get(&self, identification: &str) -> Option<&AtmState> {
+        self.by_atm.get(identification)
+    }
+
+    /// When the newest event applied happened.
+    pub fn newest(&self) -> Option<EventTime> {
+        self.newest
+    }
+}
+
+impl std::borrow::Borrow<str> for AtmId {
+    fn borrow(&self) -> &str {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -34,6 +34,8 @@ pub enum Expected {
     DpopPolicy,
     /// 1 to 64 letters, digits, `.`, `-` or `_`: a bank system's id.
     SystemId,
-    /// Space-separated scopes of a bank system, each `queue:write`.
+    /// Space-separated scopes of a bank system, each `queue:write` or `atm:write`.
     SystemScope,
+    /// 1 to 35 characters, none hidden: an ATM's OBIE `Identification`.
+    AtmId,
 }

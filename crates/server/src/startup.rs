@@ -24,12 +24,13 @@ use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{
-    Clock, IdGenerator, ProofNonces, ProofReplays, QueueEventRecords, RequestLimiter, StoreUnavailable, SystemRecords,
-    TokenLedger,
+    AtmStateRecords, Clock, IdGenerator, ProofNonces, ProofReplays, QueueEventRecords, RequestLimiter,
+    StoreUnavailable, SystemRecords, TokenLedger,
 };
 use domain::posted::{EventTime, OLDEST_MINUTES};
 use domain::queue::live::LiveQueues;
 use domain::services::access::ChannelAccess;
+use domain::services::atm_states::AtmStateService;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
 use domain::services::bearer::BearerCheck;
@@ -332,12 +333,14 @@ fn spawn_store_upkeep(
     records: TokenRecords,
     systems: Arc<dyn SystemRecords>,
     queue_events: Arc<dyn QueueEventRecords>,
+    atm_states: Arc<dyn AtmStateRecords>,
     clock: Arc<dyn Clock>,
 ) {
     let records = Arc::new(records);
     spawn_every(UPKEEP_INTERVAL, move || {
         let (lifecycle, records, clock) = (Arc::clone(&lifecycle), Arc::clone(&records), Arc::clone(&clock));
-        let (systems, queue_events) = (Arc::clone(&systems), Arc::clone(&queue_events));
+        let (systems, queue_events, atm_states) =
+            (Arc::clone(&systems), Arc::clone(&queue_events), Arc::clone(&atm_states));
         async move {
             // Events older than a day are refused when posted and forgotten by the live
             // queues; the log keeps them an hour longer (a late replay finds them).
@@ -347,6 +350,12 @@ fn spawn_store_upkeep(
                 Ok(0) => {}
                 Ok(forgotten) => tracing::info!(forgotten, "forgot queue events more than a day old"),
                 Err(error) => tracing::warn!(error = %error, "old queue events could not be forgotten"),
+            }
+            // A state event's id is kept as long: a resend within the day is known.
+            match atm_states.forget_before(before).await {
+                Ok(0) => {}
+                Ok(forgotten) => tracing::info!(forgotten, "forgot the ids of ATM state events more than a day old"),
+                Err(error) => tracing::warn!(error = %error, "old ATM state event ids could not be forgotten"),
             }
             // An expired assertion is refused for its `exp` before its `jti` is looked up.
             match systems.forget_assertions(clock.unix_now()).await {
@@ -642,6 +651,7 @@ impl Application {
             TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
             Arc::clone(&store.systems),
             Arc::clone(&store.queue_events),
+            Arc::clone(&store.atm_states),
             Arc::clone(&clock),
         );
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
@@ -694,6 +704,14 @@ impl Application {
             // RFC 7523 §3: the issuer, or the token endpoint's URL.
             vec![issuer.clone(), format!("{issuer}/v1/token")],
         ));
+        let atm_states = Arc::new(AtmStateService::new(
+            Arc::clone(&store.atm_states),
+            view.clone(),
+            view.clone(),
+            Arc::clone(&clock),
+            settings.catalog.atm_state_fresh_minutes(),
+            settings.catalog.atm_page_size,
+        ));
         let state = web::Data::new(AppState {
             system_tokens,
             system_bearer: Arc::new(SystemBearer::new(Arc::clone(&store.systems), jwt.clone())),
@@ -727,6 +745,8 @@ impl Application {
                 settings.catalog.wait_time_max_age(),
             )),
             atms: Arc::new(AtmLocator::new(view.clone(), settings.catalog.atm_page_size)),
+            atm_state_events: atm_states.clone(),
+            atm_states,
             keys: Arc::new(PublishedKeys::new(jwt)),
             server_metadata: api::meta::server_metadata(&public_base_url),
             origins: Arc::new(OriginPolicy::new(view.clone())),

@@ -25,7 +25,7 @@ use domain::ports::TokenRejected;
 use domain::services::atms::ListAtmsError;
 use domain::services::authorize::AuthorizeError;
 use domain::services::bearer::BearerError;
-use domain::services::queue_events::PostEventsError;
+use domain::services::posts::PostEventsError;
 use domain::services::revocation::RevocationError;
 use domain::services::systems::{SystemBearerError, SystemTokenError};
 use domain::services::wait_times::RetrieveWaitTimesError;
@@ -132,9 +132,10 @@ pub enum Revoke {}
 /// POST /v1/token (the bank's systems: client credentials, RFC 6749 §4.4).
 #[derive(Debug)]
 pub enum SystemToken {}
-/// POST /v1/branches/queue-events (the bank's queue systems).
+/// The bank's systems' posts of events: POST /v1/branches/queue-events (queue systems)
+/// and /v1/atms/state-events (the ATM monitoring).
 #[derive(Debug)]
-pub enum QueueEvents {}
+pub enum SystemPosts {}
 /// Everything else under `/api` (the JWKS, the documents, health, unknown paths).
 #[derive(Debug)]
 pub enum Meta {}
@@ -195,7 +196,7 @@ impl Operation for SystemToken {
     }
 }
 
-impl Operation for QueueEvents {
+impl Operation for SystemPosts {
     const SHAPE: Shape = Shape::ErrorResponse;
     const REFUSALS: &'static str = "system bearer";
     /// 503 with `Retry-After`: nothing was stored, and the system sends the post again.
@@ -657,17 +658,17 @@ impl From<SystemTokenError> for Failure<SystemToken> {
     }
 }
 
-impl From<SystemBearerError> for Failure<QueueEvents> {
+impl From<SystemBearerError> for Failure<SystemPosts> {
     fn from(error: SystemBearerError) -> Self {
         match error {
             SystemBearerError::InvalidToken(TokenRejected::Expired) => Self::bearer_refused(
-                QueueEvents::REFUSALS,
+                SystemPosts::REFUSALS,
                 "expired",
                 Message::TokenExpired,
                 Challenge::InvalidToken(describe::EXPIRED),
             ),
             SystemBearerError::InvalidToken(TokenRejected::Invalid(reason)) => Self::bearer_refused(
-                QueueEvents::REFUSALS,
+                SystemPosts::REFUSALS,
                 reason,
                 Message::TokenInvalid,
                 Challenge::InvalidToken(describe::INVALID),
@@ -675,17 +676,17 @@ impl From<SystemBearerError> for Failure<QueueEvents> {
             SystemBearerError::InsufficientScope(scope) => Self {
                 challenge: Some(Challenge::InsufficientScope(scope.as_str())),
                 ..Self::new(StatusCode::FORBIDDEN, code::INSUFFICIENT_SCOPE, Message::SystemScope)
-                    .noted(Note::Refused { operation: QueueEvents::REFUSALS, reason: "insufficient scope" })
+                    .noted(Note::Refused { operation: SystemPosts::REFUSALS, reason: "insufficient scope" })
             },
             SystemBearerError::Unavailable(cause) => Self::outage_because("the system could not be checked", cause),
         }
     }
 }
 
-impl From<PostEventsError> for Failure<QueueEvents> {
+impl From<PostEventsError> for Failure<SystemPosts> {
     fn from(error: PostEventsError) -> Self {
         match error {
-            PostEventsError::Unavailable(cause) => Self::outage_because("queue events could not be stored", cause),
+            PostEventsError::Unavailable(cause) => Self::outage_because("events could not be stored", cause),
         }
     }
 }

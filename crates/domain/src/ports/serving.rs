@@ -77,6 +77,17 @@ pub trait AtmDirectory: Send + Sync {
     async fn catalog(&self) -> Result<Arc<AtmCatalog>, StoreUnavailable>;
 }
 
+/// The ATMs' states, as an instance holds them to serve.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmStateDirectory: Send + Sync {
+    /// Every ATM's state as last loaded.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when what is held can no longer be vouched for.
+    async fn states(&self) -> Result<Arc<crate::atm_state::AtmStates>, StoreUnavailable>;
+}
+
 /// The server-side record of issued tokens.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]

@@ -13,6 +13,9 @@
 //!   outages (GET /v1/discovery/status, …/outages).
 //! - [`queue_events`] ([`queue_events::QueueEventIntake`]): branch queue events posted
 //!   by the bank's systems (POST /v1/branches/queue-events).
+//! - [`atm_states`] ([`atm_states::AtmStateIntake`], [`atm_states::AtmStateEnquiry`]):
+//!   ATM state events posted by the bank's monitoring, and the states apps read.
+//! - [`posts`]: what every post of the systems' events shares.
 //! - [`systems`] ([`systems::SystemTokenIssuance`], [`systems::SystemAuthentication`]):
 //!   tokens for the bank's systems (POST /v1/token, client credentials), and their checks.
 //! - [`keys`] ([`keys::KeyPublication`]): the JWKS; [`origins`]: the browser pages of
@@ -34,6 +37,7 @@
 //! - [`systems`] ([`systems::SystemAdmin`]): registering the bank's systems and their keys.
 
 pub mod access;
+pub mod atm_states;
 pub mod atms;
 pub mod authorize;
 pub mod bearer;
@@ -44,6 +48,7 @@ pub mod imports;
 pub mod keys;
 pub mod origins;
 pub mod outages;
+pub mod posts;
 pub mod queue_events;
 pub mod revocation;
 pub mod systems;

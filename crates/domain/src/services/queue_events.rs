@@ -8,22 +8,11 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::ports::{Clock, QueueEventRecords, StoreUnavailable};
-use crate::posted::{EventRefusal, EventTime};
+use crate::posted::EventTime;
 use crate::queue::event::QueueEvent;
 use crate::queue::live::LiveQueues;
+use crate::services::posts::{PostEventsError, RejectedEvent, event_now, read_each};
 use crate::system::SystemId;
-
-/// The most events one post may carry (issue 44).
-pub const MOST_EVENTS: usize = 1_000;
-
-/// An event refused, by its place in the post.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RejectedEvent {
-    /// Its index in `events`.
-    pub index: usize,
-    /// Why.
-    pub refusal: EventRefusal,
-}
 
 /// What became of a post's events.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -38,14 +27,6 @@ pub struct PostedEvents {
     /// these events called: for the accuracy histogram, counted by the instance that
     /// accepted the call alone.
     pub estimate_errors: Vec<f64>,
-}
-
-/// Why a post stored nothing.
-#[derive(Debug, thiserror::Error)]
-pub enum PostEventsError {
-    /// The store could not write them; none was stored, and the post may be sent again.
-    #[error(transparent)]
-    Unavailable(#[from] StoreUnavailable),
 }
 
 /// The queue systems' operation.
@@ -74,24 +55,14 @@ impl QueueEventService {
     }
 }
 
-/// `clock`'s now as an event time.
-fn event_now(clock: &dyn Clock) -> EventTime {
-    let micros = clock.now().unix_timestamp_nanos() / 1_000;
-    EventTime::from_unix_micros(i64::try_from(micros).unwrap_or(i64::MAX))
-}
-
 #[async_trait]
 impl QueueEventIntake for QueueEventService {
     async fn post(&self, system: &SystemId, events: &[Value]) -> Result<PostedEvents, PostEventsError> {
         let now = event_now(self.clock.as_ref());
-        let mut valid = Vec::with_capacity(events.len());
-        let mut rejected = Vec::new();
-        for (index, value) in events.iter().enumerate() {
-            match QueueEvent::from_json(value).and_then(|event| event.check_age(now).map(|()| event)) {
-                Ok(event) => valid.push(event),
-                Err(refusal) => rejected.push(RejectedEvent { index, refusal }),
-            }
-        }
+        let (valid, rejected) = read_each(events, |value| {
+            QueueEvent::from_json(value).and_then(|event| event.check_age(now).map(|()| event))
+        });
+        let valid: Vec<QueueEvent> = valid.into_iter().map(|(_, event)| event).collect();
         if valid.is_empty() {
             return Ok(PostedEvents { rejected, ..PostedEvents::default() });
         }

@@ -33,6 +33,10 @@ pub struct Catalog {
     /// its queue system posted an event within this many minutes, 1 to 1440.
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub queue_live_minutes: u32,
+    /// An ATM whose monitoring sent nothing for this many minutes is shown `Unknown`, 1
+    /// to 1440.
+    #[arg(long, value_name = "N", default_value_t = 15)]
+    pub atm_state_fresh_minutes: u32,
 }
 
 impl Catalog {
@@ -51,9 +55,17 @@ impl Catalog {
         f64::from(self.queue_live_minutes)
     }
 
+    /// How long an ATM's state is shown without news, in minutes.
+    pub fn atm_state_fresh_minutes(&self) -> f64 {
+        f64::from(self.atm_state_fresh_minutes)
+    }
+
     pub(super) fn check(&self) -> Result<(), SettingsError> {
         if !(1..=1440).contains(&self.queue_live_minutes) {
             return Err(SettingsError("queue-live-minutes must be from 1 to 1440".to_owned()));
+        }
+        if !(1..=1440).contains(&self.atm_state_fresh_minutes) {
+            return Err(SettingsError("atm-state-fresh-minutes must be from 1 to 1440".to_owned()));
         }
         // A page's byte budget (4 MiB) over the largest record (16 KiB): issue 30.
         if !(1..=MAX_PAGE_SIZE).contains(&self.atm_page_size) {
