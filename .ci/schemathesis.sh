@@ -54,8 +54,8 @@ ST_TOKEN=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["acce
 ST_SID=$(grep -i '^sid:' "$work/headers" | cut -d' ' -f2 | tr -d '\r')
 export ST_TOKEN ST_SID
 
-# A bank system with scope queue:write, and a token of it, so the queue events operation
-# is reached, not only refused: its key made and its assertion signed in Python.
+# A bank system with scopes queue:write and atm:write, and a token of it, so the queue
+# events and ATM state events operations are reached, not only refused: its key made and its assertion signed in Python.
 "$venv/bin/python" - "$work" "$base" <<'PY'
 import base64, json, sys, time, uuid
 from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
@@ -69,7 +69,7 @@ claims = {"iss": "st-queue", "sub": "st-queue", "aud": f"{base}/api", "exp": int
 signed = b64(json.dumps({"alg": "EdDSA"}).encode()) + "." + b64(json.dumps(claims).encode())
 open(f"{work}/assertion", "w").write(signed + "." + b64(key.sign(signed.encode())))
 PY
-"$binary" --database-url "$database_url" systems add st-queue --jwks-file "$work/system.jwks" --scopes queue:write >/dev/null
+"$binary" --database-url "$database_url" systems add st-queue --jwks-file "$work/system.jwks" --scopes "queue:write atm:write" >/dev/null
 ST_SYSTEM_TOKEN=$(curl -fsS "$base/api/v1/token" -d grant_type=client_credentials \
   -d client_assertion_type=urn:ietf:params:oauth:client-assertion-type:jwt-bearer \
   --data-urlencode "client_assertion=$(cat "$work/assertion")" |

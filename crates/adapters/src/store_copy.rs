@@ -5,7 +5,10 @@
 //! sealed under a key-encryption key stays sealed, and opens with the same key file),
 //! ATM records their JSON text and the set its `LastUpdated` (so ETags and
 //! `Last-Modified` do not move), wait times their estimation times, token records
-//! their revocations, and queue events the system that posted each and when it arrived. It lives here, not in the domain, because those stored forms are
+//! their revocations, and queue events the system that posted each and when it arrived.
+//! The ATMs' states are not copied: they are shown `Unknown` minutes after their last
+//! event anyway, and the monitoring's next events set them again. It lives here, not
+//! in the domain, because those stored forms are
 //! the adapters' business; the one rule it keeps (only into an empty store) reads the
 //! domain's [`StoreContents`].
 
