@@ -92,7 +92,7 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
     let operators = open_operators(store.database_url.expose_secret(), store.key_encryption_key_file.as_deref())
         .await
         .map_err(|e| CommandError::of(&e))?;
-    match command {
+    let outcome = match command {
         Command::Migrate => {
             println!("migrations applied");
             Ok(())
@@ -118,7 +118,10 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         | Command::HealthCheck
         | Command::Settings { .. }
         | Command::Waittimes { action: WaitTimesAction::Evaluate { .. } } => Ok(()),
-    }
+    };
+    // Before the telemetry's drop sends the last spans: see `Operators::close`.
+    operators.close().await;
+    outcome
 }
 
 async fn serve(settings: Settings) -> Result<(), CommandError> {

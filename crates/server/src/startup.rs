@@ -191,6 +191,19 @@ pub struct Operators {
     pub outages: OutageAdmin,
     /// The bank's systems.
     pub systems: SystemAdmin,
+    /// The store's lifecycle, to close it when the command is done.
+    lifecycle: Arc<dyn StoreLifecycle>,
+}
+
+impl Operators {
+    /// Closes the store once the command is done: every connection ends, and with it
+    /// whatever the driver's threads still held. SQLite's worker thread keeps the span
+    /// of the last statement it ran for a moment after answering it, which holds the
+    /// command's trace open; closed first, the trace ends before its last spans are sent
+    /// (an import's root span was lost otherwise, 1 run in 24 on a busy machine).
+    pub async fn close(self) {
+        self.lifecycle.close().await;
+    }
 }
 
 /// The operators' services over the store at `database_url`, migrated first: every
@@ -216,6 +229,7 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
         tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
         outages: OutageAdmin::new(Arc::clone(&store.outages), Arc::clone(&clock), Arc::new(RandomIds)),
         systems: SystemAdmin::new(Arc::clone(&store.systems), Arc::clone(&clock)),
+        lifecycle: Arc::clone(&store.lifecycle),
         clock,
     })
 }
