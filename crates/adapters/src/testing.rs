@@ -353,9 +353,10 @@ impl AtmStateRecords for Switched {
         system: &SystemId,
         events: &[AtmStateEvent],
         received_at: EventTime,
+        fresh_minutes: f64,
     ) -> Result<Vec<StateOutcome>, StoreUnavailable> {
         self.switch.check()?;
-        self.inner.atm_states.apply(system, events, received_at).await
+        self.inner.atm_states.apply(system, events, received_at, fresh_minutes).await
     }
 
     async fn all(&self) -> Result<Vec<(AtmId, AtmState)>, StoreUnavailable> {

@@ -78,6 +78,8 @@ pub struct ViewSettings {
     /// How long the view serves without hearing from the store before it answers
     /// [`StoreUnavailable`].
     pub max_staleness: Duration,
+    /// How long after its newest event an ATM's state is shown `Unknown`, in minutes.
+    pub atm_state_fresh_minutes: f64,
 }
 
 /// What signs and verifies with the store's signing keys: the view hands it every
@@ -117,6 +119,7 @@ pub struct StoreView {
     writer: TokenWriter,
     key_window_seconds: i64,
     max_staleness: Duration,
+    atm_state_fresh_minutes: f64,
     started: Instant,
     /// Milliseconds after `started` of the last refresh the store answered.
     refreshed_at: AtomicU64,
@@ -151,6 +154,7 @@ impl StoreView {
             clock,
             key_window_seconds: key_publication_window(settings.token_lifetime, settings.refresh_interval),
             max_staleness: settings.max_staleness,
+            atm_state_fresh_minutes: settings.atm_state_fresh_minutes,
             started: Instant::now(),
             refreshed_at: AtomicU64::new(0),
             seen: Mutex::new(None),
@@ -238,7 +242,7 @@ impl StoreView {
         if moved(|r| r.atm_states) {
             let states = self.store.atm_states.all().await?;
             metrics::gauge!("branch_atm_atm_states").set(states.len() as f64);
-            self.atm_states.store(Arc::new(AtmStates::new(states)));
+            self.atm_states.store(Arc::new(AtmStates::new(states, self.atm_state_fresh_minutes)));
             done.atm_states = now.atm_states;
             reloaded("atm_states");
         }

@@ -419,6 +419,7 @@ async fn the_view_serves_what_the_store_holds_and_follows_its_changes(store: &St
         token_lifetime: Duration::from_secs(1800),
         refresh_interval: Duration::from_secs(1),
         max_staleness: Duration::from_secs(60),
+        atm_state_fresh_minutes: FRESH,
     };
     let view = StoreView::load(store.clone(), tokens.clone(), Arc::new(SystemClock), settings).await.unwrap();
     assert!(tokens.current_kid().is_some());
@@ -467,6 +468,7 @@ async fn a_view_that_cannot_reach_its_store_stops_vouching_for_its_data(store: &
         token_lifetime: Duration::from_secs(1800),
         refresh_interval: Duration::from_millis(10),
         max_staleness: Duration::from_millis(50),
+        atm_state_fresh_minutes: FRESH,
     };
     let view = StoreView::load(
         store.clone(),
@@ -1148,6 +1150,9 @@ async fn queue_events_that_happened_before_a_time_are_forgotten(store: &Store) {
     assert_eq!(every_event(store).await.len(), 2);
 }
 
+/// The freshness window the checks apply states with, in minutes.
+const FRESH: f64 = 15.0;
+
 fn state_event(id: &str, atm: &str, at: i64, state: Reported, unavailable: u32) -> AtmStateEvent {
     AtmStateEvent {
         id: EventId::parse(id).unwrap(),
@@ -1167,7 +1172,7 @@ async fn states(store: &Store) -> Vec<(String, Reported, EventTime, EventTime)> 
 
 /// The state `second` leaves after `first`, as the domain computes it.
 fn state_after(first: &AtmStateEvent, second: &AtmStateEvent) -> AtmState {
-    AtmState::after(AtmState::after(None, first).as_ref(), second).unwrap()
+    AtmState::after(AtmState::after(None, first, FRESH).as_ref(), second, FRESH).unwrap()
 }
 
 async fn state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothing(store: &Store) {
@@ -1179,7 +1184,7 @@ async fn state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothin
         state_event("s-1", "LFFFBC11", NOW_MICROS + 1, Reported::InService, AtmService::CashDeposits.bit()),
         state_event("s-3", "B\u{e9}ta 7", NOW_MICROS, Reported::InService, 0),
     ];
-    let outcomes = store.atm_states.apply(&system, &first, micros(NOW_MICROS + 10)).await.unwrap();
+    let outcomes = store.atm_states.apply(&system, &first, micros(NOW_MICROS + 10), FRESH).await.unwrap();
     assert_eq!(outcomes, [Applied, Applied, Applied], "s-1 then s-2, whatever their place in the batch");
     let all = store.atm_states.all().await.unwrap();
     assert_eq!(all.len(), 2);
@@ -1195,14 +1200,14 @@ async fn state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothin
         state_event("s-0", "LFFFBC11", NOW_MICROS, Reported::InService, 0),
         state_event("s-4", "LFFFBC11", NOW_MICROS + 5, Reported::OutOfService, 0),
     ];
-    let outcomes = store.atm_states.apply(&system, &later, micros(NOW_MICROS + 20)).await.unwrap();
+    let outcomes = store.atm_states.apply(&system, &later, micros(NOW_MICROS + 20), FRESH).await.unwrap();
     assert_eq!(outcomes, [Duplicate, Superseded, Applied]);
     let listed = states(store).await;
     let expected = ("LFFFBC11".to_owned(), Reported::OutOfService, micros(NOW_MICROS + 2), micros(NOW_MICROS + 5));
     assert_eq!(listed[1], expected, "the same state goes on since s-2");
     let only_old = [state_event("s-5", "LFFFBC11", NOW_MICROS + 3, Reported::InService, 0)];
     let before = store.view.revisions().await.unwrap();
-    assert_eq!(store.atm_states.apply(&system, &only_old, micros(NOW_MICROS + 30)).await.unwrap(), [Superseded]);
+    assert_eq!(store.atm_states.apply(&system, &only_old, micros(NOW_MICROS + 30), FRESH).await.unwrap(), [Superseded]);
     assert_eq!(moved(before, store.view.revisions().await.unwrap()), Vec::<&str>::new(), "nothing changed");
     let now = store.view.revisions().await.unwrap();
     assert_eq!(now.atm_states - revisions.atm_states, 2, "one move per apply that changed a state");
@@ -1226,7 +1231,7 @@ async fn two_state_applies_at_once_each_build_on_the_others_commit(store: &Store
             let states = Arc::clone(&store.atm_states);
             let events = batch(parity);
             let system = system.clone();
-            applies.spawn(async move { states.apply(&system, &events, micros(base)).await });
+            applies.spawn(async move { states.apply(&system, &events, micros(base), FRESH).await });
         }
         for outcome in applies.join_all().await {
             outcome.unwrap_or_else(|error| panic!("round {round}: {error}"));
@@ -1247,11 +1252,11 @@ async fn state_event_ids_that_happened_before_a_time_are_forgotten_and_the_state
         state_event("old", "A1", NOW_MICROS - 1, Reported::InService, 0),
         state_event("new", "A2", NOW_MICROS, Reported::InService, 0),
     ];
-    store.atm_states.apply(&system, &events, micros(NOW_MICROS)).await.unwrap();
+    store.atm_states.apply(&system, &events, micros(NOW_MICROS), FRESH).await.unwrap();
     assert_eq!(store.atm_states.forget_before(micros(NOW_MICROS)).await.unwrap(), 1);
     assert_eq!(store.atm_states.forget_before(micros(NOW_MICROS)).await.unwrap(), 0);
     assert_eq!(states(store).await.len(), 2, "states stay");
-    let resent = store.atm_states.apply(&system, &events, micros(NOW_MICROS + 1)).await.unwrap();
+    let resent = store.atm_states.apply(&system, &events, micros(NOW_MICROS + 1), FRESH).await.unwrap();
     assert_eq!(resent, [StateOutcome::Superseded, StateOutcome::Duplicate], "a forgotten id is new again");
 }
 

@@ -5,12 +5,13 @@ use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, web};
 use domain::atm_catalog::PageRequest;
 use domain::atm_state::AtmId;
+use domain::atm_state::Shown;
 use domain::input::Expected;
 use domain::posted::EventTime;
-use domain::services::atm_states::{MOST_ATM_IDS, PostedStates, StatePage};
+use domain::services::atm_states::{MOST_ATM_IDS, PostedStates, StateItem, StatePage};
 use domain::system::SystemScope;
 use serde::Serialize;
-use serde_json::{Map, Value};
+use serde_json::Value;
 use utoipa::ToSchema;
 
 use crate::conditional::{not_modified, strong_tag};
@@ -217,62 +218,104 @@ fn state_query(raw: &str) -> Result<(PageRequest, Option<Vec<AtmId>>, String), B
     Ok((page, (!ids.is_empty()).then_some(ids), filters.finish()))
 }
 
-/// RFC 3339 of `at`, in UTC.
-fn date(at: EventTime) -> Value {
-    Value::from(at.to_string())
+/// Writes `text` into `body` as a JSON string.
+fn push_string(body: &mut String, text: &str) {
+    // A `&str` always serializes; the fallback only keeps this total.
+    body.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned()));
 }
 
-/// The link to page `page`, its `atmId`s kept.
-fn link(base: &str, filters: &str, page: u32) -> Value {
-    let mut link = format!("{base}/api/v1/atms/state?page={page}");
+/// Writes the link to page `page` (its `atmId`s kept) into `body`, quoted.
+fn push_link(body: &mut String, base: &str, filters: &str, page: u32) {
+    body.push('"');
+    body.push_str(base);
+    body.push_str("/api/v1/atms/state?page=");
+    body.push_str(itoa::Buffer::new().format(page));
     if !filters.is_empty() {
-        link.push('&');
-        link.push_str(filters);
+        body.push('&');
+        body.push_str(filters);
     }
-    Value::from(link)
+    body.push('"');
 }
 
-/// The answer's body.
-fn render(page: &StatePage, filters: &str, base: &str) -> Result<Vec<u8>, String> {
-    let data: Vec<Value> = page
-        .items()
-        .map(|item| {
-            let mut object = Map::new();
-            object.insert("atmId".into(), item.atm.into());
-            object.insert("state".into(), item.shown.name().into());
-            let unavailable = item.state.map_or(Value::Array(Vec::new()), |state| state.unavailable.to_json());
-            object.insert("unavailableServices".into(), unavailable);
-            if let Some(since) = item.since {
-                object.insert("since".into(), date(since));
-            }
-            if let Some(state) = item.state {
-                if let Some(back) = state.expected_back_at {
-                    object.insert("expectedBackAt".into(), date(back));
+/// The page's `LastUpdated`, RFC 3339: formatted once per second per worker thread.
+fn last_updated_text(seconds: i64) -> String {
+    thread_local! {
+        static LAST: std::cell::RefCell<Option<(i64, String)>> = const { std::cell::RefCell::new(None) };
+    }
+    LAST.with_borrow_mut(|last| match last {
+        Some((at, text)) if *at == seconds => text.clone(),
+        _ => {
+            let text = EventTime::from_unix_seconds(seconds.max(0).unsigned_abs()).to_string();
+            *last = Some((seconds, text.clone()));
+            text
+        }
+    })
+}
+
+/// The answer's body, written in place: the items' times are written already
+/// (`HeldState`), so an item is a few copies (callgrind: a `serde_json::Value` per item
+/// and a date formatted per item cost 4.4 times ATM page 1).
+fn render(page: &StatePage, items: &[StateItem<'_>], filters: &str, base: &str) -> Vec<u8> {
+    let mut body = String::with_capacity(256 + items.len() * 160 + 5 * (base.len() + filters.len() + 40));
+    body.push_str(r#"{"data":["#);
+    for (n, item) in items.iter().enumerate() {
+        if n > 0 {
+            body.push(',');
+        }
+        body.push_str(r#"{"atmId":"#);
+        push_string(&mut body, item.atm);
+        body.push_str(r#","state":""#);
+        body.push_str(item.shown.name());
+        body.push_str(r#"","unavailableServices":["#);
+        if let Some(held) = item.state {
+            for (n, service) in held.state.unavailable.iter().enumerate() {
+                if n > 0 {
+                    body.push(',');
                 }
-                if let Some(reason) = &state.reason {
-                    object.insert("reason".into(), reason.as_str().into());
-                }
+                body.push('"');
+                body.push_str(service.name());
+                body.push('"');
             }
-            Value::Object(object)
-        })
-        .collect();
-    let updated = EventTime::from_unix_seconds(page.last_updated().max(0).unsigned_abs());
-    let mut links = Map::new();
-    links.insert("Self".into(), link(base, filters, page.number));
-    links.insert("First".into(), link(base, filters, 1));
+        }
+        body.push(']');
+        if let Some(since) = item.since {
+            body.push_str(r#","since":""#);
+            body.push_str(since);
+            body.push('"');
+        }
+        if let Some(held) = item.state {
+            if let Some(back) = &held.expected_back {
+                body.push_str(r#","expectedBackAt":""#);
+                body.push_str(back);
+                body.push('"');
+            }
+            if let Some(reason) = &held.state.reason {
+                body.push_str(r#","reason":"#);
+                push_string(&mut body, reason.as_str());
+            }
+        }
+        body.push('}');
+    }
+    body.push_str(r#"],"meta":{"LastUpdated":""#);
+    body.push_str(&last_updated_text(page.last_updated()));
+    body.push_str(r#"","TotalResults":"#);
+    body.push_str(itoa::Buffer::new().format(page.total));
+    body.push_str(r#"},"links":{"Self":"#);
+    push_link(&mut body, base, filters, page.number);
+    body.push_str(r#","First":"#);
+    push_link(&mut body, base, filters, 1);
     if page.number > 1 {
-        links.insert("Prev".into(), link(base, filters, page.number - 1));
+        body.push_str(r#","Prev":"#);
+        push_link(&mut body, base, filters, page.number - 1);
     }
     if page.number < page.last_page {
-        links.insert("Next".into(), link(base, filters, page.number + 1));
+        body.push_str(r#","Next":"#);
+        push_link(&mut body, base, filters, page.number + 1);
     }
-    links.insert("Last".into(), link(base, filters, page.last_page));
-    let body = serde_json::json!({
-        "data": data,
-        "meta": {"LastUpdated": date(updated), "TotalResults": page.total},
-        "links": links,
-    });
-    serde_json::to_vec(&body).map_err(|error| error.to_string())
+    body.push_str(r#","Last":"#);
+    push_link(&mut body, base, filters, page.last_page);
+    body.push_str("}}");
+    body.into_bytes()
 }
 
 /// Lists the ATMs' states.
@@ -326,16 +369,25 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
             let (page, atm_ids, filters) = state_query(request.query_string())?;
             // 3. Call the use case.
             let page = state.atm_states.page(page, atm_ids).await?;
-            // 4. Map to the wire: the page's bytes, and their strong tag.
-            let body = render(&page, &filters, &state.public_base_url).map_err(Failure::unwritable)?;
-            let tag = strong_tag(&body);
-            // No Last-Modified: If-Modified-Since is ignored (RFC 9110 §13.1.3).
+            // 4. Map to the wire. The page's bytes are a function of the set, the states
+            // held, the page's place, each item's shown state (the clock alone turns one
+            // `Unknown`) and the representation: its strong tag is known before it is
+            // written, and a current copy costs no body.
+            let items: Vec<StateItem<'_>> = page.items().collect();
+            let base = state.public_base_url.as_str();
+            let shown: Vec<Shown> = items.iter().map(|item| item.shown).collect();
+            let tag = strong_tag((page.fingerprint(), shown, base, &filters, env!("CARGO_PKG_VERSION")));
+            // No Last-Modified: If-Modified-Since is ignored (RFC 9110 §13.1.3); the page
+            // may change with the clock alone.
             let current = not_modified(&request, &tag, i64::MAX);
             let mut response = if current { HttpResponse::NotModified() } else { HttpResponse::Ok() };
             response
                 .insert_header((header::ETAG, tag.header_value().map_err(Failure::unwritable)?))
                 .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)));
-            Ok(if current { response.finish() } else { response.content_type(mime_json()).body(body) })
+            if current {
+                return Ok(response.finish());
+            }
+            Ok(response.content_type(mime_json()).body(render(&page, &items, &filters, base)))
         }
         .await,
     )

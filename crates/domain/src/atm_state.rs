@@ -172,6 +172,9 @@ impl AtmStateEvent {
             })
             .transpose()?;
         let expected_back_at = fields.optional_time("expectedBackAt")?;
+        if expected_back_at.is_some_and(|back| back < at) {
+            return Err(fields.invalid("expectedBackAt", "a date-time no earlier than at"));
+        }
         Ok(Self { id: fields.id().clone(), atm, at, state, unavailable, reason, expected_back_at })
     }
 
@@ -203,7 +206,7 @@ impl AtmStateEvent {
 
 /// An ATM's state as stored: what its newest event said, since when, and when it was
 /// last heard of.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct AtmState {
     /// In service or not.
     pub state: Reported,
@@ -223,14 +226,20 @@ pub struct AtmState {
 impl AtmState {
     /// The state `event` leaves an ATM in whose state was `before`; `None` when the
     /// event is ordered before the newest applied one ([`AtmStateEvent::order_key`]) and
-    /// so changes nothing.
-    pub fn after(before: Option<&Self>, event: &AtmStateEvent) -> Option<Self> {
+    /// so changes nothing. A state goes on (keeps its `since`) while events report it
+    /// again within `fresh_minutes` of each other; after a longer silence, in which it
+    /// was shown `Unknown`, it begins anew.
+    pub fn after(before: Option<&Self>, event: &AtmStateEvent, fresh_minutes: f64) -> Option<Self> {
         if let Some(before) = before
             && event.order_key() <= (before.heard.0, before.heard.1.as_str())
         {
             return None;
         }
-        let same = before.filter(|b| b.state == event.state && b.unavailable == event.unavailable);
+        let same = before.filter(|b| {
+            b.state == event.state
+                && b.unavailable == event.unavailable
+                && event.at <= b.heard.0.plus_minutes(fresh_minutes)
+        });
         Some(Self {
             state: event.state,
             unavailable: event.unavailable,
@@ -299,29 +308,63 @@ pub fn offers_now(state: Option<&AtmState>, now: EventTime, fresh_minutes: f64, 
     }
 }
 
+/// One ATM's state as an instance holds it: the state, and its times already written as
+/// RFC 3339 (formatting a date costs more than the rest of a state page's item).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct HeldState {
+    /// The state.
+    pub state: AtmState,
+    /// `since`, written.
+    pub since: Box<str>,
+    /// `expected_back_at`, written.
+    pub expected_back: Option<Box<str>>,
+    /// When it is shown `Unknown` from (its newest event's time and the window), written.
+    pub stale_since: Box<str>,
+}
+
 /// Every ATM's state as an instance holds it, to serve.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[derive(Debug, Clone, Default)]
 pub struct AtmStates {
-    by_atm: std::collections::BTreeMap<AtmId, AtmState>,
+    by_atm: std::collections::HashMap<AtmId, HeldState, foldhash::fast::RandomState>,
     newest: Option<EventTime>,
+    fingerprint: u64,
 }
 
 impl AtmStates {
-    /// The states as stored.
-    pub fn new(states: impl IntoIterator<Item = (AtmId, AtmState)>) -> Self {
-        let by_atm: std::collections::BTreeMap<AtmId, AtmState> = states.into_iter().collect();
-        let newest = by_atm.values().map(|state| state.heard.0).max();
-        Self { by_atm, newest }
+    /// The states as stored (by ATM id), shown `Unknown` `fresh_minutes` after their
+    /// newest event.
+    pub fn new(states: Vec<(AtmId, AtmState)>, fresh_minutes: f64) -> Self {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut fingerprint = std::collections::hash_map::DefaultHasher::new();
+        let mut by_atm = std::collections::HashMap::with_capacity_and_hasher(states.len(), Default::default());
+        let mut newest = None;
+        for (atm, state) in states {
+            (&atm, &state).hash(&mut fingerprint);
+            newest = newest.max(Some(state.heard.0));
+            let held = HeldState {
+                since: state.since.to_string().into(),
+                expected_back: state.expected_back_at.map(|at| at.to_string().into()),
+                stale_since: state.heard.0.plus_minutes(fresh_minutes).to_string().into(),
+                state,
+            };
+            by_atm.insert(atm, held);
+        }
+        Self { by_atm, newest, fingerprint: fingerprint.finish() }
     }
 
     /// The state of the ATM `identification`, if it was ever heard of.
-    pub fn get(&self, identification: &str) -> Option<&AtmState> {
+    pub fn get(&self, identification: &str) -> Option<&HeldState> {
         self.by_atm.get(identification)
     }
 
     /// When the newest event applied happened.
     pub fn newest(&self) -> Option<EventTime> {
         self.newest
+    }
+
+    /// A digest of every state held: equal digests, equal states.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
     }
 }
 
@@ -377,26 +420,32 @@ mod tests {
         assert_eq!(with("atmId", json!("x".repeat(36))), ("invalidField", "atmId"));
         assert_eq!(with("atmId", json!("A\u{202e}1")), ("invalidField", "atmId"));
         assert_eq!(with("expectedBackAt", json!("tomorrow")), ("invalidField", "expectedBackAt"));
+        assert_eq!(with("expectedBackAt", json!("2026-11-28T11:59:59Z")), ("invalidField", "expectedBackAt"));
+        let year_10000 = json!("9999-12-31T23:59:59-01:00");
+        assert_eq!(with("expectedBackAt", year_10000), ("invalidField", "expectedBackAt"), "past what RFC 3339 writes");
         assert!(AtmStateEvent::from_json(&base).unwrap().unavailable == Services::default(), "optional");
     }
 
     #[test]
     fn the_newest_event_wins_and_an_older_one_changes_nothing() {
-        let first = AtmState::after(None, &event("a", "2026-11-28T12:00:00Z", "InService", &[])).unwrap();
-        let out = AtmState::after(Some(&first), &event("b", "2026-11-28T12:05:00Z", "OutOfService", &[])).unwrap();
+        let after = |before: Option<&AtmState>, event: &AtmStateEvent| AtmState::after(before, event, 15.0);
+        let first = after(None, &event("a", "2026-11-28T12:00:00Z", "InService", &[])).unwrap();
+        let out = after(Some(&first), &event("b", "2026-11-28T12:05:00Z", "OutOfService", &[])).unwrap();
         assert_eq!((out.state, out.since), (Reported::OutOfService, time("2026-11-28T12:05:00Z")));
         let late = event("c", "2026-11-28T12:01:00Z", "InService", &[]);
-        assert_eq!(AtmState::after(Some(&out), &late), None, "older than the newest applied");
+        assert_eq!(after(Some(&out), &late), None, "older than the newest applied");
         let same_instant = event("a0", "2026-11-28T12:05:00Z", "InService", &[]);
-        assert_eq!(AtmState::after(Some(&out), &same_instant), None, "a tie goes to the greater id");
-        let again = AtmState::after(Some(&out), &event("d", "2026-11-28T12:09:00Z", "OutOfService", &[])).unwrap();
+        assert_eq!(after(Some(&out), &same_instant), None, "a tie goes to the greater id");
+        let again = after(Some(&out), &event("d", "2026-11-28T12:09:00Z", "OutOfService", &[])).unwrap();
         assert_eq!(again.since, time("2026-11-28T12:05:00Z"), "the same state goes on");
         assert_eq!(again.heard.0, time("2026-11-28T12:09:00Z"));
+        let after_silence = after(Some(&again), &event("e", "2026-11-28T12:24:01Z", "OutOfService", &[])).unwrap();
+        assert_eq!(after_silence.since, time("2026-11-28T12:24:01Z"), "Unknown in between: it begins anew");
     }
 
     #[test]
     fn what_is_shown_follows_the_state_and_turns_unknown_past_the_window() {
-        let limited = AtmState::after(None, &event("a", "2026-11-28T12:00:00Z", "InService", &["CashDeposits"]));
+        let limited = AtmState::after(None, &event("a", "2026-11-28T12:00:00Z", "InService", &["CashDeposits"]), 15.0);
         let limited = limited.as_ref();
         let at = |raw| shown(limited, time(raw), 15.0);
         assert_eq!(at("2026-11-28T12:10:00Z"), (Shown::Limited, Some(time("2026-11-28T12:00:00Z"))));

@@ -46,8 +46,15 @@ impl EventTime {
     }
 
     /// Parses an RFC 3339 date-time (any offset, fractions of a second allowed).
+    /// Only a time RFC 3339 can write back in UTC (years 0000 to 9999) is one: an offset
+    /// can carry a date's last hour past 9999.
     pub(crate) fn parse(raw: &str) -> Option<Self> {
+        // 0000-01-01T00:00:00Z and 9999-12-31T23:59:59Z, in Unix seconds.
+        const WRITABLE: std::ops::RangeInclusive<i64> = -62_167_219_200..=253_402_300_799;
         let at = OffsetDateTime::parse(raw, &Rfc3339).ok()?;
+        if !WRITABLE.contains(&at.unix_timestamp()) {
+            return None;
+        }
         i64::try_from(at.unix_timestamp_nanos() / 1_000).ok().map(Self)
     }
 }

@@ -394,8 +394,8 @@ fn spawn_store_upkeep(
 const QUEUE_REFRESH_INTERVAL: Duration = Duration::from_secs(5);
 
 /// Reads the queue event log into the live queues each time the view finds its change
-/// counter moved (within a view refresh of another instance's append; at once on
-/// PostgreSQL, which notifies), and re-estimates every live branch on a timer. An idle
+/// counter moved (within a view refresh of another instance's append: the log's counter
+/// sends no PostgreSQL notice), and re-estimates every live branch on a timer. An idle
 /// log costs no query of its own. `unread` when the first read failed.
 fn spawn_queue_feed(feed: LiveQueueFeed, mut moved: tokio::sync::watch::Receiver<i64>, mut unread: bool) {
     tokio::spawn(async move {
@@ -656,6 +656,7 @@ impl Application {
             token_lifetime: lifetime,
             refresh_interval: settings.view.refresh_interval(),
             max_staleness: settings.view.max_staleness(),
+            atm_state_fresh_minutes: settings.catalog.atm_state_fresh_minutes(),
         };
         let view = StoreView::load(store.clone(), jwt.clone(), Arc::clone(&clock), view_settings).await?;
         view.spawn_refresher(settings.view.refresh_interval());

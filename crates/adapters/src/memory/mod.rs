@@ -647,6 +647,7 @@ impl AtmStateRecords for MemoryStore {
         _system: &SystemId,
         events: &[AtmStateEvent],
         _received_at: EventTime,
+        fresh_minutes: f64,
     ) -> Result<Vec<StateOutcome>, StoreUnavailable> {
         // Under the one lock: all or none, and two writers take turns.
         let mut state = self.state()?;
@@ -660,7 +661,7 @@ impl AtmStateRecords for MemoryStore {
                 continue;
             }
             state.atm_state_events.insert(event.id.as_str().to_owned(), event.at);
-            outcomes[index] = match AtmState::after(state.atm_states.get(&event.atm), event) {
+            outcomes[index] = match AtmState::after(state.atm_states.get(&event.atm), event, fresh_minutes) {
                 Some(after) => {
                     state.atm_states.insert(event.atm.clone(), after);
                     applied = true;

@@ -509,8 +509,8 @@ pub enum StateOutcome {
 #[async_trait]
 pub trait AtmStateRecords: Send + Sync {
     /// Stores those of `events` whose id is not stored yet and applies each to its ATM's
-    /// state by [`AtmState::after`] (events of one ATM in [`AtmStateEvent::order_key`]
-    /// order), all in one transaction, durable when this returns: for each event, in
+    /// state by [`AtmState::after`] with `fresh_minutes` (events of one ATM in
+    /// [`AtmStateEvent::order_key`] order), all in one transaction, durable when this returns: for each event, in
     /// the order given, what became of it. Two writers at once each apply to the state
     /// the other committed; an id stored already changes nothing.
     ///
@@ -521,6 +521,7 @@ pub trait AtmStateRecords: Send + Sync {
         system: &SystemId,
         events: &[AtmStateEvent],
         received_at: EventTime,
+        fresh_minutes: f64,
     ) -> Result<Vec<StateOutcome>, StoreUnavailable>;
 
     /// Every ATM's state, by ATM id.

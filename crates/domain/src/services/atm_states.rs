@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::atm_catalog::{AtmCatalog, PageRequest};
-use crate::atm_state::{AtmId, AtmState, AtmStateEvent, AtmStates, Shown, shown};
+use crate::atm_state::{AtmId, AtmStateEvent, AtmStates, HeldState, Shown, shown};
 use crate::ports::{AtmDirectory, AtmStateDirectory, AtmStateRecords, Clock, StateOutcome};
 use crate::posted::{EventId, EventTime};
 use crate::services::atms::ListAtmsError;
@@ -39,10 +39,18 @@ pub struct StateItem<'a> {
     pub atm: &'a str,
     /// What it is shown as.
     pub shown: Shown,
-    /// Since when (`None`: never heard of).
-    pub since: Option<EventTime>,
-    /// Its stored state, when it is shown (for its services, reason and expected return).
-    pub state: Option<&'a AtmState>,
+    /// Since when, RFC 3339 (`None`: never heard of).
+    pub since: Option<&'a str>,
+    /// Its held state, unless it is shown `Unknown` (for its services, reason and
+    /// expected return).
+    pub state: Option<&'a HeldState>,
+}
+
+/// The catalog entries of a page: a run of the set, or the ATMs a request named.
+#[derive(Debug, Clone)]
+enum Entries {
+    Run(std::ops::Range<usize>),
+    Named(Vec<usize>),
 }
 
 /// A page of the ATMs' states, in the ATM pages' order.
@@ -50,7 +58,7 @@ pub struct StateItem<'a> {
 pub struct StatePage {
     catalog: Arc<AtmCatalog>,
     states: Arc<AtmStates>,
-    entries: Vec<usize>,
+    entries: Entries,
     now: EventTime,
     fresh_minutes: f64,
     /// How many ATMs the request names, over all pages.
@@ -64,13 +72,33 @@ pub struct StatePage {
 impl StatePage {
     /// The page's ATMs, in order.
     pub fn items(&self) -> impl Iterator<Item = StateItem<'_>> {
-        self.entries.iter().filter_map(|&index| {
+        let indexes: Box<dyn Iterator<Item = usize> + '_> = match &self.entries {
+            Entries::Run(run) => Box::new(run.clone()),
+            Entries::Named(named) => Box::new(named.iter().copied()),
+        };
+        indexes.filter_map(|index| {
             let atm = self.catalog.entry(index)?.identification();
-            let state = self.states.get(atm);
-            let (shown, since) = shown(state, self.now, self.fresh_minutes);
-            let state = state.filter(|_| shown != Shown::Unknown);
+            let held = self.states.get(atm);
+            let (shown, _) = shown(held.map(|held| &held.state), self.now, self.fresh_minutes);
+            let (since, state) = match held {
+                None => (None, None),
+                Some(held) if shown == Shown::Unknown => (Some(&*held.stale_since), None),
+                Some(held) => (Some(&*held.since), Some(held)),
+            };
             Some(StateItem { atm, shown, since, state })
         })
+    }
+
+    /// A digest of what the page's bytes depend on but its items' shown states: the set
+    /// (its fingerprint covers LastUpdated), the states held, and the page's place.
+    /// With the shown states (which the clock alone may turn `Unknown`), equal digests
+    /// give equal pages.
+    pub fn fingerprint(&self) -> u64 {
+        use std::hash::{Hash as _, Hasher as _};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        (self.catalog.fingerprint(), self.states.fingerprint(), self.total, self.number, self.last_page)
+            .hash(&mut hasher);
+        hasher.finish()
     }
 
     /// When what the page shows last changed, in seconds: the set's date or the newest
@@ -148,7 +176,7 @@ impl AtmStateIntake for AtmStateService {
             return Ok(PostedStates { rejected, ..PostedStates::default() });
         }
         let (indexes, valid): (Vec<usize>, Vec<AtmStateEvent>) = valid.into_iter().unzip();
-        let outcomes = self.records.apply(system, &valid, now).await?;
+        let outcomes = self.records.apply(system, &valid, now, self.fresh_minutes).await?;
         let mut posted = PostedStates { rejected, ..PostedStates::default() };
         for ((index, event), outcome) in indexes.into_iter().zip(valid).zip(outcomes) {
             match outcome {
@@ -166,21 +194,20 @@ impl AtmStateEnquiry for AtmStateService {
     async fn page(&self, page: PageRequest, atm_ids: Option<Vec<AtmId>>) -> Result<StatePage, ListAtmsError> {
         let catalog = self.atms.catalog().await?;
         let states = self.states.states().await?;
-        let named: Vec<usize> = match &atm_ids {
-            None => (0..catalog.len()).collect(),
-            Some(ids) => {
-                let mut named: Vec<usize> =
-                    ids.iter().flat_map(|id| catalog.with_identification(id.as_str())).collect();
-                named.sort_unstable();
-                named.dedup();
-                named
-            }
-        };
-        let total = named.len();
+        let named: Option<Vec<usize>> = atm_ids.map(|ids| {
+            let mut named: Vec<usize> = ids.iter().flat_map(|id| catalog.with_identification(id.as_str())).collect();
+            named.sort_unstable();
+            named.dedup();
+            named
+        });
+        let total = named.as_ref().map_or(catalog.len(), Vec::len);
         let last_page = u32::try_from(total.div_ceil(self.page_size)).unwrap_or(u32::MAX).max(1);
         let number = page.within(last_page)?;
         let first = (number as usize - 1) * self.page_size;
-        let entries = named.into_iter().skip(first).take(self.page_size).collect();
+        let entries = match named {
+            None => Entries::Run(first..total.min(first + self.page_size)),
+            Some(named) => Entries::Named(named.into_iter().skip(first).take(self.page_size).collect()),
+        };
         let now = event_now(self.clock.as_ref());
         Ok(StatePage { catalog, states, entries, now, fresh_minutes: self.fresh_minutes, total, number, last_page })
     }
@@ -192,6 +219,7 @@ mod tests {
 
     use super::*;
     use crate::atm_catalog::StoredAtm;
+    use crate::atm_state::AtmState;
     use crate::ports::{MockAtmDirectory, MockAtmStateDirectory, MockAtmStateRecords, StoreUnavailable};
 
     struct At;
@@ -231,9 +259,9 @@ mod tests {
         let mut records = MockAtmStateRecords::new();
         records
             .expect_apply()
-            .withf(|_, events, _| events.len() == 3)
+            .withf(|_, events, _, fresh| events.len() == 3 && *fresh == 15.0)
             .times(1)
-            .returning(|_, _, _| Ok(vec![StateOutcome::Applied, StateOutcome::Superseded, StateOutcome::Duplicate]));
+            .returning(|_, _, _, _| Ok(vec![StateOutcome::Applied, StateOutcome::Superseded, StateOutcome::Duplicate]));
         let service = AtmStateService::new(
             Arc::new(records),
             directory(&["A1", "A2"]),
@@ -260,7 +288,7 @@ mod tests {
     #[tokio::test]
     async fn a_post_the_store_cannot_take_stores_nothing() {
         let mut records = MockAtmStateRecords::new();
-        records.expect_apply().returning(|_, _, _| Err(StoreUnavailable::new("down")));
+        records.expect_apply().returning(|_, _, _, _| Err(StoreUnavailable::new("down")));
         let service = AtmStateService::new(
             Arc::new(records),
             directory(&["A1"]),
@@ -277,10 +305,13 @@ mod tests {
     async fn pages_follow_the_set_and_name_what_each_atm_is_shown_as() {
         let heard = AtmStateEvent::from_json(&event("e1", "A2", "2026-11-28T11:59:00Z")).unwrap();
         let old = AtmStateEvent::from_json(&event("e2", "A3", "2026-11-28T11:00:00Z")).unwrap();
-        let held = AtmStates::new([
-            (heard.atm.clone(), AtmState::after(None, &heard).unwrap()),
-            (old.atm.clone(), AtmState::after(None, &old).unwrap()),
-        ]);
+        let held = AtmStates::new(
+            vec![
+                (heard.atm.clone(), AtmState::after(None, &heard, 15.0).unwrap()),
+                (old.atm.clone(), AtmState::after(None, &old, 15.0).unwrap()),
+            ],
+            15.0,
+        );
         let service = AtmStateService::new(
             Arc::new(MockAtmStateRecords::new()),
             directory(&["A1", "A2", "A3"]),
@@ -296,6 +327,9 @@ mod tests {
         let second = service.page(PageRequest::number(2), None).await.unwrap();
         let item = second.items().next().unwrap();
         assert_eq!((item.atm, item.shown, item.state.is_none()), ("A3", Shown::Unknown, true), "heard an hour ago");
+        assert_eq!(item.since, Some("2026-11-28T11:15:00Z"), "unknown since the window passed");
+        let a2 = first.items().nth(1).unwrap();
+        assert_eq!(a2.since, Some("2026-11-28T11:59:00Z"));
         let named = ["A3", "A1", "A3", "none"].map(|id| AtmId::parse(id).unwrap()).to_vec();
         let some = service.page(PageRequest::FIRST, Some(named)).await.unwrap();
         let ids: Vec<&str> = some.items().map(|item| item.atm).collect();

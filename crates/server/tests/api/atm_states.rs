@@ -6,6 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
+use time::format_description::well_known::Rfc3339;
+
 use crate::helpers::{Session, TestApp};
 use crate::systems::{SystemKey, assertion_claims, client_credentials, register_in};
 
@@ -114,6 +116,8 @@ async fn state_events_apply_in_at_order_and_each_refusal_is_told() {
     assert_eq!(shown.len(), 2);
     assert_eq!(shown[0]["atmId"], a, "in the ATM pages' order, whatever the order asked");
     assert_eq!((&shown[0]["state"], &shown[0]["unavailableServices"]), (&json!("Limited"), &json!(["CashDeposits"])));
+    let since = |seconds: f64| at(seconds)[..16].to_owned();
+    assert!(shown[0]["since"].as_str().unwrap().starts_with(&since(-10.0)), "since s-2: {}", shown[0]);
     assert_eq!(shown[1]["state"], "OutOfService");
     assert_eq!(shown[1]["reason"], "Safe jammed");
     assert!(shown[1]["expectedBackAt"].is_string() && shown[1]["since"].is_string(), "{}", shown[1]);
@@ -137,7 +141,9 @@ async fn an_atm_not_heard_of_within_the_window_or_ever_is_unknown() {
     let shown = states_of(&app, &session, &[&ids[0], &ids[1], &ids[2]]).await;
     let names: Vec<&str> = shown.iter().map(|s| s["state"].as_str().unwrap()).collect();
     assert_eq!(names, ["InService", "Unknown", "Unknown"], "heard 30 s ago, 61 s ago, never");
-    assert!(shown[1]["since"].is_string(), "unknown since the window passed");
+    let window_end = time::OffsetDateTime::parse(shown[1]["since"].as_str().unwrap(), &Rfc3339).unwrap();
+    let passed = (time::OffsetDateTime::now_utc() - window_end).whole_seconds();
+    assert!((0..5).contains(&passed), "unknown since the window passed, a second ago: {}", shown[1]);
     assert_eq!(shown[1]["unavailableServices"], json!([]));
     assert!(shown[2].get("since").is_none(), "never heard of: {}", shown[2]);
 }
@@ -180,14 +186,8 @@ async fn only_the_monitorings_token_posts_states_and_only_an_apps_token_reads_th
     assert_eq!(wrong_scope.status(), 403);
     assert!(wrong_scope.headers()["www-authenticate"].to_str().unwrap().contains(r#"scope="atm:write""#));
     assert_eq!(post_states(&app, &session.token, &one).await.status(), 401, "a visitor's token");
-    let system_reads = app
-        .http
-        .get(format!("{}/api/v1/atms/state", app.address))
-        .bearer_auth(&queue)
-        .header("client_id", "queue-hq")
-        .send()
-        .await
-        .unwrap();
+    let as_app = Session { token: queue.clone(), sid: session.sid.clone() };
+    let system_reads = app.get_atms(&as_app, "/api/v1/atms/state", &[]).await;
     assert_eq!(system_reads.status(), 401, "a system's token does not read the apps' operations");
 }
 
@@ -212,4 +212,31 @@ async fn a_state_accepted_by_one_instance_is_served_by_another_and_after_a_resta
     let restarted = TestApp::builder().on_store(&first.database_url).start().await;
     let session = restarted.session().await;
     assert_eq!(states_of(&restarted, &session, &[&id]).await[0]["state"], "OutOfService", "kept in the store");
+}
+
+#[tokio::test]
+async fn a_page_turns_unknown_with_the_clock_alone_and_its_etag_with_it() {
+    let app = TestApp::builder()
+        .settings(|settings| {
+            settings.view.refresh_interval_ms = 50;
+            settings.catalog.atm_state_fresh_minutes = 1;
+        })
+        .start()
+        .await;
+    let token = system_token(&app, "atm-monitoring", "atm:write").await;
+    let session = app.session().await;
+    let id = atm_ids(&app, &session, 1).await.remove(0);
+    assert_eq!(post_states(&app, &token, &[state("c-1", &id, -57.0, "InService", &[])]).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let path = format!("/api/v1/atms/state?atmId={id}");
+    let fresh = app.get_atms(&session, &path, &[]).await;
+    let tag = fresh.headers()["etag"].to_str().unwrap().to_owned();
+    let body: Value = fresh.json().await.unwrap();
+    assert_eq!(body["data"][0]["state"], "InService");
+    assert_eq!(app.get_atms(&session, &path, &[("If-None-Match", &tag)]).await.status(), 304);
+    tokio::time::sleep(Duration::from_secs(4)).await;
+    let later = app.get_atms(&session, &path, &[("If-None-Match", &tag)]).await;
+    assert_eq!(later.status(), 200, "no event came, but the page changed");
+    let body: Value = later.json().await.unwrap();
+    assert_eq!(body["data"][0]["state"], "Unknown");
 }

@@ -31,6 +31,7 @@ where
         system: &SystemId,
         events: &[AtmStateEvent],
         received_at: EventTime,
+        fresh_minutes: f64,
     ) -> Result<Vec<StateOutcome>, StoreUnavailable> {
         let mut in_order: Vec<usize> = (0..events.len()).collect();
         in_order
@@ -61,7 +62,7 @@ where
                     if !inserted::<D>(recorded)? {
                         continue;
                     }
-                    outcomes[index] = match AtmState::after(state.as_ref(), event) {
+                    outcomes[index] = match AtmState::after(state.as_ref(), event, fresh_minutes) {
                         Some(after) => {
                             state = Some(after);
                             StateOutcome::Applied
