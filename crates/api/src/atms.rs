@@ -20,7 +20,7 @@ use crate::request::{Query, authenticate, optional_uuid};
 use crate::state::AppState;
 
 /// The query parameters read; others are ignored.
-const PARAMETERS: [&str; 6] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility"];
+const PARAMETERS: [&str; 7] = ["page", "latitude", "longitude", "radiusKm", "service", "accessibility", "available"];
 
 /// The licence marker until the bank publishes its licence text (docs/contract.md).
 const AGREEMENT: &str = "TBC";
@@ -170,7 +170,17 @@ fn listing_of(raw: &str) -> Result<Listing, BadRequest> {
             Ok::<_, BadRequest>(feature)
         })
         .transpose()?;
-    Ok(Listing { query: AtmQuery { page, near, radius_km, service, accessibility }, filters: filters.join("&") })
+    let available = query
+        .optional("available")
+        .map(|raw| {
+            let service = AtmService::parse(raw)
+                .ok_or_else(|| BadRequest::new("available", Message::NotACode("ATMServices", "CashWithdrawal")))?;
+            filters.push(format!("available={raw}"));
+            Ok::<_, BadRequest>(service)
+        })
+        .transpose()?;
+    let query = AtmQuery { page, near, radius_km, service, accessibility, available };
+    Ok(Listing { query, filters: filters.join("&") })
 }
 
 /// A digest of what shapes a page's bytes beyond the set and the page: the service's
@@ -325,6 +335,7 @@ fn last_modified(last_updated: i64) -> Result<HeaderValue, String> {
         ("radiusKm" = Option<f64>, Query, exclusive_minimum = 0, maximum = 20037.5, description = "Only ATMs within this distance (needs latitude and longitude)."),
         ("service" = Option<String>, Query, pattern = "^(Balance|BillPayments|CashDeposits|CharityDonation|ChequeDeposits|CashWithdrawal|EnvelopeDeposit|FastCash|MobileBankingRegistration|MobilePaymentRegistration|MobilePhoneTopUp|OrderStatement|Other|PINActivation|PINChange|PINUnblock|MiniStatement)$", description = "Only ATMs offering this OBIE ATMServices code."),
         ("accessibility" = Option<String>, Query, pattern = "^(AudioCashMachine|AutomaticDoors|ExternalRamp|InductionLoop|InternalRamp|LevelAccess|LowerLevelCounter|Other|WheelchairAccess)$", description = "Only ATMs with this OBIE Accessibility code."),
+        ("available" = Option<String>, Query, pattern = "^(Balance|BillPayments|CashDeposits|CharityDonation|ChequeDeposits|CashWithdrawal|EnvelopeDeposit|FastCash|MobileBankingRegistration|MobilePaymentRegistration|MobilePhoneTopUp|OrderStatement|Other|PINActivation|PINChange|PINUnblock|MiniStatement)$", description = "Only ATMs whose state offers this OBIE ATMServices code now (in service or limited without it; never Unknown)."),
     ),
     responses(
         (status = 200, description = "A page of ATMs.", body = AtmListResponse, headers(
@@ -370,18 +381,27 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
             // representation (filters as written, base URL, version), so its strong tag is
             // known before the page is cut, and a caller's current copy costs no page (RFC 9110
             // §13.2.2).
-            let snapshot = state.atms.snapshot().await?;
+            let by_state = listing.query.available.is_some();
+            let snapshot = state.atms.snapshot(by_state).await?;
             snapshot.check_page(&listing.query)?;
             let base = state.public_base_url.as_str();
+            // By state, the page may change with the clock alone: it is cut first and
+            // tagged by what it holds, and If-Modified-Since is not read.
+            let cut = by_state.then(|| snapshot.page(&listing.query)).transpose()?;
             let tag = strong_tag((
                 snapshot.fingerprint(),
                 representation(base, &listing.filters),
                 snapshot.page_size(),
                 listing.query.page.or_first(),
+                cut.as_ref().map(AtmListing::digest),
             ));
             let last_updated = snapshot.last_updated();
-            let page =
-                if not_modified(&request, &tag, last_updated) { None } else { Some(snapshot.page(&listing.query)?) };
+            let modified_at = if by_state { i64::MAX } else { last_updated };
+            let page = match (not_modified(&request, &tag, modified_at), cut) {
+                (true, _) => None,
+                (false, Some(cut)) => Some(cut),
+                (false, None) => Some(snapshot.page(&listing.query)?),
+            };
             // 4. Map to the wire.
             atms_answer(page.as_ref(), &tag, last_updated, &listing.filters, base).map_err(Failure::unwritable)
         }

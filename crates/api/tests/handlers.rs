@@ -652,7 +652,7 @@ async fn a_bearer_refusal_or_outage_is_each_operations_own_status_and_body() {
 
 fn atms_answering(result: fn() -> Result<AtmSnapshot, ListAtmsError>) -> Mocks {
     let mut mocks = Mocks::admitting();
-    mocks.atms.expect_snapshot().returning(result);
+    mocks.atms.expect_snapshot().returning(move |_| result());
     mocks
 }
 

@@ -116,6 +116,9 @@ pub struct AtmQuery {
     pub service: Option<AtmService>,
     /// Only ATMs with this accessibility feature.
     pub accessibility: Option<Accessibility>,
+    /// Only ATMs whose state offers this service now (the caller's `keep` of
+    /// [`AtmCatalog::page_where`] decides which).
+    pub available: Option<AtmService>,
 }
 
 impl AtmQuery {
@@ -151,6 +154,7 @@ impl Entry {
     fn matches(&self, query: &AtmQuery) -> bool {
         query.service.is_none_or(|service| self.services & service.bit() != 0)
             && query.accessibility.is_none_or(|feature| self.accessibility & feature.bit() != 0)
+            && query.available.is_none_or(|service| self.services & service.bit() != 0)
     }
 
     fn unit_vector(&self) -> Option<[f64; 3]> {
@@ -382,12 +386,28 @@ impl AtmCatalog {
     /// # Errors
     /// [`PageOutOfRange`] past the last page (page 1 always exists).
     pub fn page(&self, query: &AtmQuery, page_size: usize) -> Result<AtmPage, PageOutOfRange> {
+        self.page_where(query, page_size, &|_| true)
+    }
+
+    /// Page `query.page` of `page_size` ATMs matching `query` whose entry index `keep`
+    /// keeps (what the catalog cannot know: an ATM's state now).
+    ///
+    /// # Errors
+    /// [`PageOutOfRange`] past the last page (page 1 always exists).
+    pub fn page_where(
+        &self,
+        query: &AtmQuery,
+        page_size: usize,
+        keep: &dyn Fn(usize) -> bool,
+    ) -> Result<AtmPage, PageOutOfRange> {
+        let filters = query.filters() || query.available.is_some();
         let page_size = page_size.max(1);
         let offset = (query.page.or_first() as usize - 1).saturating_mul(page_size);
         let (total, hits) = match query.near {
             None => {
-                let total = if query.filters() {
-                    self.entries.iter().filter(|entry| entry.matches(query)).count()
+                let matches = |(index, entry): &(usize, &Entry)| entry.matches(query) && keep(*index);
+                let total = if filters {
+                    self.entries.iter().enumerate().filter(matches).count()
                 } else {
                     self.entries.len()
                 };
@@ -395,7 +415,7 @@ impl AtmCatalog {
                     .entries
                     .iter()
                     .enumerate()
-                    .filter(|(_, entry)| entry.matches(query))
+                    .filter(matches)
                     .skip(offset)
                     .take(page_size)
                     .map(|(entry, _)| Hit { entry, distance_m: None });
@@ -403,7 +423,8 @@ impl AtmCatalog {
             }
             Some(point) => {
                 let origin = point.unit_vector();
-                let matching = |item: &&Indexed| self.entries[item.data as usize].matches(query);
+                let matching =
+                    |item: &&Indexed| self.entries[item.data as usize].matches(query) && keep(item.data as usize);
                 let limit = query.radius_km.map(squared_chord);
                 let hit = |item: &Indexed| Hit {
                     entry: item.data as usize,

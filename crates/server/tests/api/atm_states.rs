@@ -240,3 +240,70 @@ async fn a_page_turns_unknown_with_the_clock_alone_and_its_etag_with_it() {
     let body: Value = later.json().await.unwrap();
     assert_eq!(body["data"][0]["state"], "Unknown");
 }
+
+/// The first page's ATMs that list `service`: their identification and coordinates.
+async fn atms_offering(app: &TestApp, session: &Session, service: &str) -> Vec<(String, String, String)> {
+    let page: Value = app.get_atms(session, "/api/v1/atms", &[]).await.json().await.unwrap();
+    page["data"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|brand| brand["ATM"].as_array().unwrap().iter())
+        .filter(|atm| atm["ATMServices"].as_array().is_some_and(|codes| codes.contains(&json!(service))))
+        .filter_map(|atm| {
+            let point = &atm["Location"]["PostalAddress"]["GeoLocation"]["GeographicCoordinates"];
+            let (lat, lon) = (point["Latitude"].as_str()?, point["Longitude"].as_str()?);
+            Some((atm["Identification"].as_str()?.to_owned(), lat.to_owned(), lon.to_owned()))
+        })
+        .collect()
+}
+
+#[tokio::test]
+async fn near_me_by_availability_lists_only_the_atms_whose_state_offers_the_service_now() {
+    let app = TestApp::builder().settings(|settings| settings.view.refresh_interval_ms = 50).start().await;
+    let token = system_token(&app, "atm-monitoring", "atm:write").await;
+    let session = app.session().await;
+    let offering = atms_offering(&app, &session, "CashWithdrawal").await;
+    assert!(offering.len() >= 4, "the demo's first page has ATMs giving cash: {offering:?}");
+    let [(a, lat, lon), (b, ..), (c, ..), (d, ..)] = [0, 1, 2, 3].map(|n| offering[n].clone());
+    let events = [
+        state("n-1", &a, -5.0, "InService", &[]),
+        state("n-2", &b, -5.0, "InService", &["CashWithdrawal"]),
+        state("n-3", &c, -5.0, "OutOfService", &[]),
+        state("n-4", &d, -1_200.0, "InService", &[]),
+    ];
+    let body: Value = post_states(&app, &token, &events).await.json().await.unwrap();
+    assert_eq!(body["accepted"], 4, "{body}");
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let near = format!("/api/v1/atms?latitude={lat}&longitude={lon}&available=CashWithdrawal");
+    let listed = |page: &Value| -> Vec<String> {
+        page["data"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .flat_map(|brand| brand["ATM"].as_array().unwrap().iter())
+            .map(|atm| atm["Identification"].as_str().unwrap().to_owned())
+            .collect()
+    };
+    let first = app.get_atms(&session, &near, &[]).await;
+    assert_eq!(first.status(), 200);
+    let tag = first.headers()["etag"].to_str().unwrap().to_owned();
+    let page: Value = first.json().await.unwrap();
+    assert_eq!(listed(&page), [a.clone()], "limited without it, out of service, unknown, never heard: left out");
+    assert_eq!(page["meta"]["TotalResults"], 1);
+    assert!(page["link"]["Self"].as_str().unwrap().ends_with("&available=CashWithdrawal"), "{}", page["link"]);
+    assert_eq!(app.get_atms(&session, &near, &[("If-None-Match", &tag)]).await.status(), 304);
+
+    assert_eq!(post_states(&app, &token, &[state("n-5", &b, -1.0, "InService", &[])]).await.status(), 200);
+    tokio::time::sleep(Duration::from_millis(200)).await;
+    let after = app.get_atms(&session, &near, &[("If-None-Match", &tag)]).await;
+    assert_eq!(after.status(), 200, "b gives cash again: the page changed");
+    let page: Value = after.json().await.unwrap();
+    let mut now_listed = listed(&page);
+    now_listed.sort();
+    let mut expected = vec![a, b];
+    expected.sort();
+    assert_eq!(now_listed, expected);
+    let bad = app.get_atms(&session, &format!("/api/v1/atms?latitude={lat}&longitude={lon}&available=Cash"), &[]).await;
+    assert_eq!(bad.status(), 400);
+}
