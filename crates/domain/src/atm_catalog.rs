@@ -406,11 +406,8 @@ impl AtmCatalog {
         let (total, hits) = match query.near {
             None => {
                 let matches = |(index, entry): &(usize, &Entry)| entry.matches(query) && keep(*index);
-                let total = if filters {
-                    self.entries.iter().enumerate().filter(matches).count()
-                } else {
-                    self.entries.len()
-                };
+                let total =
+                    if filters { self.entries.iter().enumerate().filter(matches).count() } else { self.entries.len() };
                 let hits = self
                     .entries
                     .iter()

@@ -33,7 +33,7 @@ pub struct PostedEvents {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait QueueEventIntake: Send + Sync {
-    /// Reads and stores `events` (1 to [`MOST_EVENTS`] JSON values) posted by `system`.
+    /// Reads and stores `events` (1 to [`MOST_EVENTS`](crate::services::posts::MOST_EVENTS) JSON values) posted by `system`.
     ///
     /// # Errors
     /// [`PostEventsError`]: nothing was stored.
