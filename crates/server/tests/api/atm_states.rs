@@ -289,7 +289,11 @@ async fn near_me_by_availability_lists_only_the_atms_whose_state_offers_the_serv
     assert_eq!(first.status(), 200);
     let tag = first.headers()["etag"].to_str().unwrap().to_owned();
     let page: Value = first.json().await.unwrap();
-    assert_eq!(listed(&page), [a.clone()], "limited without it, out of service, unknown, never heard: left out");
+    assert_eq!(
+        listed(&page),
+        std::slice::from_ref(&a),
+        "limited without it, out of service, unknown, never heard: left out"
+    );
     assert_eq!(page["meta"]["TotalResults"], 1);
     assert!(page["link"]["Self"].as_str().unwrap().ends_with("&available=CashWithdrawal"), "{}", page["link"]);
     assert_eq!(app.get_atms(&session, &near, &[("If-None-Match", &tag)]).await.status(), 304);
