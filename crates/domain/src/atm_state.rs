@@ -224,6 +224,11 @@ pub struct AtmState {
 }
 
 impl AtmState {
+    /// When it is shown `Unknown` from: its newest event's time and the window.
+    pub fn stale_from(&self, fresh_minutes: f64) -> EventTime {
+        self.heard.0.plus_minutes(fresh_minutes)
+    }
+
     /// The state `event` leaves an ATM in whose state was `before`; `None` when the
     /// event is ordered before the newest applied one ([`AtmStateEvent::order_key`]) and
     /// so changes nothing. A state goes on (keeps its `since`) while events report it
@@ -280,28 +285,21 @@ impl Shown {
 }
 
 /// What an app is shown of one ATM's stored state at `now`, with `fresh_minutes` the
-/// freshness window: the state, and since when it holds (`None` for an ATM never heard
-/// of: its state was never known). A state older than the window is `Unknown` from the
-/// moment the window passed.
-pub fn shown(state: Option<&AtmState>, now: EventTime, fresh_minutes: f64) -> (Shown, Option<EventTime>) {
-    let Some(state) = state else { return (Shown::Unknown, None) };
-    let stale_from = state.heard.0.plus_minutes(fresh_minutes);
-    if now > stale_from {
-        return (Shown::Unknown, Some(stale_from));
+/// freshness window: `Unknown` when never heard of, or from [`AtmState::stale_from`] on.
+pub fn shown(state: Option<&AtmState>, now: EventTime, fresh_minutes: f64) -> Shown {
+    match state {
+        None => Shown::Unknown,
+        Some(state) if now > state.stale_from(fresh_minutes) => Shown::Unknown,
+        Some(state) if state.state == Reported::OutOfService => Shown::OutOfService,
+        Some(state) if state.unavailable != Services::default() => Shown::Limited,
+        Some(_) => Shown::InService,
     }
-    let shown = match state.state {
-        Reported::OutOfService => Shown::OutOfService,
-        Reported::InService if state.unavailable != Services::default() => Shown::Limited,
-        Reported::InService => Shown::InService,
-    };
-    (shown, Some(state.since))
 }
 
-/// Whether an ATM whose record offers `offered` gives `service` now, as its shown state
-/// says: only in service or limited without it.
+/// Whether an ATM gives `service` now, as its shown state says: only in service, or
+/// limited without it.
 pub fn offers_now(state: Option<&AtmState>, now: EventTime, fresh_minutes: f64, service: AtmService) -> bool {
-    let (shown, _) = shown(state, now, fresh_minutes);
-    match shown {
+    match shown(state, now, fresh_minutes) {
         Shown::InService => true,
         Shown::Limited => state.is_some_and(|s| !s.unavailable.contains(service)),
         Shown::OutOfService | Shown::Unknown | Shown::Closed => false,
@@ -344,7 +342,7 @@ impl AtmStates {
             let held = HeldState {
                 since: state.since.to_string().into(),
                 expected_back: state.expected_back_at.map(|at| at.to_string().into()),
-                stale_since: state.heard.0.plus_minutes(fresh_minutes).to_string().into(),
+                stale_since: state.stale_from(fresh_minutes).to_string().into(),
                 state,
             };
             by_atm.insert(atm, held);
@@ -448,10 +446,11 @@ mod tests {
         let limited = AtmState::after(None, &event("a", "2026-11-28T12:00:00Z", "InService", &["CashDeposits"]), 15.0);
         let limited = limited.as_ref();
         let at = |raw| shown(limited, time(raw), 15.0);
-        assert_eq!(at("2026-11-28T12:10:00Z"), (Shown::Limited, Some(time("2026-11-28T12:00:00Z"))));
-        assert_eq!(at("2026-11-28T12:15:00Z").0, Shown::Limited, "the window's last instant");
-        assert_eq!(at("2026-11-28T12:15:01Z"), (Shown::Unknown, Some(time("2026-11-28T12:15:00Z"))));
-        assert_eq!(shown(None, time("2026-11-28T12:00:00Z"), 15.0), (Shown::Unknown, None), "never heard of");
+        assert_eq!(at("2026-11-28T12:10:00Z"), Shown::Limited);
+        assert_eq!(at("2026-11-28T12:15:00Z"), Shown::Limited, "the window's last instant");
+        assert_eq!(at("2026-11-28T12:15:01Z"), Shown::Unknown);
+        assert_eq!(limited.map(|state| state.stale_from(15.0)), Some(time("2026-11-28T12:15:00Z")));
+        assert_eq!(shown(None, time("2026-11-28T12:00:00Z"), 15.0), Shown::Unknown, "never heard of");
         let now = time("2026-11-28T12:01:00Z");
         assert!(offers_now(limited, now, 15.0, AtmService::CashWithdrawal));
         assert!(!offers_now(limited, now, 15.0, AtmService::CashDeposits));

@@ -79,7 +79,7 @@ impl StatePage {
         indexes.filter_map(|index| {
             let atm = self.catalog.entry(index)?.identification();
             let held = self.states.get(atm);
-            let (shown, _) = shown(held.map(|held| &held.state), self.now, self.fresh_minutes);
+            let shown = shown(held.map(|held| &held.state), self.now, self.fresh_minutes);
             let (since, state) = match held {
                 None => (None, None),
                 Some(held) if shown == Shown::Unknown => (Some(&*held.stale_since), None),
@@ -221,13 +221,7 @@ mod tests {
     use crate::atm_catalog::StoredAtm;
     use crate::atm_state::AtmState;
     use crate::ports::{MockAtmDirectory, MockAtmStateDirectory, MockAtmStateRecords, StoreUnavailable};
-
-    struct At;
-    impl Clock for At {
-        fn now(&self) -> time::OffsetDateTime {
-            time::macros::datetime!(2026-11-28 12:00 UTC)
-        }
-    }
+    use crate::testing::ManualClock;
 
     fn catalog(ids: &[&str]) -> Arc<AtmCatalog> {
         let atms = ids
@@ -266,7 +260,7 @@ mod tests {
             Arc::new(records),
             directory(&["A1", "A2"]),
             states(AtmStates::default()),
-            Arc::new(At),
+            Arc::new(ManualClock::at(time::macros::datetime!(2026-11-28 12:00 UTC))),
             15.0,
             25,
         );
@@ -293,7 +287,7 @@ mod tests {
             Arc::new(records),
             directory(&["A1"]),
             states(AtmStates::default()),
-            Arc::new(At),
+            Arc::new(ManualClock::at(time::macros::datetime!(2026-11-28 12:00 UTC))),
             15.0,
             25,
         );
@@ -316,7 +310,7 @@ mod tests {
             Arc::new(MockAtmStateRecords::new()),
             directory(&["A1", "A2", "A3"]),
             states(held),
-            Arc::new(At),
+            Arc::new(ManualClock::at(time::macros::datetime!(2026-11-28 12:00 UTC))),
             15.0,
             2,
         );

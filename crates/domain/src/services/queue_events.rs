@@ -130,13 +130,7 @@ mod tests {
 
     use super::*;
     use crate::ports::MockQueueEventRecords;
-
-    struct At;
-    impl Clock for At {
-        fn now(&self) -> time::OffsetDateTime {
-            time::macros::datetime!(2026-11-28 12:00 UTC)
-        }
-    }
+    use crate::testing::ManualClock;
 
     fn event(id: &str, at: &str) -> Value {
         json!({"eventId": id, "branchId": "00001", "type": "TicketIssued", "at": at, "ticket": "A1"})
@@ -150,7 +144,11 @@ mod tests {
             .withf(|system, events, _| system.as_str() == "queue-1" && events.len() == 2)
             .times(1)
             .returning(|_, _, _| Ok(vec![true, false]));
-        let service = QueueEventService::new(Arc::new(records), Arc::new(LiveQueues::new(15.0)), Arc::new(At));
+        let service = QueueEventService::new(
+            Arc::new(records),
+            Arc::new(LiveQueues::new(15.0)),
+            Arc::new(ManualClock::at(time::macros::datetime!(2026-11-28 12:00 UTC))),
+        );
         let posted = service
             .post(
                 &SystemId::parse("queue-1").unwrap(),
@@ -174,12 +172,20 @@ mod tests {
     #[tokio::test]
     async fn a_post_with_no_valid_event_writes_nothing_and_a_store_failure_stores_nothing() {
         let records = MockQueueEventRecords::new();
-        let service = QueueEventService::new(Arc::new(records), Arc::new(LiveQueues::new(15.0)), Arc::new(At));
+        let service = QueueEventService::new(
+            Arc::new(records),
+            Arc::new(LiveQueues::new(15.0)),
+            Arc::new(ManualClock::at(time::macros::datetime!(2026-11-28 12:00 UTC))),
+        );
         let posted = service.post(&SystemId::parse("q").unwrap(), &[json!(1)]).await.unwrap();
         assert_eq!((posted.accepted, posted.rejected.len()), (0, 1));
         let mut failing = MockQueueEventRecords::new();
         failing.expect_append().returning(|_, _, _| Err(StoreUnavailable::new("down")));
-        let service = QueueEventService::new(Arc::new(failing), Arc::new(LiveQueues::new(15.0)), Arc::new(At));
+        let service = QueueEventService::new(
+            Arc::new(failing),
+            Arc::new(LiveQueues::new(15.0)),
+            Arc::new(ManualClock::at(time::macros::datetime!(2026-11-28 12:00 UTC))),
+        );
         let result = service.post(&SystemId::parse("q").unwrap(), &[event("e1", "2026-11-28T11:59:00Z")]).await;
         assert!(matches!(result, Err(PostEventsError::Unavailable(_))));
     }

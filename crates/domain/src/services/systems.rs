@@ -305,16 +305,10 @@ mod tests {
     use super::*;
     use crate::ports::{MockAssertionVerifier, MockIdGenerator, MockSystemRecords, MockTokenSigner};
     use crate::system::{AssertionClaims, AssertionRefusal, PublicKeySet};
+    use crate::testing::ManualClock;
     use crate::token::TokenId;
 
     const NOW: i64 = 1_800_000_000;
-
-    struct At;
-    impl Clock for At {
-        fn now(&self) -> time::OffsetDateTime {
-            time::OffsetDateTime::from_unix_timestamp(NOW).unwrap()
-        }
-    }
 
     fn registration(status: ClientStatus) -> SystemRegistration {
         SystemRegistration {
@@ -368,7 +362,7 @@ mod tests {
             Arc::new(assertions),
             Arc::new(signer),
             Arc::new(ids),
-            Arc::new(At),
+            Arc::new(ManualClock::at(time::OffsetDateTime::from_unix_timestamp(NOW).unwrap())),
             vec!["https://api.example".into(), "https://api.example/api/v1/token".into()],
         )
     }

@@ -9,32 +9,21 @@ use serde_json::{Value, json};
 use time::format_description::well_known::Rfc3339;
 
 use crate::helpers::{Session, TestApp};
-use crate::systems::{SystemKey, assertion_claims, client_credentials, register_in};
-
-/// A system registered with `scopes` on `app`'s store, and a token of it.
-async fn system_token(app: &TestApp, id: &str, scopes: &str) -> String {
-    let key = SystemKey::ed25519("k");
-    register_in(app, id, &[&key], scopes).await;
-    let answer = client_credentials(app, &key.sign(&assertion_claims(id, &app.issuer()))).await;
-    assert_eq!(answer.status(), 200);
-    let body: Value = answer.json().await.unwrap();
-    body["access_token"].as_str().unwrap().to_owned()
-}
+use crate::systems::{post_events_to, seconds_from_now as at, system_token};
 
 async fn post_states(app: &TestApp, token: &str, events: &[Value]) -> reqwest::Response {
-    app.http
-        .post(format!("{}/api/v1/atms/state-events", app.address))
-        .bearer_auth(token)
-        .json(&json!({ "events": events }))
-        .send()
-        .await
-        .unwrap()
+    post_events_to(app, "/api/v1/atms/state-events", token, events).await
 }
 
-/// RFC 3339 of `seconds` from now (negative: ago), in UTC.
-fn at(seconds: f64) -> String {
-    let when = time::OffsetDateTime::now_utc() + time::Duration::seconds_f64(seconds);
-    when.format(&time::format_description::well_known::Rfc3339).unwrap()
+/// An app whose ATM states turn `Unknown` a minute after their newest event.
+async fn app_with_a_minutes_window() -> TestApp {
+    TestApp::builder()
+        .settings(|settings| {
+            settings.view.refresh_interval_ms = 50;
+            settings.catalog.atm_state_fresh_minutes = 1;
+        })
+        .start()
+        .await
 }
 
 fn state(id: &str, atm: &str, seconds: f64, state: &str, unavailable: &[&str]) -> Value {
@@ -125,13 +114,7 @@ async fn state_events_apply_in_at_order_and_each_refusal_is_told() {
 
 #[tokio::test]
 async fn an_atm_not_heard_of_within_the_window_or_ever_is_unknown() {
-    let app = TestApp::builder()
-        .settings(|settings| {
-            settings.view.refresh_interval_ms = 50;
-            settings.catalog.atm_state_fresh_minutes = 1;
-        })
-        .start()
-        .await;
+    let app = app_with_a_minutes_window().await;
     let token = system_token(&app, "atm-monitoring", "atm:write").await;
     let session = app.session().await;
     let ids = atm_ids(&app, &session, 3).await;
@@ -216,13 +199,7 @@ async fn a_state_accepted_by_one_instance_is_served_by_another_and_after_a_resta
 
 #[tokio::test]
 async fn a_page_turns_unknown_with_the_clock_alone_and_its_etag_with_it() {
-    let app = TestApp::builder()
-        .settings(|settings| {
-            settings.view.refresh_interval_ms = 50;
-            settings.catalog.atm_state_fresh_minutes = 1;
-        })
-        .start()
-        .await;
+    let app = app_with_a_minutes_window().await;
     let token = system_token(&app, "atm-monitoring", "atm:write").await;
     let session = app.session().await;
     let id = atm_ids(&app, &session, 1).await.remove(0);

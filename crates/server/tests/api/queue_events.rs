@@ -7,36 +7,14 @@ use std::time::{Duration, Instant};
 use serde_json::{Value, json};
 
 use crate::helpers::{Session, TestApp};
-use crate::systems::{SystemKey, assertion_claims, client_credentials, register_in, set_status_in};
+use crate::systems::{post_events_to, seconds_from_now as at, set_status_in, system_token};
 
-/// A system registered with `queue:write` on `app`'s store, and a token of it.
 async fn queue_system(app: &TestApp, id: &str) -> String {
-    let key = SystemKey::ed25519("k");
-    register_in(app, id, &[&key], "queue:write").await;
-    token_of(app, &key, id).await
-}
-
-async fn token_of(app: &TestApp, key: &SystemKey, id: &str) -> String {
-    let answer = client_credentials(app, &key.sign(&assertion_claims(id, &app.issuer()))).await;
-    assert_eq!(answer.status(), 200);
-    let body: Value = answer.json().await.unwrap();
-    body["access_token"].as_str().unwrap().to_owned()
+    system_token(app, id, "queue:write").await
 }
 
 async fn post_events(app: &TestApp, token: &str, events: &[Value]) -> reqwest::Response {
-    app.http
-        .post(format!("{}/api/v1/branches/queue-events", app.address))
-        .bearer_auth(token)
-        .json(&json!({ "events": events }))
-        .send()
-        .await
-        .unwrap()
-}
-
-/// RFC 3339 of `seconds` from now (negative: ago), in UTC with milliseconds.
-fn at(seconds: f64) -> String {
-    let when = time::OffsetDateTime::now_utc() + time::Duration::seconds_f64(seconds);
-    when.format(&time::format_description::well_known::Rfc3339).unwrap()
+    post_events_to(app, "/api/v1/branches/queue-events", token, events).await
 }
 
 fn event(id: &str, branch: &str, kind: &str, seconds: f64, ticket: Option<&str>, counter: Option<&str>) -> Value {
@@ -165,9 +143,7 @@ async fn only_a_systems_token_with_the_scope_posts_events_and_a_disabled_systems
     assert_eq!(post_events(&app, &token, &one).await.status(), 200);
 
     // A system of the bank's with another scope only: known, but not allowed.
-    let atm_key = SystemKey::ed25519("m");
-    register_in(&app, "atm-monitoring", &[&atm_key], "atm:write").await;
-    let atm_token = token_of(&app, &atm_key, "atm-monitoring").await;
+    let atm_token = system_token(&app, "atm-monitoring", "atm:write").await;
     let wrong_scope = post_events(&app, &atm_token, &one).await;
     assert_eq!(wrong_scope.status(), 403);
     let challenge = wrong_scope.headers()["www-authenticate"].to_str().unwrap().to_owned();

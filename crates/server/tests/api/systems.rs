@@ -16,6 +16,34 @@ fn now() -> i64 {
     time::OffsetDateTime::now_utc().unix_timestamp()
 }
 
+/// A system registered in `app`'s store with `scopes` and a key of its own, and a token
+/// of it.
+pub async fn system_token(app: &TestApp, id: &str, scopes: &str) -> String {
+    let key = SystemKey::ed25519("k");
+    register_in(app, id, &[&key], scopes).await;
+    let answer = client_credentials(app, &key.sign(&assertion_claims(id, &app.issuer()))).await;
+    assert_eq!(answer.status(), 200);
+    let body: Value = answer.json().await.unwrap();
+    body["access_token"].as_str().unwrap().to_owned()
+}
+
+/// POSTs `{"events": events}` to `path` with a system's `token`.
+pub async fn post_events_to(app: &TestApp, path: &str, token: &str, events: &[Value]) -> reqwest::Response {
+    app.http
+        .post(format!("{}{path}", app.address))
+        .bearer_auth(token)
+        .json(&json!({ "events": events }))
+        .send()
+        .await
+        .unwrap()
+}
+
+/// RFC 3339 of `seconds` from now (negative: ago), in UTC: an event's `at`.
+pub fn seconds_from_now(seconds: f64) -> String {
+    let when = time::OffsetDateTime::now_utc() + time::Duration::seconds_f64(seconds);
+    when.format(&time::format_description::well_known::Rfc3339).unwrap()
+}
+
 /// Registers `system` with `keys` and `scopes` through the CLI.
 pub fn register(database_url: &str, folder: &std::path::Path, system: &str, keys: &[&SystemKey], scopes: &str) {
     let file = folder.join(format!("{system}.jwks.json"));

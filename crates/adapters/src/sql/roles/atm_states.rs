@@ -71,7 +71,18 @@ where
                     };
                 }
                 if let Some(state) = state.filter(|state| Some(state) != before.as_ref()) {
-                    put(self, &mut transaction, atm, &state).await?;
+                    sqlx::query(self.sql.put_atm_state)
+                        .bind(atm.as_str())
+                        .bind(state.state.name())
+                        .bind(i64::from(state.unavailable.0))
+                        .bind(state.reason.as_ref().map(|reason| reason.as_str()))
+                        .bind(state.expected_back_at.map(EventTime::unix_micros))
+                        .bind(state.since.unix_micros())
+                        .bind(state.heard.0.unix_micros())
+                        .bind(state.heard.1.as_str())
+                        .execute(&mut *transaction)
+                        .await
+                        .map_err(unavailable::<D>)?;
                     changed = true;
                 }
             }
@@ -107,33 +118,4 @@ where
             .map_err(unavailable::<D>)?;
         Ok(done.rows_affected())
     }
-}
-
-/// Writes `atm`'s state.
-async fn put<D: SqlDialect>(
-    store: &SqlStore<D>,
-    transaction: &mut sqlx::Transaction<'static, Db<D>>,
-    atm: &AtmId,
-    state: &AtmState,
-) -> Result<(), StoreUnavailable>
-where
-    for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
-    for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
-    for<'q> Option<&'q str>: Encode<'q, Db<D>>,
-    i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
-    Option<i64>: for<'q> Encode<'q, Db<D>>,
-{
-    sqlx::query(store.sql.put_atm_state)
-        .bind(atm.as_str())
-        .bind(state.state.name())
-        .bind(i64::from(state.unavailable.0))
-        .bind(state.reason.as_ref().map(|reason| reason.as_str()))
-        .bind(state.expected_back_at.map(EventTime::unix_micros))
-        .bind(state.since.unix_micros())
-        .bind(state.heard.0.unix_micros())
-        .bind(state.heard.1.as_str())
-        .execute(&mut **transaction)
-        .await
-        .map_err(unavailable::<D>)?;
-    Ok(())
 }
