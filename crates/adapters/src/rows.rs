@@ -4,17 +4,19 @@
 //! and lists are text.
 
 use domain::atm_catalog::StoredAtm;
+use domain::atm_closure::{AtmClosure, day_of, day_start};
 use domain::atm_state::{AtmId, AtmState, Reason, Reported, Services};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
     BusinessCode, ChannelId, ChannelScope, ClientId, ClientRegistration, ClientStatus, CountryCode, Origin, RedirectUri,
 };
 use domain::dpop::DpopPolicy;
-use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
+use domain::outage::{OutageDuration, OutageId, PlannedOutage};
 use domain::ports::{ReceivedEvent, StoreUnavailable};
 use domain::posted::{EventId, EventTime};
 use domain::queue::event::{CounterId, QueueEvent, QueueEventKind, TicketId};
 use domain::system::{PublicKeySet, SystemId, SystemRegistration, SystemScopes};
+use domain::text::Explanation;
 use domain::token::{CodeChallenge, IssuedToken, OpaqueToken, SessionId, SigningKey, TokenId, TokenRecord};
 
 /// A value in the store that the domain refuses: written around the service, or a bug.
@@ -211,8 +213,44 @@ pub fn outage((id, starts_at, duration, partial, explanation): OutageRow) -> Res
         duration: OutageDuration::from_seconds(duration)
             .map_err(|_| corrupt("outage duration", &duration.to_string()))?,
         partial: partial != 0,
-        explanation: OutageExplanation::parse(&explanation).map_err(|_| corrupt("outage explanation", &explanation))?,
+        explanation: Explanation::parse(&explanation).map_err(|_| corrupt("outage explanation", &explanation))?,
     })
+}
+
+/// `atm_closures`: ATM id, 00:00 UTC of the date (Unix seconds), explanation, the
+/// reason for a short notice, when announced.
+pub type AtmClosureRow = (String, i64, String, Option<String>, i64);
+
+/// A closure announced.
+///
+/// # Errors
+/// [`StoreUnavailable`] for a row the domain refuses (written around the service).
+pub fn atm_closure(
+    (atm, closes_on, explanation, short_notice, announced_at): AtmClosureRow,
+) -> Result<AtmClosure, StoreUnavailable> {
+    let said = |text: &str| Explanation::parse(text).map_err(|_| corrupt("closure explanation", text));
+    let day = day_of(closes_on);
+    if day_start(day) != closes_on {
+        return Err(corrupt("closure date", &closes_on.to_string()));
+    }
+    Ok(AtmClosure {
+        atm: AtmId::parse(&atm).ok_or_else(|| corrupt("closure ATM id", &atm))?,
+        closes_on: day,
+        explanation: said(&explanation)?,
+        short_notice: short_notice.as_deref().map(said).transpose()?,
+        announced_at,
+    })
+}
+
+/// The row of `closure`'s columns to write, as [`AtmClosureRow`] reads them.
+pub fn atm_closure_row(closure: &AtmClosure) -> AtmClosureRow {
+    (
+        closure.atm.as_str().to_owned(),
+        closure.starts_at(),
+        closure.explanation.as_str().to_owned(),
+        closure.short_notice.as_ref().map(|text| text.as_str().to_owned()),
+        closure.announced_at,
+    )
 }
 
 /// `systems`: id, JWKS document, how many keys it holds, scope string, status.

@@ -12,8 +12,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords, QueueEventRecords,
-    SigningKeyRecords, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, WaitTimeRecords,
+    AtmClosureRecords, AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords,
+    QueueEventRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive,
+    WaitTimeRecords,
 };
 
 pub use crate::key_seal::KeyVault;
@@ -54,6 +55,8 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 /// - `atm_states`: the ATMs' states (`AtmStateRecords::apply` when it applies an event;
 ///   not a batch of duplicates and superseded events, nor `forget_before`). SQL stores
 ///   count `atm_state_log`, rewritten once per such apply.
+/// - `atm_closures`: closures announced (`AtmClosureRecords::announce`, and `cancel` when
+///   it removes one).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.
@@ -72,11 +75,13 @@ pub struct Revisions {
     pub queue_events: i64,
     /// The ATMs' states.
     pub atm_states: i64,
+    /// The closures announced.
+    pub atm_closures: i64,
 }
 
 impl Revisions {
     /// Every topic's name (as `change_log` stores it) and counter.
-    pub fn topics(&self) -> [(&'static str, i64); 8] {
+    pub fn topics(&self) -> [(&'static str, i64); 9] {
         [
             ("clients", self.clients),
             ("access", self.access),
@@ -86,6 +91,7 @@ impl Revisions {
             ("atms", self.atms),
             ("queue_events", self.queue_events),
             ("atm_states", self.atm_states),
+            ("atm_closures", self.atm_closures),
         ]
     }
 
@@ -103,6 +109,7 @@ impl Revisions {
                 "atms" => &mut revisions.atms,
                 "queue_events" => &mut revisions.queue_events,
                 "atm_states" => &mut revisions.atm_states,
+                "atm_closures" => &mut revisions.atm_closures,
                 _ => continue,
             };
             *slot = revision;
@@ -222,6 +229,8 @@ pub struct Store {
     pub queue_events: Arc<dyn QueueEventRecords>,
     /// The ATMs' states.
     pub atm_states: Arc<dyn AtmStateRecords>,
+    /// The closures announced for the ATM set.
+    pub closures: Arc<dyn AtmClosureRecords>,
 }
 
 impl Store {
@@ -242,6 +251,7 @@ impl Store {
             + SystemRecords
             + QueueEventRecords
             + AtmStateRecords
+            + AtmClosureRecords
             + KeyVault
             + 'static,
     {
@@ -261,6 +271,7 @@ impl Store {
             systems: backend.clone(),
             queue_events: backend.clone(),
             atm_states: backend.clone(),
+            closures: backend.clone(),
             inventory: backend,
         }
     }

@@ -111,7 +111,7 @@ async fn read(store: &Store, now: i64) -> Result<Contents, StoreUnavailable> {
 }
 
 /// Copies everything `from` holds into `to` (migrated and readied first), which must be
-/// empty: clients, supported channels, wait times, the ATM set, signing keys, and the
+/// empty: clients, supported channels, wait times, the ATM set with its closures, signing keys, and the
 /// records of tokens not expired at `now` with their revocations, the planned outages not
 /// over, the systems and the queue event log. Not the assertions systems used: each
 /// expires minutes after it was made, and the service is stopped while it moves. Reads
@@ -142,6 +142,9 @@ pub async fn copy(from: &Store, to: &Store, now: i64) -> Result<CopyReport, Copy
     }
     to.wait_times.upsert(&source.wait_times).await?;
     to.atms.replace(&source.atms.atms, source.atms.last_updated).await?;
+    for closure in &source.atms.closures {
+        to.closures.announce(closure).await?;
+    }
     // Oldest activation first: each key, stored as of its activation, retires the one
     // before it at that moment, as the rotations that made them did.
     for key in &source.keys {

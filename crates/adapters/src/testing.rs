@@ -10,14 +10,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_closure::AtmClosure;
 use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::outage::{OutageId, PlannedOutage};
 use domain::ports::{
-    AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind, ImportLog, ImportOutcome,
-    ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords, StateOutcome, StoreInventory,
-    StoreUnavailable, SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
+    AtmClosureRecords, AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind,
+    ImportLog, ImportOutcome, ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords,
+    StateOutcome, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
 };
 use domain::posted::EventTime;
 use domain::queue::event::QueueEvent;
@@ -367,6 +368,19 @@ impl AtmStateRecords for Switched {
     async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
         self.switch.check()?;
         self.inner.atm_states.forget_before(before).await
+    }
+}
+
+#[async_trait]
+impl AtmClosureRecords for Switched {
+    async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.closures.announce(closure).await
+    }
+
+    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.closures.cancel(atm).await
     }
 }
 

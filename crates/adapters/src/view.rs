@@ -232,11 +232,15 @@ impl StoreView {
             done.signing_keys = now.signing_keys;
             reloaded("signing_keys");
         }
-        if moved(|r| r.atms) {
+        // Closures apply over the set: it is loaded again when either changed, or when a
+        // closure's date has come.
+        let closure_due = self.atms.load().next_closure().is_some_and(|at| unix_now >= at);
+        if moved(|r| r.atms) || moved(|r| r.atm_closures) || closure_due {
             let set = self.store.view.atms().await?;
             metrics::gauge!("branch_atm_atms").set(set.atms.len() as f64);
-            self.atms.store(Arc::new(AtmCatalog::from_stored(set.atms, set.last_updated)));
-            done.atms = now.atms;
+            let catalog = AtmCatalog::closing(set.atms, set.last_updated, set.closures, unix_now);
+            self.atms.store(Arc::new(catalog));
+            (done.atms, done.atm_closures) = (now.atms, now.atm_closures);
             reloaded("atms");
         }
         if moved(|r| r.atm_states) {

@@ -16,11 +16,12 @@ use adapters::testing::{FreshStore, fresh_store_url};
 use adapters::view::{StoreView, ViewSettings};
 use domain::atm::AtmService;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_closure::AtmClosure;
 use domain::atm_state::{AtmId, AtmState, AtmStateEvent, Reason, Reported, Services};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ClientChanges, ClientId, ClientRegistration, ClientStatus, Origin, RedirectUri};
 use domain::dpop::DpopPolicy;
-use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
+use domain::outage::{OutageDuration, OutageId, PlannedOutage};
 use domain::ports::{
     AccessPolicy, AtmDirectory, AtmSetEdit, ClientRegistry, ImportKind, ImportOutcome, KeyGenerator as _,
     ReceivedEvent, StateOutcome, TOKEN_PURGE_GRANULARITY_SECONDS, TokenLedger, WaitTimeStore,
@@ -31,6 +32,7 @@ use domain::services::imports::{AtmFeed, AtmImport, DataImport, ImportRules};
 use domain::store_contents::StoreContents;
 use domain::system::{AssertionId, PublicKeySet, SystemChanges, SystemId, SystemRegistration, SystemScopes};
 use domain::testing::scope;
+use domain::text::Explanation;
 use domain::token::{CodeChallenge, IssuedToken, KeyState, OpaqueToken, SessionId, SigningKey, TokenId};
 
 const NOW: i64 = 1_800_000_000;
@@ -380,6 +382,11 @@ async fn each_write_moves_its_topics_change_counter_and_no_other(store: &Store) 
         AtmSetEdit::Apply { upserts: brand("Beta", &["B1"]), removals: vec![("Alfa".to_owned(), "A2".to_owned())] };
     moves!(["atms"], store.atms.edit(&mut |_| edit.clone(), NOW + 1));
     moves!([], store.atms.edit(&mut |_| AtmSetEdit::Keep, NOW + 2));
+    moves!(["atm_closures"], store.closures.announce(&closure("B1", 2027)));
+    moves!(["atm_closures"], store.closures.announce(&closure("B1", 2028)));
+    moves!([], store.closures.announce(&closure("none", 2027)));
+    moves!(["atm_closures"], store.closures.cancel(&AtmId::parse("B1").unwrap()));
+    moves!([], store.closures.cancel(&AtmId::parse("B1").unwrap()));
     moves!(["wait_times"], store.wait_times.edit(&mut |_| vec![estimate("00002", 1)]));
     moves!([], store.wait_times.edit(&mut |_| Vec::new()));
     let key = Ed25519Keys.generate(NOW).unwrap();
@@ -566,6 +573,41 @@ async fn an_atm_set_changes_by_its_differences_in_one_step(store: &Store) {
     let kept = store.atms.current().await.unwrap();
     assert_eq!((ids_of(&kept).len(), kept.last_updated), (3, NOW + 5), "an edit that keeps the set writes nothing");
     assert_eq!(store.view.revisions().await.unwrap().atms, after);
+}
+
+fn closure(atm: &str, year: i32) -> AtmClosure {
+    AtmClosure {
+        atm: AtmId::parse(atm).unwrap(),
+        closes_on: time::Date::from_calendar_date(year, time::Month::March, 1).unwrap(),
+        explanation: Explanation::parse("The shop it stands in closes").unwrap(),
+        short_notice: (year < 2027).then(|| Explanation::parse("Fire").unwrap()),
+        announced_at: NOW,
+    }
+}
+
+fn closed_atms(set: &AtmSet) -> Vec<(String, i32)> {
+    set.closures.iter().map(|closure| (closure.atm.to_string(), closure.closes_on.year())).collect()
+}
+
+async fn closures_are_of_atms_of_the_set_read_with_it_and_forgotten_with_their_atm(store: &Store) {
+    store.atms.replace(&[brand("Alfa", &["A1", "A2"]), brand("Beta", &["B1", "A2"])].concat(), NOW).await.unwrap();
+    assert!(!store.closures.announce(&closure("ZZ", 2027)).await.unwrap(), "no ATM of the set has it");
+    assert!(store.closures.announce(&closure("B1", 2027)).await.unwrap());
+    assert!(store.closures.announce(&closure("A2", 2026)).await.unwrap());
+    assert!(store.closures.announce(&closure("A1", 2027)).await.unwrap());
+    assert!(store.closures.announce(&closure("A1", 2028)).await.unwrap(), "announced again: replaced");
+    let set = store.atms.current().await.unwrap();
+    assert_eq!(closed_atms(&set), [("A1".into(), 2028), ("A2".into(), 2026), ("B1".into(), 2027)]);
+    assert_eq!(set.closures[1], closure("A2", 2026), "read back as written, the short notice's reason too");
+    assert_eq!(set.last_updated, NOW, "a closure does not date the set");
+
+    assert!(store.closures.cancel(&AtmId::parse("B1").unwrap()).await.unwrap());
+    assert!(!store.closures.cancel(&AtmId::parse("B1").unwrap()).await.unwrap(), "none left to cancel");
+    // Alfa's A2 goes, Beta's stays: its closure stays. A1 goes: its closure with it.
+    let removals = vec![("Alfa".to_owned(), "A1".to_owned()), ("Alfa".to_owned(), "A2".to_owned())];
+    let edit = AtmSetEdit::Apply { upserts: Vec::new(), removals };
+    store.atms.edit(&mut |_| edit.clone(), NOW + 1).await.unwrap();
+    assert_eq!(closed_atms(&store.view.atms().await.unwrap()), [("A2".into(), 2026)]);
 }
 
 /// The finding: two `atms import`s at once each compared its feed with the same stored
@@ -802,7 +844,7 @@ fn outage(id: &str, starts_at: i64, seconds: i64, partial: bool, explanation: &s
         starts_at,
         duration: OutageDuration::from_seconds(seconds).unwrap(),
         partial,
-        explanation: OutageExplanation::parse(explanation).unwrap(),
+        explanation: Explanation::parse(explanation).unwrap(),
     }
 }
 
@@ -1310,6 +1352,7 @@ macro_rules! contract_suite {
                     state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothing,
                     two_state_applies_at_once_each_build_on_the_others_commit,
                     state_event_ids_that_happened_before_a_time_are_forgotten_and_the_states_kept,
+                    closures_are_of_atms_of_the_set_read_with_it_and_forgotten_with_their_atm,
                 );
             }
         )+

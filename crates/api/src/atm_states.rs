@@ -172,8 +172,8 @@ pub(crate) struct AtmStateOut {
     /// OBIE `ATMServices` codes not available now (empty when Unknown).
     #[schema(rename = "unavailableServices", example = json!(["CashDeposits"]))]
     unavailable_services: Vec<String>,
-    /// Since when this state holds (for Unknown: when the window passed); absent for an
-    /// ATM never heard of.
+    /// Since when this state holds (for Unknown: when the window passed; for Closed: the
+    /// closure's date); absent for an ATM never heard of.
     #[schema(format = DateTime)]
     since: Option<String>,
     /// When the monitoring expects it back in full service.
@@ -181,6 +181,21 @@ pub(crate) struct AtmStateOut {
     expected_back_at: Option<String>,
     /// Why, as the monitoring says it.
     reason: Option<String>,
+    /// Its closure, announced ahead: from `closesOn` (00:00 UTC) it is `Closed` and
+    /// gone from the ATM listings.
+    closure: Option<ClosureOut>,
+}
+
+/// An ATM's closure, as announced.
+#[derive(ToSchema)]
+#[allow(dead_code, reason = "the OpenAPI document's description of the answer")]
+pub(crate) struct ClosureOut {
+    /// The first day it is closed.
+    #[schema(rename = "closesOn", format = Date, example = "2027-03-01")]
+    closes_on: String,
+    /// What customers are told.
+    #[schema(example = "This ATM closes when the shop it stands in closes.")]
+    explanation: String,
 }
 
 /// A page of states.
@@ -293,6 +308,13 @@ fn render(page: &StatePage, items: &[StateItem<'_>], filters: &str, base: &str) 
                 body.push_str(r#","reason":"#);
                 push_string(&mut body, reason.as_str());
             }
+        }
+        if let Some(closure) = item.closure {
+            body.push_str(r#","closure":{"closesOn":""#);
+            body.push_str(&closure.closes_on);
+            body.push_str(r#"","explanation":"#);
+            push_string(&mut body, closure.closure.explanation.as_str());
+            body.push('}');
         }
         body.push('}');
     }

@@ -231,7 +231,8 @@ pub async fn outages(request: HttpRequest) -> Result<HttpResponse, ApiError> {
 
 #[cfg(test)]
 mod tests {
-    use domain::outage::{OutageDuration, OutageExplanation, OutageId};
+    use domain::outage::{OutageDuration, OutageId};
+    use domain::text::Explanation;
 
     use super::*;
 
@@ -262,7 +263,7 @@ mod tests {
             starts_at: 1_800_000_000,
             duration: OutageDuration::from_seconds(5_400).unwrap(),
             partial,
-            explanation: OutageExplanation::parse("Upgrade").unwrap(),
+            explanation: Explanation::parse("Upgrade").unwrap(),
         };
         let wire =
             serde_json::to_value(OutagesResponse::of(&[outage(false), outage(true)], "https://api.bank.mx")).unwrap();

@@ -7,13 +7,16 @@
 //! great-circle distance does, anywhere on Earth, so the nearest come first without
 //! sorting the set.
 
+use std::collections::HashMap;
 use std::hash::{Hash as _, Hasher as _};
 use std::num::NonZeroU32;
+use std::sync::Arc;
 
 use rstar::primitives::GeomWithData;
 use rstar::{PointDistance as _, RTree};
 
 use crate::atm::{Accessibility, AtmService};
+use crate::atm_closure::{AtmClosure, HeldClosure};
 
 /// Mean Earth radius in metres (IUGG), for distances.
 const EARTH_RADIUS_M: f64 = 6_371_008.8;
@@ -138,6 +141,7 @@ pub struct Entry {
     services: u32,
     accessibility: u32,
     position: Option<[u64; 3]>,
+    closure: Option<Arc<HeldClosure>>,
 }
 
 impl Entry {
@@ -149,6 +153,11 @@ impl Entry {
     /// Its `Identification`.
     pub fn identification(&self) -> &str {
         &self.identification
+    }
+
+    /// Its announced closure, if it has one (in effect or to come).
+    pub fn closure(&self) -> Option<&HeldClosure> {
+        self.closure.as_deref()
     }
 
     fn matches(&self, query: &AtmQuery) -> bool {
@@ -254,16 +263,24 @@ impl StoredAtm {
     }
 }
 
-/// The ATM set, ready to serve.
+/// The ATM set, ready to serve, with the closures announced for it applied: the ATMs
+/// whose closure is in effect are kept (a state read names them `Closed`) but listed
+/// nowhere.
 pub struct AtmCatalog {
     brand_names: Vec<String>,
+    /// The open ATMs in brand then identification order, then the closed ones.
     entries: Vec<Entry>,
+    /// How many of `entries` are open: the listings' ATMs.
+    open: usize,
     /// Indexes of `entries` in identification order (the same identification may be
     /// held by several brands).
     by_identification: Vec<u32>,
+    /// The open ATMs with coordinates.
     index: RTree<Indexed>,
     last_updated: i64,
     fingerprint: u64,
+    /// When the next closure of an ATM of the set takes effect, if one is to come.
+    next_closure: Option<i64>,
 }
 
 impl std::fmt::Debug for AtmCatalog {
@@ -271,6 +288,7 @@ impl std::fmt::Debug for AtmCatalog {
         f.debug_struct("AtmCatalog")
             .field("brands", &self.brand_names.len())
             .field("atms", &self.entries.len())
+            .field("open", &self.open)
             .field("last_updated", &self.last_updated)
             .finish()
     }
@@ -280,8 +298,31 @@ impl AtmCatalog {
     /// The set of `atms` as stored, indexed in brand then identification order. Each
     /// record's stored JSON becomes its wire form as it is: no parsing, no second copy.
     pub fn from_stored(atms: Vec<StoredAtm>, last_updated: i64) -> Self {
+        Self::closing(atms, last_updated, Vec::new(), i64::MIN)
+    }
+
+    /// The set of `atms` as stored with `closures` as they stand at `now` (seconds since
+    /// the epoch): an ATM whose closure is in effect is closed. The set counts as updated
+    /// when its last closure took effect, if that is after `last_updated`: its pages
+    /// changed then.
+    pub fn closing(atms: Vec<StoredAtm>, last_updated: i64, closures: Vec<AtmClosure>, now: i64) -> Self {
+        let closures: HashMap<String, Arc<HeldClosure>> = (closures.into_iter())
+            .map(|closure| (closure.atm.as_str().to_owned(), Arc::new(HeldClosure::from(closure))))
+            .collect();
+        let mut last_updated = last_updated;
+        let mut next_closure: Option<i64> = None;
         let mut keyed = Vec::with_capacity(atms.len());
         for atm in atms {
+            let closure = closures.get(&atm.identification).cloned();
+            let closed = closure.as_ref().is_some_and(|held| {
+                let starts_at = held.closure.starts_at();
+                if held.closure.in_effect(now) {
+                    last_updated = last_updated.max(starts_at);
+                } else {
+                    next_closure = Some(next_closure.map_or(starts_at, |next| next.min(starts_at)));
+                }
+                held.closure.in_effect(now)
+            });
             let position = atm
                 .coordinates
                 .and_then(|(lat, lon)| GeoPoint::new(lat, lon))
@@ -293,25 +334,28 @@ impl AtmCatalog {
                 services: atm.services,
                 accessibility: atm.accessibility,
                 position,
+                closure,
             };
-            keyed.push((atm.brand, atm.identification, entry));
+            keyed.push((closed, atm.brand, atm.identification, entry));
         }
-        keyed.sort_by(|a, b| (&a.0, &a.1).cmp(&(&b.0, &b.1)));
+        keyed.sort_by(|a, b| (a.0, &a.1, &a.2).cmp(&(b.0, &b.1, &b.2)));
+        let open = keyed.partition_point(|(closed, ..)| !closed);
 
         let mut fingerprint = std::collections::hash_map::DefaultHasher::new();
-        last_updated.hash(&mut fingerprint);
+        (last_updated, open).hash(&mut fingerprint);
         let mut brand_names: Vec<String> = Vec::new();
         let mut entries = Vec::with_capacity(keyed.len());
-        for (brand, _, mut entry) in keyed {
+        for (_, brand, _, mut entry) in keyed {
             if brand_names.last() != Some(&brand) {
                 brand.hash(&mut fingerprint);
                 brand_names.push(brand);
             }
             entry.brand = (brand_names.len() - 1) as u32;
             entry.record.hash(&mut fingerprint);
+            entry.closure.as_ref().map(|held| &held.closure).hash(&mut fingerprint);
             entries.push(entry);
         }
-        let points = entries
+        let points = entries[..open]
             .iter()
             .enumerate()
             .filter_map(|(i, entry)| entry.unit_vector().map(|v| GeomWithData::new(v, i as u32)))
@@ -321,10 +365,12 @@ impl AtmCatalog {
         Self {
             brand_names,
             entries,
+            open,
             by_identification,
             index: RTree::bulk_load(points),
             last_updated,
             fingerprint: fingerprint.finish(),
+            next_closure,
         }
     }
 
@@ -335,10 +381,12 @@ impl AtmCatalog {
         Self {
             brand_names: Vec::new(),
             entries: Vec::new(),
+            open: 0,
             by_identification: Vec::new(),
             index: RTree::new(),
             last_updated,
             fingerprint: fingerprint.finish(),
+            next_closure: None,
         }
     }
 
@@ -347,29 +395,40 @@ impl AtmCatalog {
         self.last_updated
     }
 
-    /// A fingerprint of the whole set (records, brands, LastUpdated): equal
+    /// A fingerprint of the whole set (records, brands, closures, LastUpdated): equal
     /// fingerprints, equal sets. Stable for one build of the service.
     pub fn fingerprint(&self) -> u64 {
         self.fingerprint
     }
 
-    /// How many ATMs the set holds.
+    /// How many open ATMs the set holds: those the listings serve, at indexes `0..len`.
     pub fn len(&self) -> usize {
-        self.entries.len()
+        self.open
     }
 
-    /// Whether the set holds no ATMs.
+    /// Whether the set holds no open ATM.
     pub fn is_empty(&self) -> bool {
-        self.entries.is_empty()
+        self.open == 0
     }
 
-    /// The entry at `index` (from a [`Hit`]).
+    /// The entry at `index` (from a [`Hit`], or [`Self::with_identification`]).
     pub fn entry(&self, index: usize) -> Option<&Entry> {
         self.entries.get(index)
     }
 
+    /// Whether the entry at `index` is closed (its closure in effect).
+    pub fn is_closed(&self, index: usize) -> bool {
+        index >= self.open
+    }
+
+    /// When the next closure announced for an ATM of the set takes effect (seconds since
+    /// the epoch), if one is to come: the catalog is out of date from then on.
+    pub fn next_closure(&self) -> Option<i64> {
+        self.next_closure
+    }
+
     /// The indexes of the entries whose `Identification` is `identification` (one per
-    /// brand that holds it), in brand order.
+    /// brand that holds it), open or closed, in the catalog's order.
     pub fn with_identification<'a>(&'a self, identification: &'a str) -> impl Iterator<Item = usize> + 'a {
         let key = |&i: &u32| self.entries[i as usize].identification.as_ref();
         let start = self.by_identification.partition_point(|i| key(i) < identification);
@@ -405,11 +464,10 @@ impl AtmCatalog {
         let offset = (query.page.or_first() as usize - 1).saturating_mul(page_size);
         let (total, hits) = match query.near {
             None => {
+                let open = &self.entries[..self.open];
                 let matches = |(index, entry): &(usize, &Entry)| entry.matches(query) && keep(*index);
-                let total =
-                    if filters { self.entries.iter().enumerate().filter(matches).count() } else { self.entries.len() };
-                let hits = self
-                    .entries
+                let total = if filters { open.iter().enumerate().filter(matches).count() } else { open.len() };
+                let hits = open
                     .iter()
                     .enumerate()
                     .filter(matches)
@@ -692,6 +750,41 @@ mod tests {
         assert_ne!(a.fingerprint(), later.fingerprint());
         let same_data_later = AtmCatalog::from_stored(brand("Alfa", vec![atm("A1", &[], None)]), 1_800_000_001);
         assert_ne!(later.fingerprint(), same_data_later.fingerprint());
+    }
+
+    #[test]
+    fn an_atm_is_listed_nowhere_from_its_closure_date_but_still_found_by_its_id() {
+        use crate::atm_closure::{AtmClosure, day_start};
+        let closes_on = time::macros::date!(2027 - 03 - 01);
+        let closure = |id: &str| AtmClosure {
+            atm: crate::atm_state::AtmId::parse(id).unwrap(),
+            closes_on,
+            explanation: crate::text::Explanation::parse("The shop closes").unwrap(),
+            short_notice: None,
+            announced_at: 0,
+        };
+        let records = || {
+            let mut records = brand("Zeta", vec![atm("Z2", &["Balance"], Some(("19.0414", "-98.2063")))]);
+            records.extend(brand("Alfa", vec![atm("A1", &["Balance"], Some(("19.4326", "-99.1332")))]));
+            records
+        };
+        let midnight = day_start(closes_on);
+        let before = AtmCatalog::closing(records(), 1_800_000_000, vec![closure("A1")], midnight - 1);
+        assert_eq!((before.len(), before.next_closure()), (2, Some(midnight)), "announced: still listed");
+        assert!(before.entry(0).unwrap().closure().is_some(), "with its closure");
+
+        let after = AtmCatalog::closing(records(), 1_800_000_000, vec![closure("A1"), closure("nope")], midnight);
+        let zocalo = GeoPoint::new(19.4326, -99.1332).unwrap();
+        for query in [AtmQuery::default(), AtmQuery { near: Some(zocalo), ..AtmQuery::default() }] {
+            let page = after.page(&query, 10).unwrap();
+            assert_eq!((ids(&after, &page), page.total), (vec!["Z2".to_owned()], 1), "{query:?}");
+        }
+        assert_eq!((after.len(), after.next_closure()), (1, None));
+        let found: Vec<usize> = after.with_identification("A1").collect();
+        assert_eq!(found.len(), 1, "a closed ATM is still found by its id");
+        assert!(after.is_closed(found[0]) && !after.is_closed(0));
+        assert_eq!(after.last_updated(), midnight, "the set changed when the closure took effect");
+        assert_ne!(after.fingerprint(), before.fingerprint());
     }
 
     #[test]

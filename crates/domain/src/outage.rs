@@ -2,12 +2,14 @@
 //! them (shaped like the Australian Consumer Data Right's `GET /discovery/outages`).
 //!
 //! Values are parsed, not validated: an [`OutageDuration`] is positive, an
-//! [`OutageExplanation`] says something, an [`OutageId`] is a short token a shell
+//! [`Explanation`] says something, an [`OutageId`] is a short token a shell
 //! passes as it is. Durations are written in the subset of ISO 8601 durations whose
 //! length never depends on a calendar: `PnDTnHnMnS` (and `PnW`), whole numbers only.
 //! Years and months are refused: "P1M" is 28 to 31 days depending on when it starts.
 
 use std::fmt;
+
+use crate::text::Explanation;
 
 /// Why an operator's outage input was refused; each says what was expected, in one line.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -18,12 +20,6 @@ pub enum OutageInputError {
     /// A duration of zero (or one too long to be an outage anyone plans).
     #[error("the duration must be longer than zero and at most {} days", OutageDuration::MAX_DAYS)]
     DurationRange,
-    /// An explanation that is blank, too long or holds control characters.
-    #[error(
-        "the explanation must be 1 to {} characters of text, without control characters",
-        OutageExplanation::MAX_CHARS
-    )]
-    Explanation,
     /// An id that cannot be one of ours.
     #[error("an outage id is 1 to 64 letters, digits, `-` or `_`")]
     Id,
@@ -168,34 +164,6 @@ impl fmt::Display for OutageDuration {
     }
 }
 
-/// What an outage is, in words a bank's customers read: 1 to 500 characters, trimmed,
-/// with no control characters (it is printed one outage a line).
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct OutageExplanation(String);
-
-impl OutageExplanation {
-    /// The longest explanation accepted, in characters.
-    pub const MAX_CHARS: usize = 500;
-
-    /// Parses an explanation, trimming the spaces around it.
-    ///
-    /// # Errors
-    /// [`OutageInputError::Explanation`] for a blank or too long text, or one with
-    /// control characters (new lines and tabs included).
-    pub fn parse(raw: &str) -> Result<Self, OutageInputError> {
-        let text = raw.trim();
-        if text.is_empty() || text.chars().count() > Self::MAX_CHARS || text.chars().any(char::is_control) {
-            return Err(OutageInputError::Explanation);
-        }
-        Ok(Self(text.to_owned()))
-    }
-
-    /// The text.
-    pub fn as_str(&self) -> &str {
-        &self.0
-    }
-}
-
 /// A planned outage: when it starts, how long it lasts, whether only part of the
 /// service goes, and what customers are told.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -209,7 +177,7 @@ pub struct PlannedOutage {
     /// Only part of the service goes (CDR's `isPartial`).
     pub partial: bool,
     /// What customers are told.
-    pub explanation: OutageExplanation,
+    pub explanation: Explanation,
 }
 
 impl PlannedOutage {
@@ -284,24 +252,13 @@ mod tests {
     }
 
     #[test]
-    fn an_explanation_is_trimmed_and_a_blank_or_multi_line_one_is_refused() {
-        assert_eq!(
-            OutageExplanation::parse("  Database upgrade ").map(|e| e.as_str().to_owned()),
-            Ok("Database upgrade".to_owned())
-        );
-        assert_eq!(OutageExplanation::parse("   "), Err(OutageInputError::Explanation));
-        assert_eq!(OutageExplanation::parse("one\ntwo"), Err(OutageInputError::Explanation));
-        assert_eq!(OutageExplanation::parse(&"x".repeat(501)), Err(OutageInputError::Explanation));
-    }
-
-    #[test]
     fn an_outage_is_under_way_from_its_start_until_its_end_and_over_at_its_end() {
         let outage = PlannedOutage {
             id: OutageId::parse("a1").unwrap(),
             starts_at: 1_000,
             duration: OutageDuration::from_seconds(600).unwrap(),
             partial: false,
-            explanation: OutageExplanation::parse("upgrade").unwrap(),
+            explanation: Explanation::parse("upgrade").unwrap(),
         };
         assert!(!outage.is_under_way(999));
         assert!(outage.is_under_way(1_000));
@@ -316,7 +273,7 @@ mod tests {
             starts_at,
             duration: OutageDuration::from_seconds(100).unwrap(),
             partial: false,
-            explanation: OutageExplanation::parse("upgrade").unwrap(),
+            explanation: Explanation::parse("upgrade").unwrap(),
         };
         let listed = not_over(&[outage("late", 5_000), outage("over", 100), outage("soon", 1_000)], 1_050);
         let ids: Vec<&str> = listed.iter().map(|o| o.id.as_str()).collect();

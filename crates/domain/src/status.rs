@@ -194,7 +194,8 @@ pub fn next_status(previous: Option<&ServiceStatus>, assessment: Assessment, now
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::outage::{OutageDuration, OutageExplanation, OutageId};
+    use crate::outage::{OutageDuration, OutageId};
+    use crate::text::Explanation;
 
     const BOUNDS: HealthBounds =
         HealthBounds { refresh_interval: Duration::from_secs(1), max_staleness: Duration::from_secs(10) };
@@ -214,7 +215,7 @@ mod tests {
             starts_at,
             duration: OutageDuration::from_seconds(seconds).unwrap(),
             partial,
-            explanation: OutageExplanation::parse(&format!("planned {id}")).unwrap(),
+            explanation: Explanation::parse(&format!("planned {id}")).unwrap(),
         }
     }
 

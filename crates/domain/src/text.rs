@@ -45,6 +45,39 @@ pub fn first_hidden(text: &str) -> Option<(usize, char, Hidden)> {
     text.chars().enumerate().find_map(|(at, c)| Hidden::of(c).map(|hidden| (at + 1, c, hidden)))
 }
 
+/// What customers are told, in words they read (why an outage, why an ATM closes): 1 to
+/// 500 characters, trimmed, with no control characters (it is printed one a line).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Explanation(String);
+
+/// An explanation that is blank, too long or holds control characters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("the explanation must be 1 to {} characters of text, without control characters", Explanation::MAX_CHARS)]
+pub struct BadExplanation;
+
+impl Explanation {
+    /// The longest explanation accepted, in characters.
+    pub const MAX_CHARS: usize = 500;
+
+    /// Parses an explanation, trimming the spaces around it.
+    ///
+    /// # Errors
+    /// [`BadExplanation`] for a blank or too long text, or one with control characters
+    /// (new lines and tabs included).
+    pub fn parse(raw: &str) -> Result<Self, BadExplanation> {
+        let text = raw.trim();
+        if text.is_empty() || text.chars().count() > Self::MAX_CHARS || text.chars().any(char::is_control) {
+            return Err(BadExplanation);
+        }
+        Ok(Self(text.to_owned()))
+    }
+
+    /// The text.
+    pub fn as_str(&self) -> &str {
+        &self.0
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -67,5 +100,16 @@ mod tests {
     fn the_first_hidden_character_is_found_by_its_place() {
         assert_eq!(first_hidden("ATM-001"), None);
         assert_eq!(first_hidden("AB\u{202e}C\u{1b}"), Some((3, '\u{202e}', Hidden::Format)));
+    }
+
+    #[test]
+    fn an_explanation_is_trimmed_and_a_blank_or_multi_line_one_is_refused() {
+        assert_eq!(
+            Explanation::parse("  Database upgrade ").map(|e| e.as_str().to_owned()),
+            Ok("Database upgrade".to_owned())
+        );
+        assert_eq!(Explanation::parse("   "), Err(BadExplanation));
+        assert_eq!(Explanation::parse("one\ntwo"), Err(BadExplanation));
+        assert_eq!(Explanation::parse(&"x".repeat(501)), Err(BadExplanation));
     }
 }

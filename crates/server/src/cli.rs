@@ -371,6 +371,29 @@ pub enum AtmsAction {
         /// The file to write; standard output when omitted.
         file: Option<PathBuf>,
     },
+    /// Announce that an ATM closes from a date on (00:00 UTC), at least 84 days ahead
+    /// unless --short-notice gives the reason for less: from then on it is gone from the
+    /// listings and near-me and its state reads Closed, and until then no import may
+    /// drop it. Announcing again replaces the closure; --cancel withdraws it.
+    Closure {
+        /// The ATM's OBIE Identification (every brand's ATM with it closes).
+        atm_id: String,
+        /// The first day it is closed.
+        #[arg(long, value_name = "YYYY-MM-DD", required_unless_present = "cancel", conflicts_with = "cancel")]
+        closes_on: Option<String>,
+        /// What customers are told (1 to 500 characters).
+        #[arg(long, required_unless_present = "cancel", conflicts_with = "cancel")]
+        explanation: Option<String>,
+        /// Why it is announced with less than 84 days' notice (kept with it).
+        #[arg(long, value_name = "REASON", conflicts_with = "cancel")]
+        short_notice: Option<String>,
+        /// Withdraw the closure announced for the ATM.
+        #[arg(long)]
+        cancel: bool,
+    },
+    /// List the closures announced, soonest first, one a line: ATM, date, `closed` or
+    /// `announced`, explanation, and the reason for a short notice.
+    Closures,
 }
 
 /// `keys …`

@@ -88,6 +88,10 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Outages { action } => Some(commands::outages::parse(action.clone())?),
         _ => None,
     };
+    let closure_command = match &command {
+        Command::Atms { action } => commands::atms::closure_command(action)?,
+        _ => None,
+    };
     let store = &common.store;
     let operators = open_operators(store.database_url.expose_secret(), store.key_encryption_key_file.as_deref())
         .await
@@ -103,7 +107,10 @@ async fn run(cli: Cli) -> Result<(), CommandError> {
         Command::Waittimes { action: WaitTimesAction::Import { file, dry_run } } => {
             commands::wait_times::import(&operators, file, dry_run).await
         }
-        Command::Atms { action } => commands::atms::atms(&operators.imports, action).await,
+        Command::Atms { action } => match closure_command {
+            Some(closure) => commands::atms::closures(&operators.closures, closure).await,
+            None => commands::atms::atms(&operators.imports, action).await,
+        },
         Command::Keys { action } => {
             commands::keys::keys(&operators.keys, action, settings.key_activation_delay()).await
         }

@@ -30,6 +30,7 @@ use domain::ports::{
 use domain::posted::{EventTime, OLDEST_MINUTES};
 use domain::queue::live::LiveQueues;
 use domain::services::access::ChannelAccess;
+use domain::services::atm_closures::ClosureAdmin;
 use domain::services::atm_states::AtmStateService;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -189,6 +190,8 @@ pub struct Operators {
     pub tokens: TokenRecords,
     /// Planned outages.
     pub outages: OutageAdmin,
+    /// ATM closures.
+    pub closures: ClosureAdmin,
     /// The bank's systems.
     pub systems: SystemAdmin,
     /// The store's lifecycle, to close it when the command is done.
@@ -228,6 +231,7 @@ pub async fn open_operators(database_url: &str, key_file: Option<&Path>) -> Resu
         keys: KeyManagement::new(Arc::clone(&store.keys), Arc::new(Ed25519Keys), Arc::clone(&clock)),
         tokens: TokenRecords::new(Arc::clone(&store.tokens), Arc::clone(&clock)),
         outages: OutageAdmin::new(Arc::clone(&store.outages), Arc::clone(&clock), Arc::new(RandomIds)),
+        closures: ClosureAdmin::new(Arc::clone(&store.closures), Arc::clone(&store.atms), Arc::clone(&clock)),
         systems: SystemAdmin::new(Arc::clone(&store.systems), Arc::clone(&clock)),
         lifecycle: Arc::clone(&store.lifecycle),
         clock,

@@ -20,11 +20,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_closure::AtmClosure;
 use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::branch::{BranchId, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
+    AtmClosureRecords, AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
     ImportTally, OutageRecords, QueueEventRecords, AtmStateRecords, StateOutcome, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
     SystemRecords, TokenArchive, WaitTimeRecords,
 };
@@ -91,6 +92,19 @@ struct State {
     atm_states: BTreeMap<AtmId, AtmState>,
     /// The ids of the state events applied or superseded, with their `at`.
     atm_state_events: BTreeMap<String, EventTime>,
+    /// Closures announced, by ATM id.
+    atm_closures: BTreeMap<AtmId, AtmClosure>,
+}
+
+impl State {
+    /// The ATM set, its date and its closures.
+    fn atm_set(&self) -> AtmSet {
+        AtmSet {
+            atms: self.atms.values().cloned().collect(),
+            last_updated: self.atms_updated,
+            closures: self.atm_closures.values().cloned().collect(),
+        }
+    }
 }
 
 /// Stores opened by name (`memory:NAME`) and still held, so a second open finds the first.
@@ -176,8 +190,7 @@ impl ViewSource for MemoryStore {
     }
 
     async fn atms(&self) -> Result<AtmSet, StoreUnavailable> {
-        let state = self.state()?;
-        Ok(AtmSet { atms: state.atms.values().cloned().collect(), last_updated: state.atms_updated })
+        Ok(self.state()?.atm_set())
     }
 }
 
@@ -291,8 +304,12 @@ impl AtmRecords for MemoryStore {
     async fn edit<'a>(&self, plan: &mut EditPlan<'a, AtmSet, AtmSetEdit>, now: i64) -> Result<(), StoreUnavailable> {
         // Read, planned and written under the one lock, so that two edits take turns.
         let mut state = self.state()?;
-        let found = AtmSet { atms: state.atms.values().cloned().collect(), last_updated: state.atms_updated };
+        let found = state.atm_set();
         let AtmSetEdit::Apply { upserts, removals } = plan(&found) else { return Ok(()) };
+        for atm in found.closures_left_without_atm(&upserts, &removals) {
+            state.atm_closures.remove(&atm);
+            state.revisions.atm_closures += 1;
+        }
         for key in &removals {
             state.atms.remove(key);
         }
@@ -302,6 +319,28 @@ impl AtmRecords for MemoryStore {
         state.atms_updated = now;
         state.revisions.atms += 1;
         Ok(())
+    }
+}
+
+#[async_trait]
+impl AtmClosureRecords for MemoryStore {
+    async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable> {
+        let mut state = self.state()?;
+        if !state.atms.values().any(|atm| atm.identification == closure.atm.as_str()) {
+            return Ok(false);
+        }
+        state.atm_closures.insert(closure.atm.clone(), closure.clone());
+        state.revisions.atm_closures += 1;
+        Ok(true)
+    }
+
+    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable> {
+        let mut state = self.state()?;
+        let cancelled = state.atm_closures.remove(atm).is_some();
+        if cancelled {
+            state.revisions.atm_closures += 1;
+        }
+        Ok(cancelled)
     }
 }
 

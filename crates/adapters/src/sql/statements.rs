@@ -182,6 +182,14 @@ pub(crate) struct Statements {
     pub touch_atm_state_log: &'static str,
     /// Drops the state event ids of events that happened before `$1`.
     pub forget_state_events: &'static str,
+    /// Every closure announced ([`crate::rows::AtmClosureRow`]), by ATM id.
+    pub atm_closures: &'static str,
+    /// Whether an ATM of the set has the identification `$1` (a row, or none).
+    pub atm_in_set: &'static str,
+    /// Writes the closure of the ATM `$1` (the columns of [`crate::rows::AtmClosureRow`]).
+    pub put_atm_closure: &'static str,
+    /// Removes the closure of the ATM `$1`.
+    pub cancel_atm_closure: &'static str,
 }
 
 /// The columns of a token record, in [`crate::rows::TokenRow`]'s order.
@@ -193,6 +201,8 @@ const KEY_COLUMNS: &str = "kid, private_key, public_key, created_at, activates_a
 
 /// The columns of a queue event, in [`crate::rows::QueueEventRow`]'s order.
 const ATM_STATE_COLUMNS: &str = "atm_id, state, unavailable, reason, expected_back_at, since, heard_at, heard_event_id";
+/// The columns of a closure, in [`crate::rows::AtmClosureRow`]'s order.
+const ATM_CLOSURE_COLUMNS: &str = "atm_id, closes_on, explanation, short_notice, announced_at";
 const QUEUE_EVENT_COLUMNS: &str = "event_id, branch_id, kind, at_micros, ticket, counter, system_id, received_at";
 
 impl Statements {
@@ -343,6 +353,18 @@ impl Statements {
             )),
             touch_atm_state_log: render("UPDATE atm_state_log SET received_at = $1 WHERE id = 1"),
             forget_state_events: render("DELETE FROM atm_state_events WHERE at_micros < $1"),
+            atm_closures: render(&format!("SELECT {ATM_CLOSURE_COLUMNS} FROM atm_closures ORDER BY atm_id")),
+            atm_in_set: render("SELECT 1 FROM atms WHERE identification = $1 LIMIT 1"),
+            put_atm_closure: render(&format!(
+                "INSERT INTO atm_closures ({ATM_CLOSURE_COLUMNS}) VALUES ($1, $2, $3, $4, $5) {} closes_on = {}, \
+                 explanation = {}, short_notice = {}, announced_at = {}",
+                (syntax.upsert)("atm_id"),
+                proposed("closes_on"),
+                proposed("explanation"),
+                proposed("short_notice"),
+                proposed("announced_at"),
+            )),
+            cancel_atm_closure: render("DELETE FROM atm_closures WHERE atm_id = $1"),
         }
     }
 }

@@ -6,6 +6,7 @@ use async_trait::async_trait;
 
 use super::StoreUnavailable;
 use crate::atm_catalog::StoredAtm;
+use crate::atm_closure::AtmClosure;
 use crate::atm_state::{AtmId, AtmState, AtmStateEvent};
 use crate::branch::WaitTimeEstimate;
 use crate::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
@@ -149,13 +150,54 @@ pub enum AtmSetEdit {
 /// An ATM's identity within a set: (brand name, identification).
 pub type AtmKey = (String, String);
 
-/// The ATM set as stored.
+/// The ATM set as stored, with the closures announced for it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct AtmSetRecord {
     /// The ATMs, in brand then identification order.
     pub atms: Vec<StoredAtm>,
     /// When the set was last changed, seconds since the Unix epoch.
     pub last_updated: i64,
+    /// Every closure announced and not cancelled, in effect or to come, by ATM id.
+    pub closures: Vec<AtmClosure>,
+}
+
+impl AtmSetRecord {
+    /// The closures whose ATM would be gone from the set after `upserts` and `removals`:
+    /// forgotten with it, in the same step (a closure is only ever of an ATM of the set).
+    pub fn closures_left_without_atm(&self, upserts: &[StoredAtm], removals: &[AtmKey]) -> Vec<AtmId> {
+        if self.closures.is_empty() || removals.is_empty() {
+            return Vec::new();
+        }
+        let removed: std::collections::HashSet<(&str, &str)> =
+            removals.iter().map(|(brand, id)| (brand.as_str(), id.as_str())).collect();
+        let remaining: std::collections::HashSet<&str> = (self.atms.iter())
+            .filter(|atm| !removed.contains(&(atm.brand.as_str(), atm.identification.as_str())))
+            .chain(upserts)
+            .map(|atm| atm.identification.as_str())
+            .collect();
+        self.closures.iter().filter(|c| !remaining.contains(c.atm.as_str())).map(|c| c.atm.clone()).collect()
+    }
+}
+
+/// ATM closures announced ahead (`atms closure`). They are read with the set
+/// ([`AtmRecords::current`], [`AtmRecords::edit`]'s plan), in the same snapshot.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmClosureRecords: Send + Sync {
+    /// Stores `closure`, replacing one announced for its ATM, if an ATM of the set has
+    /// its identification: the check and the write in one step under the set's write
+    /// lock, so an import at the same time runs wholly before or after it.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. No ATM of the set with that
+    /// identification is `Ok(false)`, and nothing is stored.
+    async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable>;
+
+    /// Removes the closure announced for `atm`.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written. None announced is `Ok(false)`.
+    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable>;
 }
 
 /// The keys that sign access tokens.

@@ -8,6 +8,7 @@ use async_trait::async_trait;
 use serde_json::Value;
 
 use crate::atm_catalog::{AtmCatalog, PageRequest};
+use crate::atm_closure::HeldClosure;
 use crate::atm_state::{AtmId, AtmStateEvent, AtmStates, HeldState, Shown, shown};
 use crate::ports::{AtmDirectory, AtmStateDirectory, AtmStateRecords, Clock, StateOutcome};
 use crate::posted::{EventId, EventTime};
@@ -41,9 +42,11 @@ pub struct StateItem<'a> {
     pub shown: Shown,
     /// Since when, RFC 3339 (`None`: never heard of).
     pub since: Option<&'a str>,
-    /// Its held state, unless it is shown `Unknown` (for its services, reason and
-    /// expected return).
+    /// Its held state, unless it is shown `Unknown` or `Closed` (for its services,
+    /// reason and expected return).
     pub state: Option<&'a HeldState>,
+    /// Its closure, announced or in effect.
+    pub closure: Option<&'a HeldClosure>,
 }
 
 /// The catalog entries of a page: a run of the set, or the ATMs a request named.
@@ -77,7 +80,11 @@ impl StatePage {
             Entries::Named(named) => Box::new(named.iter().copied()),
         };
         indexes.filter_map(|index| {
-            let atm = self.catalog.entry(index)?.identification();
+            let entry = self.catalog.entry(index)?;
+            let (atm, closure) = (entry.identification(), entry.closure());
+            if let Some(closed) = closure.filter(|_| self.catalog.is_closed(index)) {
+                return Some(StateItem { atm, shown: Shown::Closed, since: Some(&closed.since), state: None, closure });
+            }
             let held = self.states.get(atm);
             let shown = shown(held.map(|held| &held.state), self.now, self.fresh_minutes);
             let (since, state) = match held {
@@ -85,7 +92,7 @@ impl StatePage {
                 Some(held) if shown == Shown::Unknown => (Some(&*held.stale_since), None),
                 Some(held) => (Some(&*held.since), Some(held)),
             };
-            Some(StateItem { atm, shown, since, state })
+            Some(StateItem { atm, shown, since, state, closure })
         })
     }
 
@@ -125,7 +132,8 @@ pub trait AtmStateIntake: Send + Sync {
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]
 pub trait AtmStateEnquiry: Send + Sync {
-    /// Page `page` of the states of every ATM of the set, or of those `atm_ids` name.
+    /// Page `page` of the states of every open ATM of the set, or of those `atm_ids`
+    /// name (closed ones too, shown `Closed`).
     ///
     /// # Errors
     /// [`ListAtmsError`]: a page past the last, or the data cannot be vouched for.

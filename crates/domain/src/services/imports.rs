@@ -8,9 +8,11 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use crate::atm_catalog::StoredAtm;
+use crate::atm_closure::AtmClosure;
 use crate::branch::{BranchId, WaitTimeEstimate};
 use crate::ports::{
-    AtmKey, AtmRecords, AtmSetEdit, Clock, ImportKind, ImportLog, ImportOutcome, StoreUnavailable, WaitTimeRecords,
+    AtmKey, AtmRecords, AtmSetEdit, AtmSetRecord, Clock, ImportKind, ImportLog, ImportOutcome, StoreUnavailable,
+    WaitTimeRecords,
 };
 
 /// 2000-01-01T00:00:00Z: an ATM feed dated before it is a placeholder date (the
@@ -127,6 +129,21 @@ pub enum ShrinkRefusal {
     Outdated {
         /// Its `LastUpdated`, seconds since the Unix epoch.
         published: i64,
+    },
+    /// It would drop an ATM whose announced closure is still to come: an ATM does not
+    /// vanish before its date. `--allow-shrink` does not override this.
+    #[error(
+        "the feed drops ATM {atm}{}, whose closure is announced for {closes_on}: an ATM stays until its date; \
+         cancel the closure first (`atms closure {atm} --cancel`) if it is gone sooner",
+        if *others > 0 { format!(" (and {others} more closing ATMs)") } else { String::new() }
+    )]
+    Closing {
+        /// The first such ATM's identification.
+        atm: String,
+        /// Its closure's date.
+        closes_on: time::Date,
+        /// How many more the feed drops.
+        others: usize,
     },
 }
 
@@ -283,7 +300,7 @@ impl DataImport {
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it cannot be read.
-    pub async fn current_atms(&self) -> Result<crate::ports::AtmSetRecord, StoreUnavailable> {
+    pub async fn current_atms(&self) -> Result<AtmSetRecord, StoreUnavailable> {
         self.atms.current().await
     }
 
@@ -315,8 +332,9 @@ impl DataImport {
     }
 
     async fn compare_atms(&self, feed: &AtmFeed, rules: ImportRules) -> Result<AtmImport, ImportAtmsError> {
+        let now = self.clock.unix_now();
         if rules.dry_run {
-            let (changes, refusal) = judge(&self.atms.current().await?.atms, feed, rules);
+            let (changes, refusal) = judge(&self.atms.current().await?, feed, rules, now);
             return Ok(AtmImport::Planned { changes, refusal });
         }
         // Compared, and judged by the shrink guard, against the set as stored when the
@@ -327,11 +345,11 @@ impl DataImport {
         self.atms
             .edit(
                 &mut |stored| {
-                    let (outcome, edit) = plan_atm_import(&stored.atms, feed, rules);
+                    let (outcome, edit) = plan_atm_import(stored, feed, rules, now);
                     decided = Some(outcome);
                     edit
                 },
-                self.clock.unix_now(),
+                now,
             )
             .await?;
         decided.unwrap_or_else(|| {
@@ -340,20 +358,42 @@ impl DataImport {
     }
 }
 
-/// How `feed` differs from the `stored` set, and whether the shrink guard refuses it.
-fn judge(stored: &[StoredAtm], feed: &AtmFeed, rules: ImportRules) -> (AtmSetChanges, Option<ShrinkRefusal>) {
-    let changes = AtmSetChanges::between(stored, &feed.atms);
-    let refusal = shrink_guard(&changes, feed.published, rules);
+/// How `feed` differs from the `stored` set, and whether a guard refuses it at `now`:
+/// the closure guard first (nothing overrides it), then the shrink guard.
+fn judge(
+    stored: &AtmSetRecord,
+    feed: &AtmFeed,
+    rules: ImportRules,
+    now: i64,
+) -> (AtmSetChanges, Option<ShrinkRefusal>) {
+    let changes = AtmSetChanges::between(&stored.atms, &feed.atms);
+    let refusal =
+        closure_guard(&changes, &stored.closures, feed, now).or_else(|| shrink_guard(&changes, feed.published, rules));
     (changes, refusal)
 }
 
-/// What importing `feed` makes of the `stored` set, and the edit that does it.
+/// Whether `changes` drop every ATM of an identification whose closure is still to
+/// come at `now`.
+fn closure_guard(changes: &AtmSetChanges, closures: &[AtmClosure], feed: &AtmFeed, now: i64) -> Option<ShrinkRefusal> {
+    if changes.removed.is_empty() || closures.is_empty() {
+        return None;
+    }
+    let kept: std::collections::HashSet<&str> = feed.atms.iter().map(|atm| atm.identification.as_str()).collect();
+    let dropped: std::collections::BTreeSet<&str> =
+        changes.removed.iter().map(|(_, id)| id.as_str()).filter(|id| !kept.contains(id)).collect();
+    let mut closing = closures.iter().filter(|c| !c.in_effect(now) && dropped.contains(c.atm.as_str()));
+    let first = closing.next()?;
+    Some(ShrinkRefusal::Closing { atm: first.atm.to_string(), closes_on: first.closes_on, others: closing.count() })
+}
+
+/// What importing `feed` makes of the `stored` set at `now`, and the edit that does it.
 fn plan_atm_import(
-    stored: &[StoredAtm],
+    stored: &AtmSetRecord,
     feed: &AtmFeed,
     rules: ImportRules,
+    now: i64,
 ) -> (Result<AtmImport, ImportAtmsError>, AtmSetEdit) {
-    let (changes, refusal) = judge(stored, feed, rules);
+    let (changes, refusal) = judge(stored, feed, rules, now);
     if changes.is_empty() {
         return (Ok(AtmImport::Unchanged { atms: changes.new }), AtmSetEdit::Keep);
     }
@@ -422,7 +462,7 @@ fn shrink_guard(changes: &AtmSetChanges, published: Option<i64>, rules: ImportRu
 mod tests {
     use super::*;
     use crate::branch::{BranchWaitTime, WaitTime};
-    use crate::ports::{AtmSetRecord, MockAtmRecords, MockImportLog, MockWaitTimeRecords};
+    use crate::ports::{MockAtmRecords, MockImportLog, MockWaitTimeRecords};
     use crate::testing::clock_at;
 
     fn estimate(branch: &str, minutes: u32, at: i64) -> WaitTimeEstimate {
@@ -446,13 +486,19 @@ mod tests {
     /// A store holding `set`: read as it is, and edited by calling the plan on it; the
     /// edits that write something are kept in the second value.
     fn atms_stored(set: Vec<StoredAtm>) -> (MockAtmRecords, Written) {
+        atms_closing(set, Vec::new())
+    }
+
+    /// As [`atms_stored`], with `closures` announced.
+    fn atms_closing(set: Vec<StoredAtm>, closures: Vec<AtmClosure>) -> (MockAtmRecords, Written) {
         let mut atms = MockAtmRecords::new();
-        let read = set.clone();
-        atms.expect_current().returning(move || Ok(AtmSetRecord { atms: read.clone(), last_updated: 1 }));
+        let stored = AtmSetRecord { atms: set, last_updated: 1, closures };
+        let read = stored.clone();
+        atms.expect_current().returning(move || Ok(read.clone()));
         let written = Written::default();
         let kept = Arc::clone(&written);
         atms.expect_edit().returning(move |plan, now| {
-            let edit = plan(&AtmSetRecord { atms: set.clone(), last_updated: 1 });
+            let edit = plan(&stored);
             if edit != AtmSetEdit::Keep {
                 kept.lock().unwrap().push((edit, now));
             }
@@ -602,6 +648,44 @@ mod tests {
         );
     }
 
+    fn closure(id: &str, closes_on: time::Date) -> AtmClosure {
+        AtmClosure {
+            atm: crate::atm_state::AtmId::parse(id).unwrap(),
+            closes_on,
+            explanation: crate::text::Explanation::parse("The shop closes").unwrap(),
+            short_notice: None,
+            announced_at: 0,
+        }
+    }
+
+    #[tokio::test]
+    async fn a_feed_dropping_an_atm_before_its_announced_closure_is_refused_whole_even_if_shrinking_is_allowed() {
+        // The clock reads 1_234 (1970-01-01): one closure is to come, one took effect.
+        let closures = vec![
+            closure("A001", time::macros::date!(2027 - 03 - 01)),
+            closure("A002", time::macros::date!(1970 - 01 - 01)),
+            closure("A003", time::macros::date!(2027 - 04 - 01)),
+        ];
+        let without = |ids: &[&str]| -> Vec<StoredAtm> {
+            hundred().into_iter().filter(|atm| !ids.contains(&atm.identification.as_str())).collect()
+        };
+        let allowed = ImportRules { allow_shrink: true, ..ImportRules::default() };
+        let (atms, written) = atms_closing(hundred(), closures.clone());
+        let refused = importing(atms).atms(&feed(without(&["A001", "A003", "A050"])), allowed).await.unwrap_err();
+        let ImportAtmsError::Refused(refusal) = refused else { panic!("refused by the guard") };
+        assert_eq!(
+            refusal,
+            ShrinkRefusal::Closing { atm: "A001".into(), closes_on: time::macros::date!(2027 - 03 - 01), others: 1 }
+        );
+        assert!(refusal.to_string().contains("atms closure A001 --cancel"), "{refusal}");
+        assert!(written.lock().unwrap().is_empty(), "nothing written");
+
+        let (atms, written) = atms_closing(hundred(), closures);
+        let applied = importing(atms).atms(&feed(without(&["A002"])), ImportRules::default()).await.unwrap();
+        assert!(matches!(applied, AtmImport::Applied(_)), "a closed ATM may go: {applied:?}");
+        assert_eq!(written.lock().unwrap().len(), 1);
+    }
+
     #[tokio::test]
     async fn a_cut_feed_is_refused_with_the_numbers_unless_allowed() {
         let cut: Vec<StoredAtm> = hundred().into_iter().take(42).collect();
@@ -651,7 +735,7 @@ mod tests {
     async fn a_dry_run_says_what_would_change_and_writes_nothing() {
         let (mut atms, _) = atms_stored(hundred());
         atms.checkpoint();
-        atms.expect_current().returning(|| Ok(AtmSetRecord { atms: hundred(), last_updated: 1 }));
+        atms.expect_current().returning(|| Ok(AtmSetRecord { atms: hundred(), last_updated: 1, closures: Vec::new() }));
         atms.expect_edit().never();
         let cut: Vec<StoredAtm> = hundred().into_iter().take(50).collect();
         let rules = ImportRules { dry_run: true, ..ImportRules::default() };

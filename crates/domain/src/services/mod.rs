@@ -29,7 +29,9 @@
 //! Operating it (the `branch-atm` commands and the service's own upkeep):
 //! - [`clients`]: registering, listing and disabling client applications.
 //! - [`access`]: the supported channel combinations.
-//! - [`imports`]: wait-time and ATM imports.
+//! - [`imports`]: wait-time and ATM imports; an import never drops an ATM before its
+//!   announced closure.
+//! - [`atm_closures`] ([`atm_closures::ClosureAdmin`]): closures announced ahead.
 //! - [`keys`]: signing keys; there is always a current one.
 //! - [`token_records`]: looking up and revoking issued tokens; their retention.
 //! - [`demo`]: the demo data set, only into a new store.
@@ -37,6 +39,7 @@
 //! - [`systems`] ([`systems::SystemAdmin`]): registering the bank's systems and their keys.
 
 pub mod access;
+pub mod atm_closures;
 pub mod atm_states;
 pub mod atms;
 pub mod authorize;

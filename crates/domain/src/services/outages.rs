@@ -4,9 +4,10 @@
 
 use std::sync::{Arc, RwLock};
 
-use crate::outage::{self, OutageDuration, OutageExplanation, OutageId, PlannedOutage};
+use crate::outage::{self, OutageDuration, OutageId, PlannedOutage};
 use crate::ports::{Clock, HealthSignals, IdGenerator, OutageRecords, StoreUnavailable};
 use crate::status::{HealthBounds, ServiceStatus, assess, next_status};
+use crate::text::Explanation;
 
 /// How far ahead an outage should be announced: the Consumer Data Right asks data
 /// holders for at least a week's notice of a planned outage. A shorter notice is
@@ -58,7 +59,7 @@ impl OutageAdmin {
         starts_at: i64,
         duration: OutageDuration,
         partial: bool,
-        explanation: OutageExplanation,
+        explanation: Explanation,
     ) -> Result<Scheduled, ScheduleOutageError> {
         let now = self.clock.unix_now();
         let outage = PlannedOutage { id: self.ids.outage_id(), starts_at, duration, partial, explanation };
@@ -220,7 +221,7 @@ mod tests {
             starts_at,
             duration: OutageDuration::from_seconds(3_600).unwrap(),
             partial: false,
-            explanation: OutageExplanation::parse("Database upgrade").unwrap(),
+            explanation: Explanation::parse("Database upgrade").unwrap(),
         }
     }
 
@@ -229,7 +230,7 @@ mod tests {
         let mut records = MockOutageRecords::new();
         records.expect_schedule().times(2).returning(|_, _| Ok(()));
         let admin = OutageAdmin::new(Arc::new(records), clock(), ids());
-        let explanation = || OutageExplanation::parse("Database upgrade").unwrap();
+        let explanation = || Explanation::parse("Database upgrade").unwrap();
         let hour = OutageDuration::from_seconds(3_600).unwrap();
         let ahead = admin.schedule(NOW + NOTICE_SECONDS, hour, false, explanation()).await.unwrap();
         assert!(!ahead.short_notice);
@@ -247,7 +248,7 @@ mod tests {
                 NOW - 7_200,
                 OutageDuration::from_seconds(3_600).unwrap(),
                 false,
-                OutageExplanation::parse("x").unwrap(),
+                Explanation::parse("x").unwrap(),
             )
             .await;
         assert!(matches!(refused, Err(ScheduleOutageError::AlreadyOver)));

@@ -1,8 +1,9 @@
 //! `outages …`: announcing, listing and cancelling planned outages.
 
 use adapters::formats::shown::{escaped, quoted};
-use domain::outage::{OutageDuration, OutageExplanation, OutageId};
+use domain::outage::{OutageDuration, OutageId};
 use domain::services::outages::{NOTICE_SECONDS, OutageAdmin};
+use domain::text::Explanation;
 use time::OffsetDateTime;
 use time::format_description::well_known::Rfc3339;
 
@@ -19,7 +20,7 @@ pub enum OutageCommand {
         /// How long it lasts.
         duration: OutageDuration,
         /// What customers are told.
-        explanation: OutageExplanation,
+        explanation: Explanation,
         /// Only part of the service goes.
         partial: bool,
     },
@@ -48,7 +49,7 @@ pub fn parse(action: OutagesAction) -> Result<OutageCommand, CommandError> {
                 .unix_timestamp();
             let duration = OutageDuration::parse_iso8601(&duration)
                 .map_err(|error| CommandError(format!("--duration {} is not valid: {error}", quoted(&duration))))?;
-            let explanation = OutageExplanation::parse(&explanation)
+            let explanation = Explanation::parse(&explanation)
                 .map_err(|error| CommandError(format!("--explanation is not valid: {error}")))?;
             OutageCommand::Schedule { starts_at, duration, explanation, partial }
         }

@@ -1,7 +1,8 @@
 //! The public status and planned outages (GET /api/v1/discovery/status and …/outages),
 //! and the operators' `outages` commands that feed them.
 
-use domain::outage::{OutageDuration, OutageExplanation, OutageId, PlannedOutage};
+use domain::outage::{OutageDuration, OutageId, PlannedOutage};
+use domain::text::Explanation;
 use reqwest::Response;
 use serde_json::Value;
 use time::OffsetDateTime;
@@ -105,7 +106,7 @@ async fn a_planned_outage_under_way_is_the_status_with_its_end_as_the_expected_r
         starts_at: started,
         duration: OutageDuration::parse_iso8601("PT1H").unwrap(),
         partial: false,
-        explanation: OutageExplanation::parse("Database upgrade: the service is unavailable").unwrap(),
+        explanation: Explanation::parse("Database upgrade: the service is unavailable").unwrap(),
     };
     let store = app.store().await;
     store.outages.schedule(&outage, now()).await.unwrap();
@@ -284,7 +285,7 @@ async fn two_instances_on_one_store_publish_the_same_planned_outage_status() {
         starts_at: started,
         duration: OutageDuration::parse_iso8601("PT30M").unwrap(),
         partial: true,
-        explanation: OutageExplanation::parse("Token issuance paused for a key ceremony").unwrap(),
+        explanation: Explanation::parse("Token issuance paused for a key ceremony").unwrap(),
     };
     first.store().await.outages.schedule(&outage, now()).await.unwrap();
 

@@ -18,9 +18,10 @@ where
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmClosureRow: for<'r> FromRow<'r, Row<D>>,
 {
-    /// The ATM set and its date, read in `transaction` (a writer's, holding the set's
-    /// lock, or a reader's snapshot).
+    /// The ATM set, its date and its closures, read in `transaction` (a writer's, holding
+    /// the set's lock, or a reader's snapshot).
     pub(super) async fn read_atm_set(
         &self,
         transaction: &mut sqlx::Transaction<'static, Db<D>>,
@@ -30,7 +31,10 @@ where
         let found: Vec<rows::AtmRow> =
             sqlx::query_as(self.sql.atms_in_order).fetch_all(&mut **transaction).await.map_err(unavailable::<D>)?;
         let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
-        Ok(AtmSet { atms, last_updated })
+        let closures: Vec<rows::AtmClosureRow> =
+            sqlx::query_as(self.sql.atm_closures).fetch_all(&mut **transaction).await.map_err(unavailable::<D>)?;
+        let closures = closures.into_iter().map(rows::atm_closure).collect::<Result<_, _>>()?;
+        Ok(AtmSet { atms, last_updated, closures })
     }
 }
 
@@ -41,6 +45,8 @@ where
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmClosureRow: for<'r> FromRow<'r, Row<D>>,
+    for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
     Self: ViewSource,
 {
     async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
@@ -68,6 +74,13 @@ where
         let AtmSetEdit::Apply { upserts, removals } = plan(&stored) else {
             return transaction.rollback().await.map_err(unavailable::<D>);
         };
+        for atm in stored.closures_left_without_atm(&upserts, &removals) {
+            sqlx::query(self.sql.cancel_atm_closure)
+                .bind(atm.as_str())
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable::<D>)?;
+        }
         D::delete_atms(&mut transaction, &removals).await?;
         D::write_atms(&mut transaction, &upserts).await?;
         sqlx::query(self.sql.date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable::<D>)?;

@@ -18,6 +18,7 @@ where
     (String, i64): for<'r> FromRow<'r, Row<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmClosureRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn revisions(&self) -> Result<Revisions, StoreUnavailable> {
         let rows: Vec<(String, i64)> = sqlx::query_as(self.sql.revisions)
