@@ -56,7 +56,8 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 ///   not a batch of duplicates and superseded events, nor `forget_before`). SQL stores
 ///   count `atm_state_log`, rewritten once per such apply.
 /// - `atm_closures`: closures announced (`AtmClosureRecords::announce`, and `cancel` when
-///   it removes one).
+///   it removes one); also `AtmRecords::edit` when it removes the last ATM of an
+///   identification with a closure, which goes with it.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.

@@ -46,7 +46,7 @@ async fn atm_ids(app: &TestApp, session: &Session, n: usize) -> Vec<String> {
 }
 
 /// The states of `ids`, by id.
-async fn states_of(app: &TestApp, session: &Session, ids: &[&str]) -> Vec<Value> {
+pub(crate) async fn states_of(app: &TestApp, session: &Session, ids: &[&str]) -> Vec<Value> {
     let query: Vec<String> = ids.iter().map(|id| format!("atmId={id}")).collect();
     let answer = app.get_atms(session, &format!("/api/v1/atms/state?{}", query.join("&")), &[]).await;
     assert_eq!(answer.status(), 200);
@@ -219,7 +219,7 @@ async fn a_page_turns_unknown_with_the_clock_alone_and_its_etag_with_it() {
 }
 
 /// The first page's ATMs that list `service`: their identification and coordinates.
-async fn atms_offering(app: &TestApp, session: &Session, service: &str) -> Vec<(String, String, String)> {
+pub(crate) async fn atms_offering(app: &TestApp, session: &Session, service: &str) -> Vec<(String, String, String)> {
     let page: Value = app.get_atms(session, "/api/v1/atms", &[]).await.json().await.unwrap();
     page["data"]
         .as_array()
