@@ -1,13 +1,15 @@
 -- ATM closures announced ahead (`atms closure`, issue 45): one per ATM (its OBIE
 -- Identification), from 00:00 UTC of `closes_on` (Unix seconds) on. `short_notice` is
--- the reason given for less than 84 days' notice. Any change moves the `atm_closures`
+-- the reason given for less than 84 days' notice; `removal_fed` 1 once the change feed
+-- holds its ATM's removal (written once it is in effect). Any change moves the `atm_closures`
 -- counter: the instances apply closures over the set they hold.
 CREATE TABLE atm_closures (
     atm_id       VARCHAR(35)  NOT NULL PRIMARY KEY,
     closes_on    BIGINT       NOT NULL,
     explanation  VARCHAR(500) NOT NULL,
     short_notice VARCHAR(500) NULL,
-    announced_at BIGINT       NOT NULL
+    announced_at BIGINT       NOT NULL,
+    removal_fed  TINYINT NOT NULL DEFAULT 0 CHECK (removal_fed IN (0, 1))
 ) ENGINE = InnoDB DEFAULT CHARSET = utf8mb4 COLLATE = utf8mb4_nopad_bin;
 INSERT INTO change_log (topic, revision) VALUES ('atm_closures', 0);
 CREATE TRIGGER atm_closures_inserted AFTER INSERT ON atm_closures FOR EACH ROW

@@ -5,6 +5,7 @@
 
 use domain::atm_catalog::StoredAtm;
 use domain::atm_closure::{AtmClosure, day_of, day_start};
+use domain::atm_feed::{AtmChange, ChangeKind, LoggedChange};
 use domain::atm_state::{AtmId, AtmState, Reason, Reported, Services};
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{
@@ -251,6 +252,18 @@ pub fn atm_closure_row(closure: &AtmClosure) -> AtmClosureRow {
         closure.short_notice.as_ref().map(|text| text.as_str().to_owned()),
         closure.announced_at,
     )
+}
+
+/// `atm_changes`: number, brand, ATM id, change, when (microseconds), body.
+pub type AtmChangeRow = (i64, Option<String>, String, String, i64, Option<String>);
+
+/// A change of the feed as numbered.
+///
+/// # Errors
+/// [`StoreUnavailable`] for a change the domain does not know (written around the service).
+pub fn atm_change((seq, brand, atm, change, at, body): AtmChangeRow) -> Result<LoggedChange, StoreUnavailable> {
+    let kind = ChangeKind::parse(&change).ok_or_else(|| corrupt("feed change", &change))?;
+    Ok(LoggedChange { seq, change: AtmChange { brand, atm, kind, at: EventTime::from_unix_micros(at), body } })
 }
 
 /// `systems`: id, JWKS document, how many keys it holds, scope string, status.

@@ -12,8 +12,8 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use domain::ports::{
-    AtmClosureRecords, AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, ImportLog, OutageRecords,
-    QueueEventRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive,
+    AtmChangeRecords, AtmClosureRecords, AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, ImportLog,
+    OutageRecords, QueueEventRecords, SigningKeyRecords, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive,
     WaitTimeRecords,
 };
 
@@ -58,6 +58,11 @@ use crate::key_seal::{KeyEncryptionKey, SealedKeys};
 /// - `atm_closures`: closures announced (`AtmClosureRecords::announce`, and `cancel` when
 ///   it removes one); also `AtmRecords::edit` when it removes the last ATM of an
 ///   identification with a closure, which goes with it.
+/// - `atm_changes`: the ATMs' change feed (every write above that appends to it:
+///   `AtmRecords::edit` changing the set, `apply` changing a state, the closures'
+///   writes; `AtmRecords::replace` and `AtmChangeRecords::forget_before`, which move its
+///   floor; `feed_closures_due` when a closure is due). SQL stores count
+///   `atm_change_log`, rewritten once per such write.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct Revisions {
     /// Client registrations.
@@ -78,11 +83,13 @@ pub struct Revisions {
     pub atm_states: i64,
     /// The closures announced.
     pub atm_closures: i64,
+    /// The ATMs' change feed.
+    pub atm_changes: i64,
 }
 
 impl Revisions {
     /// Every topic's name (as `change_log` stores it) and counter.
-    pub fn topics(&self) -> [(&'static str, i64); 9] {
+    pub fn topics(&self) -> [(&'static str, i64); 10] {
         [
             ("clients", self.clients),
             ("access", self.access),
@@ -93,6 +100,7 @@ impl Revisions {
             ("queue_events", self.queue_events),
             ("atm_states", self.atm_states),
             ("atm_closures", self.atm_closures),
+            ("atm_changes", self.atm_changes),
         ]
     }
 
@@ -111,6 +119,7 @@ impl Revisions {
                 "queue_events" => &mut revisions.queue_events,
                 "atm_states" => &mut revisions.atm_states,
                 "atm_closures" => &mut revisions.atm_closures,
+                "atm_changes" => &mut revisions.atm_changes,
                 _ => continue,
             };
             *slot = revision;
@@ -232,6 +241,8 @@ pub struct Store {
     pub atm_states: Arc<dyn AtmStateRecords>,
     /// The closures announced for the ATM set.
     pub closures: Arc<dyn AtmClosureRecords>,
+    /// The ATMs' change feed.
+    pub changes: Arc<dyn AtmChangeRecords>,
 }
 
 impl Store {
@@ -253,6 +264,7 @@ impl Store {
             + QueueEventRecords
             + AtmStateRecords
             + AtmClosureRecords
+            + AtmChangeRecords
             + KeyVault
             + 'static,
     {
@@ -273,6 +285,7 @@ impl Store {
             queue_events: backend.clone(),
             atm_states: backend.clone(),
             closures: backend.clone(),
+            changes: backend.clone(),
             inventory: backend,
         }
     }

@@ -11,14 +11,16 @@ use std::time::Duration;
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::atm_closure::AtmClosure;
+use domain::atm_feed::ChangeLog;
 use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::branch::WaitTimeEstimate;
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::outage::{OutageId, PlannedOutage};
 use domain::ports::{
-    AtmClosureRecords, AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, Clock, EditPlan, ImportKind,
-    ImportLog, ImportOutcome, ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent, SigningKeyRecords,
-    StateOutcome, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, TokenSigner as _, WaitTimeRecords,
+    AtmChangeRecords, AtmClosureRecords, AtmRecords, AtmStateRecords, ChannelRecords, ClientRecords, Clock, EditPlan,
+    ImportKind, ImportLog, ImportOutcome, ImportTally, OutageRecords, QueueEventRecords, ReceivedEvent,
+    SigningKeyRecords, StateOutcome, StoreInventory, StoreUnavailable, SystemRecords, TokenArchive, TokenSigner as _,
+    WaitTimeRecords,
 };
 use domain::posted::EventTime;
 use domain::queue::event::QueueEvent;
@@ -378,9 +380,27 @@ impl AtmClosureRecords for Switched {
         self.inner.closures.announce(closure).await
     }
 
-    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable> {
+    async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable> {
         self.switch.check()?;
-        self.inner.closures.cancel(atm).await
+        self.inner.closures.cancel(atm, now).await
+    }
+}
+
+#[async_trait]
+impl AtmChangeRecords for Switched {
+    async fn since(&self, after: i64, limit: usize) -> Result<ChangeLog, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.changes.since(after, limit).await
+    }
+
+    async fn feed_closures_due(&self, now: i64) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.changes.feed_closures_due(now).await
+    }
+
+    async fn forget_before(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        self.switch.check()?;
+        self.inner.changes.forget_before(before).await
     }
 }
 

@@ -377,16 +377,18 @@ async fn each_write_moves_its_topics_change_counter_and_no_other(store: &Store) 
     moves!(["clients"], store.clients.change(&id, &origins));
     moves!(["access"], store.channels.allow(&scope("WEB")));
     moves!(["wait_times"], store.wait_times.upsert(&[estimate("00001", 1)]));
-    moves!(["atms"], store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW));
+    moves!(["atms", "atm_changes"], store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW));
     let edit =
         AtmSetEdit::Apply { upserts: brand("Beta", &["B1"]), removals: vec![("Alfa".to_owned(), "A2".to_owned())] };
-    moves!(["atms"], store.atms.edit(&mut |_| edit.clone(), NOW + 1));
+    moves!(["atms", "atm_changes"], store.atms.edit(&mut |_| edit.clone(), NOW + 1));
     moves!([], store.atms.edit(&mut |_| AtmSetEdit::Keep, NOW + 2));
-    moves!(["atm_closures"], store.closures.announce(&closure("B1", 2027)));
-    moves!(["atm_closures"], store.closures.announce(&closure("B1", 2028)));
+    moves!(["atm_closures", "atm_changes"], store.closures.announce(&closure("B1", 2027)));
+    moves!(["atm_closures", "atm_changes"], store.closures.announce(&closure("B1", 2028)));
     moves!([], store.closures.announce(&closure("none", 2027)));
-    moves!(["atm_closures"], store.closures.cancel(&AtmId::parse("B1").unwrap()));
-    moves!([], store.closures.cancel(&AtmId::parse("B1").unwrap()));
+    moves!(["atm_closures", "atm_changes"], store.closures.cancel(&AtmId::parse("B1").unwrap(), NOW));
+    moves!([], store.closures.cancel(&AtmId::parse("B1").unwrap(), NOW));
+    moves!([], store.changes.feed_closures_due(NOW));
+    moves!([], store.changes.forget_before(0));
     moves!(["wait_times"], store.wait_times.edit(&mut |_| vec![estimate("00002", 1)]));
     moves!([], store.wait_times.edit(&mut |_| Vec::new()));
     let key = Ed25519Keys.generate(NOW).unwrap();
@@ -601,13 +603,158 @@ async fn closures_are_of_atms_of_the_set_read_with_it_and_forgotten_with_their_a
     assert_eq!(set.closures[1], closure("A2", 2026), "read back as written, the short notice's reason too");
     assert_eq!(set.last_updated, NOW, "a closure does not date the set");
 
-    assert!(store.closures.cancel(&AtmId::parse("B1").unwrap()).await.unwrap());
-    assert!(!store.closures.cancel(&AtmId::parse("B1").unwrap()).await.unwrap(), "none left to cancel");
+    assert!(store.closures.cancel(&AtmId::parse("B1").unwrap(), NOW).await.unwrap());
+    assert!(!store.closures.cancel(&AtmId::parse("B1").unwrap(), NOW).await.unwrap(), "none left to cancel");
     // Alfa's A2 goes, Beta's stays: its closure stays. A1 goes: its closure with it.
     let removals = vec![("Alfa".to_owned(), "A1".to_owned()), ("Alfa".to_owned(), "A2".to_owned())];
     let edit = AtmSetEdit::Apply { upserts: Vec::new(), removals };
     store.atms.edit(&mut |_| edit.clone(), NOW + 1).await.unwrap();
     assert_eq!(closed_atms(&store.view.atms().await.unwrap()), [("A2".into(), 2026)]);
+}
+
+/// `(number, change, brand/ATM)` of each change numbered above `after`.
+async fn feed_after(store: &Store, after: i64) -> Vec<(i64, &'static str, String)> {
+    let log = store.changes.since(after, 1_000).await.unwrap();
+    (log.changes.iter())
+        .map(|logged| {
+            let change = &logged.change;
+            (logged.seq, change.kind.name(), format!("{}/{}", change.brand.as_deref().unwrap_or("*"), change.atm))
+        })
+        .collect()
+}
+
+async fn the_change_feed_numbers_every_change_of_the_set_states_and_closures_in_order(store: &Store) {
+    store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW).await.unwrap();
+    let start = store.changes.since(0, 10).await.unwrap();
+    assert!(!start.store.is_empty());
+    assert_eq!((start.floor, start.changes.len()), (start.head, 0), "a whole new set: every cursor starts again");
+    assert_eq!(store.atms.current().await.unwrap().feed_head, start.head, "the set is read with the feed's head");
+    let h = start.head;
+
+    let mut changed = brand("Alfa", &["A1", "A3"]);
+    changed[0].record = changed[0].record.replace("Monterrey", "Saltillo");
+    let edit = AtmSetEdit::Apply { upserts: changed, removals: vec![("Alfa".to_owned(), "A2".to_owned())] };
+    store.atms.edit(&mut |_| edit.clone(), NOW + 1).await.unwrap();
+    let system = system_id("atm.monitoring");
+    let event = state_event("s-1", "A3", NOW_MICROS, Reported::OutOfService, 0);
+    store.atm_states.apply(&system, &[event.clone()], micros(NOW_MICROS), FRESH).await.unwrap();
+    store.atm_states.apply(&system, &[event], micros(NOW_MICROS), FRESH).await.unwrap();
+    let mut closing = closure("A3", 2027);
+    closing.closes_on = time::macros::date!(2027 - 01 - 20);
+    assert!(store.closures.announce(&closing).await.unwrap());
+    assert_eq!(store.changes.feed_closures_due(NOW).await.unwrap(), 0, "not yet");
+    let at_date = domain::atm_closure::day_start(closing.closes_on);
+    assert_eq!(store.changes.feed_closures_due(at_date).await.unwrap(), 1);
+    assert_eq!(store.changes.feed_closures_due(at_date + 60).await.unwrap(), 0, "once");
+    assert!(store.closures.cancel(&AtmId::parse("A3").unwrap(), at_date + 120).await.unwrap());
+    assert_eq!(
+        feed_after(store, h).await,
+        [
+            (h + 1, "upserted", "Alfa/A1".into()),
+            (h + 2, "upserted", "Alfa/A3".into()),
+            (h + 3, "removed", "Alfa/A2".into()),
+            (h + 4, "state", "*/A3".into()),
+            (h + 5, "state", "*/A3".into()),
+            (h + 6, "removed", "Alfa/A3".into()),
+            (h + 7, "upserted", "Alfa/A3".into()),
+            (h + 8, "state", "*/A3".into()),
+        ],
+        "a duplicate event changes nothing; a cancelled closure reopens its ATM"
+    );
+    let log = store.changes.since(h + 3, 2).await.unwrap();
+    let states: Vec<serde_json::Value> =
+        log.changes.iter().map(|c| serde_json::from_str(c.change.body.as_deref().unwrap()).unwrap()).collect();
+    assert_eq!(
+        (states[0]["state"].as_str(), states[0]["reason"].as_str()),
+        (Some("OutOfService"), Some("Safe jammed: engineer on the way"))
+    );
+    assert_eq!(states[1]["closure"]["closesOn"], "2027-01-20");
+    assert_eq!(log.changes[0].change.at, micros(NOW_MICROS), "a state change is dated by its event");
+    let upserted = &store.changes.since(h, 1).await.unwrap().changes[0].change;
+    assert!(upserted.body.as_deref().unwrap().contains("Saltillo"), "an upsert carries the record as stored");
+    assert_eq!(upserted.at, micros(NOW_MICROS + 1_000_000));
+}
+
+async fn forgotten_changes_raise_the_floor_and_later_ones_stay(store: &Store) {
+    store.atms.replace(&brand("Alfa", &["A1"]), NOW).await.unwrap();
+    let floor = store.changes.since(0, 0).await.unwrap().floor;
+    for (n, written) in [(2, NOW + 10), (3, NOW + 20)] {
+        let edit = AtmSetEdit::Apply { upserts: brand("Alfa", &[&format!("A{n}")]), removals: vec![] };
+        store.atms.edit(&mut |_| edit.clone(), written).await.unwrap();
+    }
+    assert_eq!(store.changes.forget_before(NOW + 10).await.unwrap(), 0, "none written before");
+    assert_eq!(store.changes.forget_before(NOW + 11).await.unwrap(), 1);
+    let log = store.changes.since(0, 10).await.unwrap();
+    assert_eq!(log.floor, floor + 1, "a cursor below it is too old");
+    assert_eq!(log.changes.iter().map(|c| c.seq).collect::<Vec<_>>(), [floor + 2]);
+}
+
+/// The guarantee the feed rests on: a reader that read up to `n` never finds a change
+/// numbered below `n` later. Imports, state applies and closures write at once while a
+/// reader follows the log; it must read every number from its start to the head.
+async fn a_reader_following_the_feed_while_writers_commit_at_once_skips_no_change(store: &Store) {
+    let ids: Vec<String> = (0..20).map(|n| format!("A{n:02}")).collect();
+    store.atms.replace(&brand("Alfa", &ids.iter().map(String::as_str).collect::<Vec<_>>()), NOW).await.unwrap();
+    let start = store.changes.since(0, 0).await.unwrap().head;
+    let done = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let reader = {
+        let (changes, done) = (Arc::clone(&store.changes), Arc::clone(&done));
+        tokio::spawn(async move {
+            let (mut seen, mut last) = (Vec::new(), start);
+            loop {
+                let finished = done.load(std::sync::atomic::Ordering::SeqCst);
+                let log = changes.since(last, 1_000).await.unwrap();
+                for logged in &log.changes {
+                    seen.push(logged.seq);
+                    last = logged.seq;
+                }
+                if finished && log.changes.is_empty() {
+                    return (seen, log.head);
+                }
+            }
+        })
+    };
+    let mut writers = tokio::task::JoinSet::new();
+    let system = system_id("atm.monitoring");
+    for round in 0..10i64 {
+        let (states, system) = (Arc::clone(&store.atm_states), system.clone());
+        writers.spawn(async move {
+            let events: Vec<AtmStateEvent> = (0..5)
+                .map(|n| {
+                    state_event(
+                        &format!("w{round}-{n}"),
+                        &format!("A{n:02}"),
+                        NOW_MICROS + round,
+                        Reported::InService,
+                        0,
+                    )
+                })
+                .collect();
+            states.apply(&system, &events, micros(NOW_MICROS + round), FRESH).await.map(drop)
+        });
+        let atms = Arc::clone(&store.atms);
+        writers.spawn(async move {
+            let mut record = brand("Alfa", &["A10"]);
+            record[0].record = record[0].record.replace("Monterrey", &format!("Round {round}"));
+            let edit = AtmSetEdit::Apply { upserts: record, removals: vec![] };
+            atms.edit(&mut |_| edit.clone(), NOW + round).await
+        });
+        let closures = Arc::clone(&store.closures);
+        writers.spawn(async move {
+            let mut closing = closure("A11", 2028);
+            closing.announced_at = NOW + round;
+            closures.announce(&closing).await.map(drop)
+        });
+    }
+    for written in writers.join_all().await {
+        written.unwrap();
+    }
+    done.store(true, std::sync::atomic::Ordering::SeqCst);
+    let (seen, head) = reader.await.unwrap();
+    assert_eq!(seen, (start + 1..=head).collect::<Vec<_>>(), "every change once, in order, none passed by");
+    // Each import and closure wrote one change; the state applies up to five each (an
+    // event older than one another round committed first changes nothing).
+    assert!((10 + 10 + 5..=10 + 10 + 50).contains(&(head - start)), "{}", head - start);
 }
 
 /// The finding: two `atms import`s at once each compared its feed with the same stored
@@ -1253,7 +1400,7 @@ async fn state_events_apply_in_at_order_and_a_resent_or_older_one_changes_nothin
     assert_eq!(moved(before, store.view.revisions().await.unwrap()), Vec::<&str>::new(), "nothing changed");
     let now = store.view.revisions().await.unwrap();
     assert_eq!(now.atm_states - revisions.atm_states, 2, "one move per apply that changed a state");
-    assert_eq!(moved(revisions, now), ["atm_states"]);
+    assert_eq!(moved(revisions, now), ["atm_states", "atm_changes"], "and each fed its changes");
 }
 
 async fn two_state_applies_at_once_each_build_on_the_others_commit(store: &Store) {
@@ -1353,6 +1500,9 @@ macro_rules! contract_suite {
                     two_state_applies_at_once_each_build_on_the_others_commit,
                     state_event_ids_that_happened_before_a_time_are_forgotten_and_the_states_kept,
                     closures_are_of_atms_of_the_set_read_with_it_and_forgotten_with_their_atm,
+                    the_change_feed_numbers_every_change_of_the_set_states_and_closures_in_order,
+                    forgotten_changes_raise_the_floor_and_later_ones_stay,
+                    a_reader_following_the_feed_while_writers_commit_at_once_skips_no_change,
                 );
             }
         )+

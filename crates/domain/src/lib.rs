@@ -36,6 +36,7 @@
 pub mod atm;
 pub mod atm_catalog;
 pub mod atm_closure;
+pub mod atm_feed;
 pub mod atm_state;
 pub mod branch;
 pub mod client;

@@ -21,11 +21,12 @@ use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
 use domain::atm_closure::AtmClosure;
+use domain::atm_feed::{AtmChange, ChangeLog, LoggedChange, set_changes, state_changes};
 use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::branch::{BranchId, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
 use domain::ports::{
-    AtmClosureRecords, AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
+    AtmChangeRecords, AtmClosureRecords, AtmKey, AtmRecords, AtmSetEdit, ChannelRecords, ClientRecords, EditPlan, ImportKind, ImportLog, ImportOutcome,
     ImportTally, OutageRecords, QueueEventRecords, AtmStateRecords, StateOutcome, ReceivedEvent, SigningKeyRecords, StoreInventory, StoreUnavailable,
     SystemRecords, TokenArchive, WaitTimeRecords,
 };
@@ -94,6 +95,50 @@ struct State {
     atm_state_events: BTreeMap<String, EventTime>,
     /// Closures announced, by ATM id.
     atm_closures: BTreeMap<AtmId, AtmClosure>,
+    /// The closed ATMs whose removal the change feed holds.
+    removal_fed: BTreeSet<AtmId>,
+    /// The change feed.
+    feed: Feed,
+}
+
+/// The change feed as this store keeps it.
+#[derive(Default)]
+struct Feed {
+    /// The store's identity in cursors.
+    store: String,
+    /// The last number given.
+    head: i64,
+    /// Every change above it is kept.
+    floor: i64,
+    /// The changes kept, by number, each with when it was appended.
+    changes: std::collections::VecDeque<(LoggedChange, i64)>,
+}
+
+impl State {
+    /// Appends `changes` to the feed, written at `now`, and counts it.
+    fn append_changes(&mut self, changes: Vec<AtmChange>, now: i64) {
+        if changes.is_empty() {
+            return;
+        }
+        for change in changes {
+            self.feed.head += 1;
+            self.feed.changes.push_back((LoggedChange { seq: self.feed.head, change }, now));
+        }
+        self.revisions.atm_changes += 1;
+    }
+
+    /// Appends, at `now`, `atm`'s state change with `closure`, after the `upserted`
+    /// changes of its records when `reopened`.
+    fn feed_closure_change(&mut self, atm: &AtmId, closure: Option<&AtmClosure>, reopened: bool, now: i64) {
+        let at = EventTime::from_unix_micros(now.saturating_mul(1_000_000));
+        let mut changes: Vec<AtmChange> = if reopened {
+            self.atms.values().filter(|record| record.identification == atm.as_str()).map(|r| AtmChange::upserted(r, at)).collect()
+        } else {
+            Vec::new()
+        };
+        changes.push(AtmChange::state(atm, self.atm_states.get(atm), closure, at));
+        self.append_changes(changes, now);
+    }
 }
 
 impl State {
@@ -103,6 +148,7 @@ impl State {
             atms: self.atms.values().cloned().collect(),
             last_updated: self.atms_updated,
             closures: self.atm_closures.values().cloned().collect(),
+            feed_head: self.feed.head,
         }
     }
 }
@@ -159,7 +205,8 @@ fn named(name: &str) -> Result<Arc<Mutex<State>>, StoreUnavailable> {
 fn new_state() -> Arc<Mutex<State>> {
     let since_epoch = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH);
     let made_at = since_epoch.map_or(0, |elapsed| i64::try_from(elapsed.as_secs()).unwrap_or(i64::MAX));
-    Arc::new(Mutex::new(State { atms_updated: made_at, ..State::default() }))
+    let feed = Feed { store: uuid::Uuid::new_v4().simple().to_string(), ..Feed::default() };
+    Arc::new(Mutex::new(State { atms_updated: made_at, feed, ..State::default() }))
 }
 
 #[async_trait]
@@ -294,6 +341,9 @@ impl AtmRecords for MemoryStore {
         state.atms = atms.iter().map(|atm| (key_of(atm), atm.clone())).collect();
         state.atms_updated = now;
         state.revisions.atms += 1;
+        // A whole new set is no change of the old one: every cursor starts again.
+        state.feed.floor = state.feed.head;
+        state.revisions.atm_changes += 1;
         Ok(())
     }
 
@@ -313,11 +363,13 @@ impl AtmRecords for MemoryStore {
         for key in &removals {
             state.atms.remove(key);
         }
+        let changes = set_changes(&found.closures, &upserts, &removals, now);
         for atm in upserts {
             state.atms.insert(key_of(&atm), atm);
         }
         state.atms_updated = now;
         state.revisions.atms += 1;
+        state.append_changes(changes, now);
         Ok(())
     }
 }
@@ -329,18 +381,64 @@ impl AtmClosureRecords for MemoryStore {
         if !state.atms.values().any(|atm| atm.identification == closure.atm.as_str()) {
             return Ok(false);
         }
+        let now = closure.announced_at;
+        let reopened = !closure.in_effect(now) && state.removal_fed.remove(&closure.atm);
         state.atm_closures.insert(closure.atm.clone(), closure.clone());
         state.revisions.atm_closures += 1;
+        state.feed_closure_change(&closure.atm, Some(closure), reopened, now);
         Ok(true)
     }
 
-    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable> {
+    async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable> {
         let mut state = self.state()?;
-        let cancelled = state.atm_closures.remove(atm).is_some();
-        if cancelled {
-            state.revisions.atm_closures += 1;
+        if state.atm_closures.remove(atm).is_none() {
+            return Ok(false);
         }
-        Ok(cancelled)
+        state.revisions.atm_closures += 1;
+        let reopened = state.removal_fed.remove(atm);
+        state.feed_closure_change(atm, None, reopened, now);
+        Ok(true)
+    }
+}
+
+#[async_trait]
+impl AtmChangeRecords for MemoryStore {
+    async fn since(&self, after: i64, limit: usize) -> Result<ChangeLog, StoreUnavailable> {
+        let state = self.state()?;
+        let feed = &state.feed;
+        let start = feed.changes.partition_point(|(logged, _)| logged.seq <= after);
+        let changes = feed.changes.range(start..).take(limit).map(|(logged, _)| logged.clone()).collect();
+        Ok(ChangeLog { store: feed.store.clone(), head: feed.head, floor: feed.floor, changes })
+    }
+
+    async fn feed_closures_due(&self, now: i64) -> Result<u64, StoreUnavailable> {
+        let mut state = self.state()?;
+        let due: Vec<AtmClosure> = (state.atm_closures.values())
+            .filter(|closure| closure.in_effect(now) && !state.removal_fed.contains(&closure.atm))
+            .cloned()
+            .collect();
+        let mut changes = Vec::new();
+        for closure in &due {
+            let at = EventTime::from_unix_micros(closure.starts_at().saturating_mul(1_000_000));
+            let records = state.atms.keys().filter(|(_, id)| id == closure.atm.as_str());
+            changes.extend(records.map(|key| AtmChange::removed(key, at)));
+            state.removal_fed.insert(closure.atm.clone());
+        }
+        state.append_changes(changes, now);
+        Ok(due.len() as u64)
+    }
+
+    async fn forget_before(&self, before: i64) -> Result<u64, StoreUnavailable> {
+        let mut state = self.state()?;
+        let Some(last) = state.feed.changes.iter().filter(|(_, written)| *written < before).map(|(c, _)| c.seq).max()
+        else {
+            return Ok(0);
+        };
+        let held = state.feed.changes.len();
+        state.feed.changes.retain(|(logged, _)| logged.seq > last);
+        state.feed.floor = state.feed.floor.max(last);
+        state.revisions.atm_changes += 1;
+        Ok((held - state.feed.changes.len()) as u64)
     }
 }
 
@@ -685,7 +783,7 @@ impl AtmStateRecords for MemoryStore {
         &self,
         _system: &SystemId,
         events: &[AtmStateEvent],
-        _received_at: EventTime,
+        received_at: EventTime,
         fresh_minutes: f64,
     ) -> Result<Vec<StateOutcome>, StoreUnavailable> {
         // Under the one lock: all or none, and two writers take turns.
@@ -693,7 +791,7 @@ impl AtmStateRecords for MemoryStore {
         let mut outcomes = vec![StateOutcome::Duplicate; events.len()];
         let mut in_order: Vec<usize> = (0..events.len()).collect();
         in_order.sort_by(|&a, &b| (&events[a].atm, events[a].order_key()).cmp(&(&events[b].atm, events[b].order_key())));
-        let mut applied = false;
+        let mut applied = Vec::new();
         for index in in_order {
             let event = &events[index];
             if state.atm_state_events.contains_key(event.id.as_str()) {
@@ -703,14 +801,21 @@ impl AtmStateRecords for MemoryStore {
             outcomes[index] = match AtmState::after(state.atm_states.get(&event.atm), event, fresh_minutes) {
                 Some(after) => {
                     state.atm_states.insert(event.atm.clone(), after);
-                    applied = true;
+                    applied.push(&event.atm);
                     StateOutcome::Applied
                 }
                 None => StateOutcome::Superseded,
             };
         }
-        if applied {
+        if !applied.is_empty() {
             state.revisions.atm_states += 1;
+            applied.sort();
+            applied.dedup();
+            let changed: Vec<(&AtmId, AtmState)> =
+                applied.into_iter().filter_map(|atm| Some((atm, state.atm_states.get(atm)?.clone()))).collect();
+            let closures: Vec<AtmClosure> = state.atm_closures.values().cloned().collect();
+            let changes = state_changes(&changed, &closures, received_at);
+            state.append_changes(changes, received_at.unix_micros().div_euclid(1_000_000));
         }
         Ok(outcomes)
     }

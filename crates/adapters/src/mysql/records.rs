@@ -62,6 +62,7 @@ impl SqlDialect for MysqlDialect {
     type Database = MySql;
 
     const SYSTEM: &'static str = "mysql";
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
     const MIGRATIONS: &'static str = super::BACKEND.name;
     const SYNTAX: Syntax = Syntax {
         placeholders: Placeholders::Positional,

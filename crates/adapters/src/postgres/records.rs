@@ -68,6 +68,7 @@ impl SqlDialect for PostgresDialect {
 
     const SYSTEM: &'static str = "postgresql";
     const SYNTAX: Syntax = Syntax::ON_CONFLICT;
+    const FOR_UPDATE: &'static str = " FOR UPDATE";
     const MIGRATIONS: &'static str = super::BACKEND.name;
 
     fn meaning(error: &sqlx::Error) -> Meaning {

@@ -4,6 +4,7 @@
 //! [`ROWS_PER_STATEMENT`] at a time. (PostgreSQL binds one array per column instead.)
 
 use domain::atm_catalog::StoredAtm;
+use domain::atm_feed::AtmChange;
 use domain::branch::WaitTimeEstimate;
 use domain::token::{CodeChallenge, IssuedToken};
 use sqlx::{Database, Encode, Executor, IntoArguments, QueryBuilder, Type};
@@ -112,6 +113,29 @@ where
             .push_bind(token.issued_at)
             .push_bind(token.expires_at)
             .push_bind(token.code_challenge.as_ref().map(CodeChallenge::as_str));
+    });
+    statement
+}
+
+/// Appends the feed's `changes`, each with its number, written at `now`.
+pub(crate) fn insert_changes<DB>(changes: &[(i64, &AtmChange)], now: i64) -> QueryBuilder<DB>
+where
+    DB: Database,
+    DB::Arguments: Default,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Type<DB>,
+    for<'q> Option<&'q str>: Encode<'q, DB> + Type<DB>,
+{
+    let mut statement =
+        QueryBuilder::new("INSERT INTO atm_changes (seq, brand, atm_id, kind, at_micros, written_at, body) ");
+    statement.push_values(changes, |mut row, (seq, change)| {
+        row.push_bind(*seq)
+            .push_bind(change.brand.as_deref())
+            .push_bind(change.atm.as_str())
+            .push_bind(change.kind.name())
+            .push_bind(change.at.unix_micros())
+            .push_bind(now)
+            .push_bind(change.body.as_deref());
     });
     statement
 }

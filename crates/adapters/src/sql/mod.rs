@@ -121,6 +121,10 @@ pub(crate) trait SqlDialect: Send + Sync + 'static {
     /// `StoreLifecycle::migrate` runs: the backend's registered name (`BACKEND.name`).
     const MIGRATIONS: &'static str;
 
+    /// What ends a SELECT that locks the rows it reads until its transaction ends:
+    /// ` FOR UPDATE` on a server; empty for SQLite, whose writers hold the whole database.
+    const FOR_UPDATE: &'static str;
+
     /// What `error`, raised by this backend's driver, means: a lost connection, data the
     /// database refused, or another failure, as this database's codes say.
     fn meaning(error: &sqlx::Error) -> Meaning;

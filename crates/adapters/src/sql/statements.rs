@@ -190,6 +190,34 @@ pub(crate) struct Statements {
     pub put_atm_closure: &'static str,
     /// Removes the closure of the ATM `$1`.
     pub cancel_atm_closure: &'static str,
+    /// Whether the feed holds the removal of the ATM `$1` closed (`(removal_fed,)`; no row:
+    /// no closure).
+    pub closure_removal_fed: &'static str,
+    /// Sets whether the feed holds the removal of the ATM `$2` closed (`$1`: 0 or 1).
+    pub set_closure_removal_fed: &'static str,
+    /// The ATMs whose closure took effect by `$1` and whose removal the feed lacks.
+    pub closures_due: &'static str,
+    /// The records of the identification `$1` ([`crate::rows::AtmRow`]), by brand.
+    pub atms_with_id: &'static str,
+    /// The change log's head, its row locked until the transaction ends (where the
+    /// dialect locks rows; SQLite's writers hold the whole database already).
+    pub lock_change_log: &'static str,
+    /// Sets the change log's head to `$1`, after appending up to it.
+    pub advance_change_log: &'static str,
+    /// The change log's identity, head and floor.
+    pub change_log_state: &'static str,
+    /// The change log's head, read (a reader's snapshot, or a writer's transaction).
+    pub feed_head: &'static str,
+    /// The changes numbered above `$1`, at most `$2` ([`crate::rows::AtmChangeRow`]).
+    pub changes_since: &'static str,
+    /// Moves the floor to the head: every cursor starts again (a whole new set).
+    pub reset_change_floor: &'static str,
+    /// The highest number appended before `$1` (seconds), if any.
+    pub last_change_before: &'static str,
+    /// Forgets the changes numbered up to `$1`.
+    pub forget_changes: &'static str,
+    /// Raises the floor to `$1` (`$2` the same), if it is lower.
+    pub raise_change_floor: &'static str,
 }
 
 /// The columns of a token record, in [`crate::rows::TokenRow`]'s order.
@@ -215,14 +243,16 @@ impl Statements {
         if let Some(&(_, statements)) = rendered.iter().find(|(dialect, _)| *dialect == TypeId::of::<D>()) {
             return statements;
         }
-        let statements: &'static Self = Box::leak(Box::new(Self::new(&D::SYNTAX)));
+        let statements: &'static Self = Box::leak(Box::new(Self::new(&D::SYNTAX, D::FOR_UPDATE)));
         rendered.push((TypeId::of::<D>(), statements));
         statements
     }
 
     /// Every statement, rendered for `syntax` and kept for the process's life (a few
     /// kilobytes, once per backend).
-    pub(crate) fn new(syntax: &Syntax) -> Self {
+    /// `for_update` ends a SELECT that locks the rows it reads until the transaction ends
+    /// (` FOR UPDATE`; empty where writers lock the whole database).
+    pub(crate) fn new(syntax: &Syntax, for_update: &str) -> Self {
         let render = |template: &str| -> &'static str { syntax.render(template).leak() };
         let proposed = syntax.proposed;
         Self {
@@ -365,6 +395,25 @@ impl Statements {
                 proposed("announced_at"),
             )),
             cancel_atm_closure: render("DELETE FROM atm_closures WHERE atm_id = $1"),
+            closure_removal_fed: render("SELECT removal_fed FROM atm_closures WHERE atm_id = $1"),
+            set_closure_removal_fed: render("UPDATE atm_closures SET removal_fed = $1 WHERE atm_id = $2"),
+            closures_due: render("SELECT atm_id FROM atm_closures WHERE closes_on <= $1 AND removal_fed = 0"),
+            atms_with_id: render(
+                "SELECT brand_name, identification, record, services, accessibility, latitude, longitude \
+                 FROM atms WHERE identification = $1 ORDER BY brand_name",
+            ),
+            lock_change_log: render(&format!("SELECT head FROM atm_change_log WHERE id = 1{for_update}")),
+            advance_change_log: render("UPDATE atm_change_log SET head = $1 WHERE id = 1"),
+            change_log_state: render("SELECT store_id, head, floor FROM atm_change_log WHERE id = 1"),
+            feed_head: render("SELECT head FROM atm_change_log WHERE id = 1"),
+            changes_since: render(
+                "SELECT seq, brand, atm_id, kind, at_micros, body FROM atm_changes WHERE seq > $1 ORDER BY seq \
+                 LIMIT $2",
+            ),
+            reset_change_floor: render("UPDATE atm_change_log SET floor = head WHERE id = 1"),
+            last_change_before: render("SELECT MAX(seq) FROM atm_changes WHERE written_at < $1"),
+            forget_changes: render("DELETE FROM atm_changes WHERE seq <= $1"),
+            raise_change_floor: render("UPDATE atm_change_log SET floor = $1 WHERE id = 1 AND floor < $2"),
         }
     }
 }
@@ -400,8 +449,8 @@ mod tests {
     /// the same number of parameters.
     #[test]
     fn every_shared_statement_renders_for_every_syntax_with_the_same_parameters() {
-        let numbered = Statements::new(&Syntax::ON_CONFLICT);
-        let positional = Statements::new(&POSITIONAL);
+        let numbered = Statements::new(&Syntax::ON_CONFLICT, " FOR UPDATE");
+        let positional = Statements::new(&POSITIONAL, " FOR UPDATE");
         assert!(numbered.record_import.contains("ON CONFLICT (kind, outcome) DO UPDATE SET"));
         assert!(numbered.record_import.contains("CASE WHEN excluded.last_at > import_runs.last_at"));
         assert!(positional.record_import.contains("ON DUPLICATE KEY UPDATE runs = import_runs.runs + 1"));

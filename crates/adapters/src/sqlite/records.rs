@@ -49,6 +49,7 @@ impl SqlDialect for SqliteDialect {
 
     const SYSTEM: &'static str = "sqlite";
     const SYNTAX: Syntax = Syntax::ON_CONFLICT;
+    const FOR_UPDATE: &'static str = "";
     const MIGRATIONS: &'static str = super::BACKEND.name;
 
     fn meaning(error: &sqlx::Error) -> Meaning {

@@ -7,6 +7,7 @@ use async_trait::async_trait;
 use super::StoreUnavailable;
 use crate::atm_catalog::StoredAtm;
 use crate::atm_closure::AtmClosure;
+use crate::atm_feed::ChangeLog;
 use crate::atm_state::{AtmId, AtmState, AtmStateEvent};
 use crate::branch::WaitTimeEstimate;
 use crate::client::{ChannelScope, ClientChanges, ClientId, ClientRegistration, ClientStatus};
@@ -159,6 +160,9 @@ pub struct AtmSetRecord {
     pub last_updated: i64,
     /// Every closure announced and not cancelled, in effect or to come, by ATM id.
     pub closures: Vec<AtmClosure>,
+    /// The change feed's head when the set was read: the set is what the feed's changes
+    /// up to it made ([`AtmChangeRecords`]).
+    pub feed_head: i64,
 }
 
 impl AtmSetRecord {
@@ -179,6 +183,39 @@ impl AtmSetRecord {
     }
 }
 
+/// The ATMs' change log, which the change feed serves. Its writers append to it in the
+/// transactions that make the changes: [`AtmRecords::edit`] (a change per record added,
+/// replaced or removed; [`AtmRecords::replace`] instead moves the floor to the head, so
+/// every cursor starts again), [`AtmStateRecords::apply`] (a `state` change per ATM whose
+/// state changed), [`AtmClosureRecords`] (a `state` change; `upserted` when a closed ATM
+/// reopens), and [`AtmChangeRecords::feed_closures_due`]. Each numbers its changes under
+/// the log's lock, taken last, so numbers become visible in the order they were given.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmChangeRecords: Send + Sync {
+    /// The log's identity, head and floor, and up to `limit` changes numbered above
+    /// `after`, by number.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it cannot be read.
+    async fn since(&self, after: i64, limit: usize) -> Result<ChangeLog, StoreUnavailable>;
+
+    /// Appends a `removed` change for every record of each ATM whose closure took effect
+    /// by `now` and whose removal the log does not hold yet, under the set's lock: once,
+    /// whichever instances ask. How many closures.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written; then none was.
+    async fn feed_closures_due(&self, now: i64) -> Result<u64, StoreUnavailable>;
+
+    /// Forgets the changes appended before `before` (seconds since the epoch), raising
+    /// the floor to the highest number forgotten; how many.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when it could not be written.
+    async fn forget_before(&self, before: i64) -> Result<u64, StoreUnavailable>;
+}
+
 /// ATM closures announced ahead (`atms closure`). They are read with the set
 /// ([`AtmRecords::current`], [`AtmRecords::edit`]'s plan), in the same snapshot.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
@@ -186,18 +223,19 @@ impl AtmSetRecord {
 pub trait AtmClosureRecords: Send + Sync {
     /// Stores `closure`, replacing one announced for its ATM, if an ATM of the set has
     /// its identification: the check and the write in one step under the set's write
-    /// lock, so an import at the same time runs wholly before or after it.
+    /// lock, so an import at the same time runs wholly before or after it. Dated its
+    /// `announced_at` in the change feed.
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written. No ATM of the set with that
     /// identification is `Ok(false)`, and nothing is stored.
     async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable>;
 
-    /// Removes the closure announced for `atm`.
+    /// Removes the closure announced for `atm`, at `now` (seconds since the epoch).
     ///
     /// # Errors
     /// [`StoreUnavailable`] when it could not be written. None announced is `Ok(false)`.
-    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable>;
+    async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable>;
 }
 
 /// The keys that sign access tokens.

@@ -62,7 +62,7 @@ impl ClosureAdmin {
     /// # Errors
     /// [`StoreUnavailable`] when it could not be removed.
     pub async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable> {
-        self.closures.cancel(atm).await
+        self.closures.cancel(atm, self.clock.unix_now()).await
     }
 
     /// Every closure announced, soonest first, each with whether it is in effect now.

@@ -492,7 +492,7 @@ mod tests {
     /// As [`atms_stored`], with `closures` announced.
     fn atms_closing(set: Vec<StoredAtm>, closures: Vec<AtmClosure>) -> (MockAtmRecords, Written) {
         let mut atms = MockAtmRecords::new();
-        let stored = AtmSetRecord { atms: set, last_updated: 1, closures };
+        let stored = AtmSetRecord { atms: set, last_updated: 1, closures, feed_head: 0 };
         let read = stored.clone();
         atms.expect_current().returning(move || Ok(read.clone()));
         let written = Written::default();
@@ -735,7 +735,8 @@ mod tests {
     async fn a_dry_run_says_what_would_change_and_writes_nothing() {
         let (mut atms, _) = atms_stored(hundred());
         atms.checkpoint();
-        atms.expect_current().returning(|| Ok(AtmSetRecord { atms: hundred(), last_updated: 1, closures: Vec::new() }));
+        atms.expect_current()
+            .returning(|| Ok(AtmSetRecord { atms: hundred(), last_updated: 1, closures: Vec::new(), feed_head: 0 }));
         atms.expect_edit().never();
         let cut: Vec<StoredAtm> = hundred().into_iter().take(50).collect();
         let rules = ImportRules { dry_run: true, ..ImportRules::default() };

@@ -1,26 +1,85 @@
 //! `AtmClosureRecords` of every SQL store: a closure is written in the ATM set's
 //! transaction (`SqlDialect::begin_atm_edit`), after the set is found to hold its ATM, so
-//! an import runs wholly before or after it and is judged against it.
+//! an import runs wholly before or after it and is judged against it. Each write appends
+//! the ATM's `state` change to the feed, and `upserted` for its records when a closed ATM
+//! reopens.
 
 use async_trait::async_trait;
 use domain::atm_closure::AtmClosure;
-use domain::atm_state::AtmId;
+use domain::atm_feed::AtmChange;
+use domain::atm_state::{AtmId, AtmState};
 use domain::ports::{AtmClosureRecords, StoreUnavailable};
+use domain::posted::EventTime;
 use sqlx::{Encode, Executor, FromRow, Type};
 use tracing::Instrument as _;
 
 use super::db;
 use crate::rows;
-use crate::sql::{Connection, Db, Row, RowsAffected as _, SqlDialect, SqlStore, unavailable};
+use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
+
+impl<D: SqlDialect> SqlStore<D>
+where
+    for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
+    for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
+    for<'q> Option<&'q str>: Encode<'q, Db<D>> + Type<Db<D>>,
+    i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
+    (i64,): for<'r> FromRow<'r, Row<D>>,
+    rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmStateRow: for<'r> FromRow<'r, Row<D>>,
+{
+    /// Appends, at `now`, `atm`'s state change (with `closure`, if one stands), after the
+    /// `upserted` changes of its records when `reopened`, in `transaction`.
+    async fn feed_closure_change(
+        &self,
+        transaction: &mut sqlx::Transaction<'static, Db<D>>,
+        atm: &AtmId,
+        closure: Option<&AtmClosure>,
+        reopened: bool,
+        now: i64,
+    ) -> Result<(), StoreUnavailable> {
+        let at = EventTime::from_unix_micros(now.saturating_mul(1_000_000));
+        let mut changes = Vec::new();
+        if reopened {
+            for record in self.atms_with_id(transaction, atm.as_str()).await? {
+                changes.push(AtmChange::upserted(&record, at));
+            }
+        }
+        let stored: Option<rows::AtmStateRow> = sqlx::query_as(self.sql.atm_state)
+            .bind(atm.as_str())
+            .fetch_optional(&mut **transaction)
+            .await
+            .map_err(unavailable::<D>)?;
+        let state: Option<AtmState> = stored.map(rows::atm_state).transpose()?.map(|(_, state)| state);
+        changes.push(AtmChange::state(atm, state.as_ref(), closure, at));
+        self.append_changes(transaction, &changes, now).await
+    }
+
+    /// Whether the feed holds the removal of `atm` closed (`None`: no closure).
+    async fn removal_fed(
+        &self,
+        transaction: &mut sqlx::Transaction<'static, Db<D>>,
+        atm: &AtmId,
+    ) -> Result<Option<bool>, StoreUnavailable> {
+        let fed: Option<(i64,)> = sqlx::query_as(self.sql.closure_removal_fed)
+            .bind(atm.as_str())
+            .fetch_optional(&mut **transaction)
+            .await
+            .map_err(unavailable::<D>)?;
+        Ok(fed.map(|(fed,)| fed != 0))
+    }
+}
 
 #[async_trait]
 impl<D: SqlDialect> AtmClosureRecords for SqlStore<D>
 where
     for<'c> &'c mut Connection<D>: Executor<'c, Database = Db<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
-    for<'q> Option<&'q str>: Encode<'q, Db<D>>,
+    for<'q> Option<&'q str>: Encode<'q, Db<D>> + Type<Db<D>>,
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
     (i32,): for<'r> FromRow<'r, Row<D>>,
+    (i64,): for<'r> FromRow<'r, Row<D>>,
+    rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmStateRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable> {
         async {
@@ -34,6 +93,10 @@ where
                 transaction.rollback().await.map_err(unavailable::<D>)?;
                 return Ok(false);
             }
+            let now = closure.announced_at;
+            // A closed ATM given a date to come is open again.
+            let reopened =
+                self.removal_fed(&mut transaction, &closure.atm).await? == Some(true) && !closure.in_effect(now);
             let (atm, closes_on, explanation, short_notice, announced_at) = rows::atm_closure_row(closure);
             sqlx::query(self.sql.put_atm_closure)
                 .bind(atm.as_str())
@@ -44,6 +107,15 @@ where
                 .execute(&mut *transaction)
                 .await
                 .map_err(unavailable::<D>)?;
+            if reopened {
+                sqlx::query(self.sql.set_closure_removal_fed)
+                    .bind(0_i64)
+                    .bind(atm.as_str())
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?;
+            }
+            self.feed_closure_change(&mut transaction, &closure.atm, Some(closure), reopened, now).await?;
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(true)
         }
@@ -51,13 +123,23 @@ where
         .await
     }
 
-    async fn cancel(&self, atm: &AtmId) -> Result<bool, StoreUnavailable> {
-        let done = sqlx::query(self.sql.cancel_atm_closure)
-            .bind(atm.as_str())
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("DELETE atm_closures"))
-            .await
-            .map_err(unavailable::<D>)?;
-        Ok(done.rows_affected() > 0)
+    async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable> {
+        async {
+            let mut transaction = self.dialect.begin_atm_edit().await?;
+            let Some(fed) = self.removal_fed(&mut transaction, atm).await? else {
+                transaction.rollback().await.map_err(unavailable::<D>)?;
+                return Ok(false);
+            };
+            sqlx::query(self.sql.cancel_atm_closure)
+                .bind(atm.as_str())
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable::<D>)?;
+            self.feed_closure_change(&mut transaction, atm, None, fed, now).await?;
+            transaction.commit().await.map_err(unavailable::<D>)?;
+            Ok(true)
+        }
+        .instrument(db::<D>("DELETE atm_closures"))
+        .await
     }
 }

@@ -3,6 +3,7 @@
 //! `atm_state_log`, whose trigger moves the change counter.
 
 use async_trait::async_trait;
+use domain::atm_feed::state_changes;
 use domain::atm_state::{AtmId, AtmState, AtmStateEvent};
 use domain::ports::{AtmStateRecords, StateOutcome, StoreUnavailable};
 use domain::posted::EventTime;
@@ -23,6 +24,10 @@ where
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
     Option<i64>: for<'q> Encode<'q, Db<D>>,
     rows::AtmStateRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
+    rows::AtmClosureRow: for<'r> FromRow<'r, Row<D>>,
+    (i64,): for<'r> FromRow<'r, Row<D>>,
+    for<'q> Option<&'q str>: Type<Db<D>>,
 {
     /// Events by ATM and then in the order they apply: each ATM's state is read once, and
     /// written once, after its last event.
@@ -39,7 +44,7 @@ where
         async {
             let mut outcomes = vec![StateOutcome::Duplicate; events.len()];
             let mut transaction = self.dialect.begin_state_apply().await?;
-            let mut changed = false;
+            let mut changed = Vec::new();
             for run in in_order.chunk_by(|&a, &b| events[a].atm == events[b].atm) {
                 let atm = &events[run[0]].atm;
                 let stored: Option<rows::AtmStateRow> = sqlx::query_as(self.sql.atm_state)
@@ -83,15 +88,19 @@ where
                         .execute(&mut *transaction)
                         .await
                         .map_err(unavailable::<D>)?;
-                    changed = true;
+                    changed.push((atm, state));
                 }
             }
-            if changed {
+            if !changed.is_empty() {
                 sqlx::query(self.sql.touch_atm_state_log)
                     .bind(received_at.unix_micros())
                     .execute(&mut *transaction)
                     .await
                     .map_err(unavailable::<D>)?;
+                let closures = self.read_atm_set_closures(&mut transaction).await?;
+                let changes = state_changes(&changed, &closures, received_at);
+                self.append_changes(&mut transaction, &changes, received_at.unix_micros().div_euclid(1_000_000))
+                    .await?;
             }
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(outcomes)

@@ -4,6 +4,8 @@
 
 use async_trait::async_trait;
 use domain::atm_catalog::StoredAtm;
+use domain::atm_closure::AtmClosure;
+use domain::atm_feed::set_changes;
 use domain::ports::{AtmRecords, AtmSetEdit, EditPlan, StoreUnavailable};
 use sqlx::{Encode, Executor, FromRow, Type};
 use tracing::Instrument as _;
@@ -31,10 +33,20 @@ where
         let found: Vec<rows::AtmRow> =
             sqlx::query_as(self.sql.atms_in_order).fetch_all(&mut **transaction).await.map_err(unavailable::<D>)?;
         let atms = found.into_iter().map(rows::atm).collect::<Result<_, _>>()?;
+        let closures = self.read_atm_set_closures(transaction).await?;
+        let (feed_head,): (i64,) =
+            sqlx::query_as(self.sql.feed_head).fetch_one(&mut **transaction).await.map_err(unavailable::<D>)?;
+        Ok(AtmSet { atms, last_updated, closures, feed_head })
+    }
+
+    /// Every closure announced, read in `transaction`.
+    pub(super) async fn read_atm_set_closures(
+        &self,
+        transaction: &mut sqlx::Transaction<'static, Db<D>>,
+    ) -> Result<Vec<AtmClosure>, StoreUnavailable> {
         let closures: Vec<rows::AtmClosureRow> =
             sqlx::query_as(self.sql.atm_closures).fetch_all(&mut **transaction).await.map_err(unavailable::<D>)?;
-        let closures = closures.into_iter().map(rows::atm_closure).collect::<Result<_, _>>()?;
-        Ok(AtmSet { atms, last_updated, closures })
+        closures.into_iter().map(rows::atm_closure).collect()
     }
 }
 
@@ -47,6 +59,7 @@ where
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
     rows::AtmClosureRow: for<'r> FromRow<'r, Row<D>>,
     for<'q> &'q str: Encode<'q, Db<D>> + Type<Db<D>>,
+    for<'q> Option<&'q str>: Encode<'q, Db<D>> + Type<Db<D>>,
     Self: ViewSource,
 {
     async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
@@ -55,6 +68,8 @@ where
             sqlx::query(self.sql.delete_every_atm).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
             D::write_atms(&mut transaction, atms).await?;
             sqlx::query(self.sql.date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
+            // A whole new set is no change of the old one: every cursor starts again.
+            sqlx::query(self.sql.reset_change_floor).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
             transaction.commit().await.map_err(unavailable::<D>)
         }
         .instrument(db::<D>("REPLACE atms"))
@@ -84,6 +99,8 @@ where
         D::delete_atms(&mut transaction, &removals).await?;
         D::write_atms(&mut transaction, &upserts).await?;
         sqlx::query(self.sql.date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
+        let changes = set_changes(&stored.closures, &upserts, &removals, now);
+        self.append_changes(&mut transaction, &changes, now).await?;
         transaction.commit().await.map_err(unavailable::<D>)
     }
 }

@@ -17,6 +17,7 @@
 //! [`SqlDialect`]: super::SqlDialect
 //! [`SqlDialect::Database`]: super::SqlDialect::Database
 
+mod atm_changes;
 mod atm_closures;
 mod atm_states;
 mod atms;

@@ -1,0 +1,302 @@
+//! The ATMs' change feed (`GET /api/v1/atms/changes`, issue 45): every change of what
+//! apps are shown of the ATMs, in the order the store committed it, so an app keeps a
+//! copy in step by asking for what came after the last change it read.
+//!
+//! Writers append changes in the transaction that makes them, each numbered by the
+//! store under one lock that every such writer takes last ([ADR 0049]): numbers become
+//! visible in the order they were given, so a reader that read up to `n` never finds a
+//! smaller number later. A feed read without a cursor starts with a snapshot of the ATM
+//! set as served, taken in key order, then the log after the head it began at.
+//!
+//! [ADR 0049]: ../../../docs/adr/0049-atm-change-feed.md
+
+use std::fmt;
+
+use serde_json::{Value, json};
+
+use crate::atm_catalog::StoredAtm;
+use crate::atm_closure::AtmClosure;
+use crate::atm_state::{AtmId, AtmState, Reported, Services};
+use crate::ports::AtmKey;
+use crate::posted::EventTime;
+
+/// The most changes one page may hold.
+pub const MOST_CHANGES: usize = 1_000;
+
+/// The changes a page holds unless `limit` says otherwise.
+pub const DEFAULT_CHANGES: usize = 500;
+
+/// What a change did.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum ChangeKind {
+    /// The ATM's record was added or replaced.
+    Upserted,
+    /// The ATM left the set as served (dropped by an import, or closed).
+    Removed,
+    /// Its state or closure changed.
+    State,
+}
+
+impl ChangeKind {
+    /// Its name on the wire and in the store.
+    pub fn name(self) -> &'static str {
+        match self {
+            Self::Upserted => "upserted",
+            Self::Removed => "removed",
+            Self::State => "state",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Upserted, Self::Removed, Self::State].into_iter().find(|kind| kind.name() == name)
+    }
+}
+
+/// One change, as its writer appends it (the store numbers it).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AtmChange {
+    /// The brand of the record (upserted and removed; a state is every brand's).
+    pub brand: Option<String>,
+    /// The ATM's `Identification`.
+    pub atm: String,
+    /// What it did.
+    pub kind: ChangeKind,
+    /// When it happened.
+    pub at: EventTime,
+    /// The record, as OBIE ATM 2.3 JSON (upserted), or the state object (state).
+    pub body: Option<String>,
+}
+
+impl AtmChange {
+    /// `atm`'s record added or replaced at `at`.
+    pub fn upserted(atm: &StoredAtm, at: EventTime) -> Self {
+        Self {
+            brand: Some(atm.brand.clone()),
+            atm: atm.identification.clone(),
+            kind: ChangeKind::Upserted,
+            at,
+            body: Some(atm.record.clone()),
+        }
+    }
+
+    /// The record `key` (brand, identification) gone at `at`.
+    pub fn removed((brand, atm): &AtmKey, at: EventTime) -> Self {
+        Self { brand: Some(brand.clone()), atm: atm.clone(), kind: ChangeKind::Removed, at, body: None }
+    }
+
+    /// `atm`'s state now `state` (none heard yet) with `closure`, as the state read shows
+    /// an ATM whose state is fresh, at `at`: `Closed` once `closure` is in effect then.
+    pub fn state(atm: &AtmId, state: Option<&AtmState>, closure: Option<&AtmClosure>, at: EventTime) -> Self {
+        let closed = closure.filter(|closure| closure.in_effect(at.unix_micros().div_euclid(1_000_000)));
+        let body = match closed {
+            Some(closure) => closed_object(atm, closure),
+            None => state_object(atm, state, closure),
+        };
+        Self { brand: None, atm: atm.as_str().to_owned(), kind: ChangeKind::State, at, body: Some(body.to_string()) }
+    }
+}
+
+/// The state object of `atm`, as `GET /api/v1/atms/state` shows it while `state` is
+/// fresh: `Unknown` only when never heard of.
+fn state_object(atm: &AtmId, state: Option<&AtmState>, closure: Option<&AtmClosure>) -> Value {
+    let mut object = json!({"atmId": atm.as_str()});
+    let shown = match state {
+        None => "Unknown",
+        Some(state) if state.state == Reported::OutOfService => "OutOfService",
+        Some(state) if state.unavailable != Services::default() => "Limited",
+        Some(_) => "InService",
+    };
+    object["state"] = json!(shown);
+    let services: Vec<&str> =
+        state.map(|s| s.unavailable.iter().map(|service| service.name()).collect()).unwrap_or_default();
+    object["unavailableServices"] = json!(services);
+    if let Some(state) = state {
+        object["since"] = json!(state.since.to_string());
+        if let Some(back) = state.expected_back_at {
+            object["expectedBackAt"] = json!(back.to_string());
+        }
+        if let Some(reason) = &state.reason {
+            object["reason"] = json!(reason.as_str());
+        }
+    }
+    if let Some(closure) = closure {
+        object["closure"] =
+            json!({"closesOn": closure.closes_on.to_string(), "explanation": closure.explanation.as_str()});
+    }
+    object
+}
+
+/// The state object of an ATM whose `closure` is in effect.
+fn closed_object(atm: &AtmId, closure: &AtmClosure) -> Value {
+    json!({
+        "atmId": atm.as_str(),
+        "state": "Closed",
+        "unavailableServices": [],
+        "since": format!("{}T00:00:00Z", closure.closes_on),
+        "closure": {"closesOn": closure.closes_on.to_string(), "explanation": closure.explanation.as_str()},
+    })
+}
+
+/// A change as the store numbered it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LoggedChange {
+    /// Its number: the order of the commits.
+    pub seq: i64,
+    /// The change.
+    pub change: AtmChange,
+}
+
+/// What the store's change log holds, and the changes a read found.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct ChangeLog {
+    /// The store's identity: a cursor of another store (a copy, a restored one) is not
+    /// this one's.
+    pub store: String,
+    /// The highest number given.
+    pub head: i64,
+    /// Every change numbered above this is kept; a cursor below it is too old.
+    pub floor: i64,
+    /// The changes read, by number.
+    pub changes: Vec<LoggedChange>,
+}
+
+/// Where a reader of the feed stands: the opaque `since` of the next page.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct FeedCursor {
+    /// The store's identity ([`ChangeLog::store`]).
+    pub store: String,
+    /// Where in the feed.
+    pub position: Position,
+}
+
+/// A place in the feed.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Position {
+    /// In the snapshot that began at the log's `head`, after the record `after` (brand,
+    /// identification) of the set's order; none read yet when `None`.
+    Snapshot {
+        /// The log's head when the snapshot began: the log is read after it next.
+        head: i64,
+        /// The last record read.
+        after: Option<AtmKey>,
+    },
+    /// In the log, after change `after`.
+    Log {
+        /// The last change read.
+        after: i64,
+    },
+}
+
+/// A cursor that is no cursor of this feed's.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, thiserror::Error)]
+#[error("not a cursor of this feed")]
+pub struct BadCursor;
+
+fn hex(text: &str) -> String {
+    text.bytes().map(|byte| format!("{byte:02x}")).collect()
+}
+
+fn unhex(text: &str) -> Option<String> {
+    if text.len() % 2 != 0 {
+        return None;
+    }
+    let bytes: Option<Vec<u8>> =
+        (0..text.len()).step_by(2).map(|at| u8::from_str_radix(text.get(at..at + 2)?, 16).ok()).collect();
+    String::from_utf8(bytes?).ok()
+}
+
+impl fmt::Display for FeedCursor {
+    /// `l.STORE.N` in the log; `s.STORE.HEAD[.BRAND.ID]` (hex) in the snapshot: letters,
+    /// digits and dots only, so it goes into a URL as it is.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match &self.position {
+            Position::Log { after } => write!(f, "l.{}.{after}", self.store),
+            Position::Snapshot { head, after: None } => write!(f, "s.{}.{head}", self.store),
+            Position::Snapshot { head, after: Some((brand, atm)) } => {
+                write!(f, "s.{}.{head}.{}.{}", self.store, hex(brand), hex(atm))
+            }
+        }
+    }
+}
+
+impl FeedCursor {
+    /// Reads a cursor as [`FeedCursor`]'s `Display` writes it.
+    ///
+    /// # Errors
+    /// [`BadCursor`] for anything else.
+    pub fn parse(raw: &str) -> Result<Self, BadCursor> {
+        let parts: Vec<&str> = raw.split('.').collect();
+        let number =
+            |text: &str| text.parse::<i64>().ok().filter(|n| *n >= 0 && text.bytes().all(|b| b.is_ascii_digit()));
+        let store = |text: &str| {
+            (!text.is_empty() && text.len() <= 64 && text.bytes().all(|b| b.is_ascii_alphanumeric()))
+                .then(|| text.to_owned())
+        };
+        let position = match parts.as_slice() {
+            ["l", _, after] => Position::Log { after: number(after).ok_or(BadCursor)? },
+            ["s", _, head] => Position::Snapshot { head: number(head).ok_or(BadCursor)?, after: None },
+            ["s", _, head, brand, atm] => Position::Snapshot {
+                head: number(head).ok_or(BadCursor)?,
+                after: Some((unhex(brand).ok_or(BadCursor)?, unhex(atm).ok_or(BadCursor)?)),
+            },
+            _ => return Err(BadCursor),
+        };
+        Ok(Self { store: store(parts[1]).ok_or(BadCursor)?, position })
+    }
+}
+
+/// The changes an edit of the set makes, for the feed, at `now` (seconds since the
+/// epoch): one per record added or replaced (`upserted`) and per record removed
+/// (`removed`), leaving out the ATMs closed at `now` (listed nowhere, already removed).
+pub fn set_changes(closures: &[AtmClosure], upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Vec<AtmChange> {
+    let at = EventTime::from_unix_micros(now.saturating_mul(1_000_000));
+    let closed = |atm: &str| closures.iter().any(|closure| closure.atm.as_str() == atm && closure.in_effect(now));
+    let upserted = upserts.iter().filter(|atm| !closed(&atm.identification)).map(|atm| AtmChange::upserted(atm, at));
+    let removed = removals.iter().filter(|(_, atm)| !closed(atm)).map(|key| AtmChange::removed(key, at));
+    upserted.chain(removed).collect()
+}
+
+/// The `state` changes of the ATMs whose state an apply changed (`changed`, the state
+/// each now has), received at `received_at`, each dated by its newest event: none for an
+/// ATM closed then (listed nowhere; its removal is in the feed).
+pub fn state_changes(
+    changed: &[(&AtmId, AtmState)],
+    closures: &[AtmClosure],
+    received_at: EventTime,
+) -> Vec<AtmChange> {
+    let now = received_at.unix_micros().div_euclid(1_000_000);
+    changed
+        .iter()
+        .filter_map(|(atm, state)| {
+            let closure = closures.iter().find(|closure| &closure.atm == *atm);
+            let closed = closure.is_some_and(|closure| closure.in_effect(now));
+            (!closed).then(|| AtmChange::state(atm, Some(state), closure, state.heard.0))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_cursor_reads_back_as_written_and_nothing_else_is_one() {
+        let cursors = [
+            FeedCursor { store: "ab12".into(), position: Position::Log { after: 42 } },
+            FeedCursor { store: "ab12".into(), position: Position::Snapshot { head: 7, after: None } },
+            FeedCursor {
+                store: "ab12".into(),
+                position: Position::Snapshot { head: 7, after: Some(("Banco Ñ".into(), "A.1".into())) },
+            },
+        ];
+        for cursor in cursors {
+            let written = cursor.to_string();
+            assert!(written.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'.'), "{written}");
+            assert_eq!(FeedCursor::parse(&written), Ok(cursor));
+        }
+        for bad in ["", "l.ab12", "l.ab12.-1", "l.ab12.+1", "x.ab12.1", "s.ab12.1.zz.00", "l..1", "s.ab12.1.41"] {
+            assert_eq!(FeedCursor::parse(bad), Err(BadCursor), "{bad:?}");
+        }
+    }
+}
