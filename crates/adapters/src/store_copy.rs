@@ -19,7 +19,7 @@ use domain::queue::event::QueueEvent;
 use domain::store_contents::StoreContents;
 use domain::token::{IssuedToken, SigningKey, TokenRecord};
 
-use crate::store::Store;
+use crate::store::{AtmSet, Store};
 
 /// Token records written per call: each call is one statement (PostgreSQL) or one
 /// transaction (SQLite).
@@ -75,7 +75,7 @@ struct Contents {
     clients: Vec<domain::client::ClientRegistration>,
     channels: Vec<domain::client::ChannelScope>,
     wait_times: Vec<WaitTimeEstimate>,
-    atms: crate::store::AtmSet,
+    atms: AtmSet,
     keys: Vec<SigningKey>,
     tokens: Vec<TokenRecord>,
     outages: Vec<domain::outage::PlannedOutage>,
@@ -101,7 +101,8 @@ async fn read(store: &Store, now: i64) -> Result<Contents, StoreUnavailable> {
         clients: store.clients.all().await?,
         channels: store.channels.all().await?,
         wait_times,
-        atms: store.view.atms().await?,
+        // The feed's numbers are each store's own: the copy starts its feed anew.
+        atms: AtmSet { feed_head: 0, ..store.view.atms().await? },
         keys,
         tokens: store.tokens.live(now).await?,
         outages: store.outages.not_over(now).await?,

@@ -19,12 +19,14 @@ use tracing::Instrument as _;
 use arc_swap::ArcSwap;
 use async_trait::async_trait;
 use domain::atm_catalog::AtmCatalog;
+use domain::atm_feed::FeedTail;
 use domain::atm_state::AtmStates;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use domain::client::{ChannelScope, ClientId, ClientRegistration, ClientStatus};
 use domain::dpop::DpopPolicy;
 use domain::ports::{
-    AccessPolicy, AtmDirectory, AtmStateDirectory, ClientRegistry, Clock, StoreUnavailable, TokenLedger, WaitTimeStore,
+    AccessPolicy, AtmDirectory, AtmFeedDirectory, AtmStateDirectory, ClientRegistry, Clock, StoreUnavailable,
+    TokenLedger, WaitTimeStore,
 };
 use domain::token::{IssuedToken, SigningKey, TokenId};
 use tokio::sync::Mutex;
@@ -130,6 +132,8 @@ pub struct StoreView {
     wait_times: ArcSwap<WaitTable>,
     revoked: ArcSwap<foldhash::HashSet<TokenId>>,
     atm_states: ArcSwap<AtmStates>,
+    /// The newest changes of the ATMs' feed.
+    feed: ArcSwap<FeedTail>,
     /// The queue event log's counter as last seen: the view holds no events, it tells
     /// whoever follows the log ([`StoreView::queue_events_moved`]) that it moved.
     queue_events: tokio::sync::watch::Sender<i64>,
@@ -164,6 +168,7 @@ impl StoreView {
             wait_times: ArcSwap::from_pointee(WaitTable::empty()),
             revoked: ArcSwap::from_pointee(foldhash::HashSet::default()),
             atm_states: ArcSwap::from_pointee(AtmStates::default()),
+            feed: ArcSwap::from_pointee(FeedTail::default()),
             queue_events: tokio::sync::watch::Sender::new(0),
         });
         view.refresh().await?;
@@ -238,8 +243,15 @@ impl StoreView {
         if moved(|r| r.atms) || moved(|r| r.atm_closures) || closure_due {
             let set = self.store.view.atms().await?;
             metrics::gauge!("branch_atm_atms").set(set.atms.len() as f64);
-            let catalog = AtmCatalog::closing(set.atms, set.last_updated, set.closures, unix_now);
+            let catalog =
+                AtmCatalog::closing(set.atms, set.last_updated, set.closures, unix_now).at_feed_head(set.feed_head);
+            let closed = catalog.len() < catalog.entries();
             self.atms.store(Arc::new(catalog));
+            if closed {
+                // The feed says `removed` of an ATM once its closure is in effect: written
+                // once, by whichever instance sees it first.
+                self.store.changes.feed_closures_due(unix_now).await?;
+            }
             (done.atms, done.atm_closures) = (now.atms, now.atm_closures);
             reloaded("atms");
         }
@@ -250,12 +262,45 @@ impl StoreView {
             done.atm_states = now.atm_states;
             reloaded("atm_states");
         }
+        if moved(|r| r.atm_changes) {
+            self.follow_feed().await?;
+            done.atm_changes = now.atm_changes;
+            reloaded("atm_changes");
+        }
         if moved(|r| r.queue_events) {
             self.queue_events.send_replace(now.queue_events);
             done.queue_events = now.queue_events;
         }
         *seen = Some(done);
         self.refreshed_at.store(self.started.elapsed().as_millis() as u64, Ordering::Relaxed);
+        Ok(())
+    }
+
+    /// Reads the feed's changes after those held, or its newest [`FeedTail::MOST`] when
+    /// what is held does not follow on (a first load, another store, a floor passed).
+    async fn follow_feed(&self) -> Result<(), StoreUnavailable> {
+        const READ: usize = 1_000;
+        let held = self.feed.load_full();
+        let mut tail = (!held.store.is_empty()).then(|| FeedTail::clone(&held));
+        // Bounded: a tail that falls this far behind is read whole instead.
+        for _ in 0..FeedTail::MOST / READ {
+            let Some(current) = &tail else { break };
+            let log = self.store.changes.since(current.head, READ).await?;
+            let complete = log.changes.len() < READ;
+            tail = current.followed_by(log);
+            if complete {
+                break;
+            }
+        }
+        let tail = match tail {
+            Some(tail) => tail,
+            None => {
+                let top = self.store.changes.since(i64::MAX, 0).await?;
+                let from = top.head.saturating_sub(FeedTail::MOST as i64).max(top.floor);
+                FeedTail::of(self.store.changes.since(from, FeedTail::MOST).await?, from)
+            }
+        };
+        self.feed.store(Arc::new(tail));
         Ok(())
     }
 
@@ -494,6 +539,14 @@ impl AtmDirectory for StoreView {
     async fn catalog(&self) -> Result<Arc<AtmCatalog>, StoreUnavailable> {
         self.vouch()?;
         Ok(self.atms.load_full())
+    }
+}
+
+#[async_trait]
+impl AtmFeedDirectory for StoreView {
+    async fn tail(&self) -> Result<Arc<FeedTail>, StoreUnavailable> {
+        self.vouch()?;
+        Ok(self.feed.load_full())
     }
 }
 

@@ -36,6 +36,7 @@
 //! - [`openapi`] — the OpenAPI 3.1 document and the docs page.
 
 pub mod access_log;
+pub mod atm_changes;
 pub mod atm_states;
 pub mod atms;
 pub mod authorize;

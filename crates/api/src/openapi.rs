@@ -43,6 +43,7 @@ const OBIE_ATM_REFERENCE: &str = include_str!("../../../docs/reference/obie-atml
         crate::atms::list,
         crate::atm_states::list,
         crate::atm_states::post,
+        crate::atm_changes::list,
         crate::discovery::status,
         crate::discovery::outages,
         crate::meta::jwks,

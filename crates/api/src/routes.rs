@@ -6,10 +6,12 @@ use actix_web::http::{Method, header};
 use actix_web::{HttpRequest, HttpResponse, web};
 use utoipa_swagger_ui::{Config as SwaggerConfig, SwaggerUi};
 
-use crate::errors::{ApiError, Atms, Authorize, Meta, NoRoute, Operation, Revoke, SystemPosts, SystemToken, WaitTimes};
+use crate::errors::{
+    ApiError, AtmChanges, Atms, Authorize, Meta, NoRoute, Operation, Revoke, SystemPosts, SystemToken, WaitTimes,
+};
 use crate::{
-    atm_states, atms, authorize, cors, discovery, dpop, meta, middleware, openapi, queue_events, revoke, system_token,
-    wait_times,
+    atm_changes, atm_states, atms, authorize, cors, discovery, dpop, meta, middleware, openapi, queue_events, revoke,
+    system_token, wait_times,
 };
 
 /// Every route under `/api`.
@@ -36,6 +38,10 @@ pub fn routes(config: &mut web::ServiceConfig) {
             )
             .service(get_resource::<Atms, _, _>("/v1/atms", atms::list, Head::Answered).wrap(dpop::Nonces))
             .service(get_resource::<Atms, _, _>("/v1/atms/state", atm_states::list, Head::Answered).wrap(dpop::Nonces))
+            .service(
+                get_resource::<AtmChanges, _, _>("/v1/atms/changes", atm_changes::list, Head::Answered)
+                    .wrap(dpop::Nonces),
+            )
             .service(web::resource("/v1/atms/state-events").route(web::post().to(atm_states::post)).default_service(
                 web::to(|request: HttpRequest| async move {
                     other_method::<SystemPosts>(&request, Method::POST, "POST").await

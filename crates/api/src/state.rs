@@ -5,6 +5,7 @@ use std::sync::Arc;
 use actix_web::http::header;
 use actix_web::{HttpRequest, web};
 use domain::ports::{ProofNonces, RequestLimiter};
+use domain::services::atm_feed::AtmChangeFeed;
 use domain::services::atm_states::{AtmStateEnquiry, AtmStateIntake};
 use domain::services::atms::AtmInformation;
 use domain::services::authorize::TokenIssuance;
@@ -38,6 +39,8 @@ pub struct AppState {
     pub atm_state_events: Arc<dyn AtmStateIntake>,
     /// The ATMs' states, as apps read them.
     pub atm_states: Arc<dyn AtmStateEnquiry>,
+    /// The ATMs' change feed.
+    pub atm_changes: Arc<dyn AtmChangeFeed>,
     /// Bearer checks.
     pub bearer: Arc<dyn BearerAuthentication>,
     /// Wait times.

@@ -105,6 +105,10 @@ pub enum Message {
     TooManyBranches(usize),
     /// `atmId` is sent more often than allowed.
     TooManyAtmIds(usize),
+    /// A page size outside 1 to this.
+    LimitRange(usize),
+    /// A feed cursor older than the changes kept, or of another store.
+    CursorExpired,
     /// A branch asked for twice.
     DuplicateBranch(String),
     /// None of the branches is known.
@@ -191,6 +195,8 @@ pub fn expected(expected: Expected, language: Language) -> &'static str {
         }
         (Language::En, Expected::AtmId) => "an ATM's Identification: 1 to 35 characters, none hidden",
         (Language::Es, Expected::AtmId) => "la Identification de un cajero: de 1 a 35 caracteres, ninguno oculto",
+        (Language::En, Expected::FeedCursor) => "a next the change feed gave",
+        (Language::Es, Expected::FeedCursor) => "un next que dio el feed de cambios",
     }
 }
 
@@ -295,6 +301,12 @@ impl Message {
             Self::TooManyBranches(max) => format!("branches holds at most {max} branches."),
             Self::TooManyAtmIds(max) if es => format!("atmId admite como máximo {max} valores."),
             Self::TooManyAtmIds(max) => format!("atmId may be sent at most {max} times."),
+            Self::LimitRange(max) if es => format!("{at} debe ser un número entero de 1 a {max}."),
+            Self::LimitRange(max) => format!("{at} must be a whole number from 1 to {max}."),
+            Self::CursorExpired if es => {
+                "El cursor es anterior a los cambios guardados: empiece de nuevo sin since.".into()
+            }
+            Self::CursorExpired => "The cursor is older than the changes kept: start again without since.".into(),
             Self::DuplicateBranch(id) if es => format!("La sucursal {id} aparece más de una vez."),
             Self::DuplicateBranch(id) => format!("The branch {id} appears more than once."),
             Self::NoBranchKnown if es => "Ninguna de las sucursales solicitadas es conocida.".into(),
@@ -362,6 +374,8 @@ mod tests {
             Message::SentWith("latitude"),
             Message::NeedsPoint,
             Message::NotACode("ATMServices", "CashWithdrawal"),
+            Message::LimitRange(1_000),
+            Message::CursorExpired,
         ];
         for message in messages {
             let en = message.render(Some("branches[0].branchId"), Language::En);
@@ -389,6 +403,7 @@ mod tests {
             Expected::SystemId,
             Expected::SystemScope,
             Expected::AtmId,
+            Expected::FeedCursor,
         ];
         for shape in shapes {
             assert_ne!(expected(shape, Language::En), expected(shape, Language::Es), "{shape:?}");

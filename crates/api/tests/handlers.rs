@@ -23,6 +23,7 @@ use domain::atm_catalog::AtmCatalog;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime};
 use domain::limits::{Admission, Limit, LimitCheck, LimitExceeded};
 use domain::ports::{MockServingHealth, RequestLimiter, SigningFailed, StoreUnavailable};
+use domain::services::atm_feed::MockAtmChangeFeed;
 use domain::services::atm_states::{MockAtmStateEnquiry, MockAtmStateIntake};
 use domain::services::atms::{AtmSnapshot, ListAtmsError, MockAtmInformation};
 use domain::services::authorize::{AuthorizeError, ClientRefusal, MockTokenIssuance};
@@ -78,6 +79,7 @@ struct Mocks {
     queue_events: MockQueueEventIntake,
     atm_state_events: MockAtmStateIntake,
     atm_states: MockAtmStateEnquiry,
+    atm_changes: MockAtmChangeFeed,
     /// Token requests past the first refused for their caller (else every request
     /// admitted).
     one_token_request: bool,
@@ -116,6 +118,7 @@ impl Mocks {
             queue_events: Arc::new(self.queue_events),
             atm_state_events: Arc::new(self.atm_state_events),
             atm_states: Arc::new(self.atm_states),
+            atm_changes: Arc::new(self.atm_changes),
             bearer: Arc::new(self.bearer),
             wait_times: Arc::new(self.wait_times),
             atms: Arc::new(self.atms),

@@ -281,6 +281,8 @@ pub struct AtmCatalog {
     fingerprint: u64,
     /// When the next closure of an ATM of the set takes effect, if one is to come.
     next_closure: Option<i64>,
+    /// The change feed's head when the set was read.
+    feed_head: i64,
 }
 
 impl std::fmt::Debug for AtmCatalog {
@@ -371,6 +373,7 @@ impl AtmCatalog {
             last_updated,
             fingerprint: fingerprint.finish(),
             next_closure,
+            feed_head: 0,
         }
     }
 
@@ -387,6 +390,7 @@ impl AtmCatalog {
             last_updated,
             fingerprint: fingerprint.finish(),
             next_closure: None,
+            feed_head: 0,
         }
     }
 
@@ -406,6 +410,11 @@ impl AtmCatalog {
         self.open
     }
 
+    /// How many ATMs the set holds, closed ones too.
+    pub fn entries(&self) -> usize {
+        self.entries.len()
+    }
+
     /// Whether the set holds no open ATM.
     pub fn is_empty(&self) -> bool {
         self.open == 0
@@ -414,6 +423,31 @@ impl AtmCatalog {
     /// The entry at `index` (from a [`Hit`], or [`Self::with_identification`]).
     pub fn entry(&self, index: usize) -> Option<&Entry> {
         self.entries.get(index)
+    }
+
+    /// This catalog, read when the change feed's head was `head`: the set is what the
+    /// changes up to it made.
+    pub fn at_feed_head(mut self, head: i64) -> Self {
+        self.feed_head = head;
+        self
+    }
+
+    /// The change feed's head when the set was read.
+    pub fn feed_head(&self) -> i64 {
+        self.feed_head
+    }
+
+    /// The index of the first open entry after the record `(brand, identification)` in
+    /// the listings' order (whether or not the set still holds it).
+    pub fn open_after(&self, brand: &str, identification: &str) -> usize {
+        self.entries[..self.open].partition_point(|entry| {
+            (self.brand_names[entry.brand as usize].as_str(), entry.identification.as_ref()) <= (brand, identification)
+        })
+    }
+
+    /// The brand of `entry` (one of this catalog's).
+    pub fn brand_name(&self, entry: &Entry) -> &str {
+        &self.brand_names[entry.brand as usize]
     }
 
     /// Whether the entry at `index` is closed (its closure in effect).

@@ -11,6 +11,7 @@
 //! [ADR 0049]: ../../../docs/adr/0049-atm-change-feed.md
 
 use std::fmt;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
@@ -159,6 +160,59 @@ pub struct ChangeLog {
     pub floor: i64,
     /// The changes read, by number.
     pub changes: Vec<LoggedChange>,
+}
+
+/// The newest changes as an instance holds them, to serve the feed's pages from memory:
+/// those numbered above `from`, up to `head`. A cursor below `from` is read from the
+/// store.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct FeedTail {
+    /// The store's identity.
+    pub store: String,
+    /// Every change above it is kept in the store.
+    pub floor: i64,
+    /// The changes held are those numbered above this.
+    pub from: i64,
+    /// The highest number held.
+    pub head: i64,
+    /// The changes numbered `from + 1 ..= head`, in order (shared: following the log
+    /// copies pointers, not records).
+    pub changes: Vec<Arc<LoggedChange>>,
+}
+
+impl FeedTail {
+    /// The most changes an instance holds.
+    pub const MOST: usize = 10_000;
+
+    /// The tail `log` gives, read after `from`: its changes (the store may have had more
+    /// than were read; the next read follows on from the last).
+    pub fn of(log: ChangeLog, from: i64) -> Self {
+        let from = from.max(log.floor);
+        let head = log.changes.last().map_or(from, |c| c.seq);
+        Self {
+            store: log.store,
+            floor: log.floor,
+            from,
+            head,
+            changes: log.changes.into_iter().map(Arc::new).collect(),
+        }
+    }
+
+    /// This tail with `log`'s changes (read after its `head`) added, keeping the newest
+    /// [`Self::MOST`]: `None` when `log` is another store's or does not follow on (the
+    /// store was replaced, or its floor passed what is held), to be read whole again.
+    pub fn followed_by(&self, log: ChangeLog) -> Option<Self> {
+        let follows = log.changes.first().is_none_or(|c| c.seq == self.head + 1);
+        if log.store != self.store || log.floor > self.head || !follows {
+            return None;
+        }
+        let head = log.changes.last().map_or(self.head, |c| c.seq);
+        let mut changes = self.changes.clone();
+        changes.extend(log.changes.into_iter().map(Arc::new));
+        changes.drain(..changes.len().saturating_sub(Self::MOST));
+        let from = changes.first().map_or(head, |c| c.seq - 1).max(log.floor);
+        Some(Self { store: log.store, floor: log.floor, from, head, changes })
+    }
 }
 
 /// Where a reader of the feed stands: the opaque `since` of the next page.

@@ -38,4 +38,6 @@ pub enum Expected {
     SystemScope,
     /// 1 to 35 characters, none hidden: an ATM's OBIE `Identification`.
     AtmId,
+    /// A `next` the ATMs' change feed gave.
+    FeedCursor,
 }

@@ -24,13 +24,14 @@ use adapters::store_watch::{ServiceSignals, StoreHealth, StoreWatch};
 use adapters::system::{RandomIds, SystemClock};
 use adapters::view::{StoreView, ViewSettings};
 use domain::ports::{
-    AtmStateRecords, Clock, IdGenerator, ProofNonces, ProofReplays, QueueEventRecords, RequestLimiter,
-    StoreUnavailable, SystemRecords, TokenLedger,
+    AtmChangeRecords, AtmStateRecords, Clock, IdGenerator, ProofNonces, ProofReplays, QueueEventRecords,
+    RequestLimiter, StoreUnavailable, SystemRecords, TokenLedger,
 };
 use domain::posted::{EventTime, OLDEST_MINUTES};
 use domain::queue::live::LiveQueues;
 use domain::services::access::ChannelAccess;
 use domain::services::atm_closures::ClosureAdmin;
+use domain::services::atm_feed::AtmFeedService;
 use domain::services::atm_states::AtmStateService;
 use domain::services::atms::AtmLocator;
 use domain::services::authorize::TokenService;
@@ -352,14 +353,21 @@ fn spawn_store_upkeep(
     systems: Arc<dyn SystemRecords>,
     queue_events: Arc<dyn QueueEventRecords>,
     atm_states: Arc<dyn AtmStateRecords>,
+    (changes, retention_seconds): (Arc<dyn AtmChangeRecords>, i64),
     clock: Arc<dyn Clock>,
 ) {
     let records = Arc::new(records);
     spawn_every(UPKEEP_INTERVAL, move || {
         let (lifecycle, records, clock) = (Arc::clone(&lifecycle), Arc::clone(&records), Arc::clone(&clock));
-        let (systems, queue_events, atm_states) =
-            (Arc::clone(&systems), Arc::clone(&queue_events), Arc::clone(&atm_states));
+        let (systems, queue_events, atm_states, changes) =
+            (Arc::clone(&systems), Arc::clone(&queue_events), Arc::clone(&atm_states), Arc::clone(&changes));
         async move {
+            // The feed keeps its retention; an app with an older cursor starts again.
+            match changes.forget_before(clock.unix_now().saturating_sub(retention_seconds)).await {
+                Ok(0) => {}
+                Ok(forgotten) => tracing::info!(forgotten, "forgot the ATM changes past the feed's retention"),
+                Err(error) => tracing::warn!(error = %error, "old ATM changes could not be forgotten"),
+            }
             // Events older than a day are refused when posted and forgotten by the live
             // queues; the log keeps them an hour longer (a late replay finds them).
             let before = EventTime::from_unix_seconds(u64::try_from(clock.unix_now()).unwrap_or_default())
@@ -671,6 +679,7 @@ impl Application {
             Arc::clone(&store.systems),
             Arc::clone(&store.queue_events),
             Arc::clone(&store.atm_states),
+            (Arc::clone(&store.changes), settings.catalog.atm_change_retention_seconds()),
             Arc::clone(&clock),
         );
         let watch = StoreWatch::new(Arc::clone(&store.lifecycle));
@@ -770,6 +779,7 @@ impl Application {
             )),
             atm_state_events: atm_states.clone(),
             atm_states,
+            atm_changes: Arc::new(AtmFeedService::new(view.clone(), view.clone(), Arc::clone(&store.changes))),
             keys: Arc::new(PublishedKeys::new(jwt)),
             server_metadata: api::meta::server_metadata(&public_base_url),
             origins: Arc::new(OriginPolicy::new(view.clone())),

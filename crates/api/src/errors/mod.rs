@@ -20,8 +20,10 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use domain::dpop::ProofRefusal;
+use domain::input::Expected;
 use domain::limits::LimitExceeded;
 use domain::ports::TokenRejected;
+use domain::services::atm_feed::FeedError;
 use domain::services::atms::ListAtmsError;
 use domain::services::authorize::AuthorizeError;
 use domain::services::bearer::BearerError;
@@ -64,6 +66,9 @@ pub mod code {
     pub const INVALID_SCOPE: &str = "invalid_scope";
     /// 403 of the systems' operations (RFC 6750 §3.1): the token lacks the scope.
     pub const INSUFFICIENT_SCOPE: &str = "insufficientScope";
+    /// 410 of the ATMs' change feed: the cursor is older than the changes kept; start
+    /// again without one.
+    pub const CURSOR_EXPIRED: &str = "cursorExpired";
 }
 
 /// The RFC 6749 §5.2 `error` of a failure with wire `code` (the revocation endpoint's
@@ -126,6 +131,9 @@ pub enum WaitTimes {}
 /// GET /v1/atms.
 #[derive(Debug)]
 pub enum Atms {}
+/// GET /v1/atms/changes: ErrorResponse bodies (its 410 carries a `code`).
+#[derive(Debug)]
+pub enum AtmChanges {}
 /// POST /v1/revoke (RFC 7009).
 #[derive(Debug)]
 pub enum Revoke {}
@@ -160,6 +168,19 @@ impl Operation for Atms {
     const SHAPE: Shape = Shape::Obie;
     const REFUSALS: &'static str = "bearer";
     /// 503 with `Retry-After` (docs/contract.md).
+    fn outage() -> Failure<Self> {
+        Failure {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
+            ..Failure::server_unavailable()
+        }
+    }
+}
+
+impl Operation for AtmChanges {
+    const SHAPE: Shape = Shape::ErrorResponse;
+    const REFUSALS: &'static str = "bearer";
+    /// 503 with `Retry-After`, as the ATM pages.
     fn outage() -> Failure<Self> {
         Failure {
             status: StatusCode::SERVICE_UNAVAILABLE,
@@ -602,6 +623,19 @@ impl From<ListAtmsError> for Failure<Atms> {
         match error {
             ListAtmsError::PageOutOfRange(past) => BadRequest::new("page", Message::PageRange(past.last_page)).into(),
             ListAtmsError::Unavailable(cause) => Self::outage_because("the ATM set is unavailable", cause),
+        }
+    }
+}
+
+impl From<FeedError> for Failure<AtmChanges> {
+    fn from(error: FeedError) -> Self {
+        match error {
+            FeedError::BadCursor => BadRequest::new("since", Message::Malformed(Expected::FeedCursor)).into(),
+            FeedError::Expired => Self {
+                location: Some("since".into()),
+                ..Self::new(StatusCode::GONE, code::CURSOR_EXPIRED, Message::CursorExpired)
+            },
+            FeedError::Unavailable(cause) => Self::outage_because("the change feed is unavailable", cause),
         }
     }
 }

@@ -88,6 +88,17 @@ pub trait AtmStateDirectory: Send + Sync {
     async fn states(&self) -> Result<Arc<crate::atm_state::AtmStates>, StoreUnavailable>;
 }
 
+/// The newest changes of the ATMs' feed, as an instance holds them to serve.
+#[cfg_attr(any(test, feature = "mock"), mockall::automock)]
+#[async_trait]
+pub trait AtmFeedDirectory: Send + Sync {
+    /// The changes held, and the log's identity, floor and head as last read.
+    ///
+    /// # Errors
+    /// [`StoreUnavailable`] when what is held can no longer be vouched for.
+    async fn tail(&self) -> Result<Arc<crate::atm_feed::FeedTail>, StoreUnavailable>;
+}
+
 /// The server-side record of issued tokens.
 #[cfg_attr(any(test, feature = "mock"), mockall::automock)]
 #[async_trait]

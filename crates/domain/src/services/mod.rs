@@ -15,6 +15,7 @@
 //!   by the bank's systems (POST /v1/branches/queue-events).
 //! - [`atm_states`] ([`atm_states::AtmStateIntake`], [`atm_states::AtmStateEnquiry`]):
 //!   ATM state events posted by the bank's monitoring, and the states apps read.
+//! - [`atm_feed`] ([`atm_feed::AtmChangeFeed`]): the ATMs' change feed apps follow.
 //! - [`posts`]: what every post of the systems' events shares.
 //! - [`systems`] ([`systems::SystemTokenIssuance`], [`systems::SystemAuthentication`]):
 //!   tokens for the bank's systems (POST /v1/token, client credentials), and their checks.
@@ -40,6 +41,7 @@
 
 pub mod access;
 pub mod atm_closures;
+pub mod atm_feed;
 pub mod atm_states;
 pub mod atms;
 pub mod authorize;

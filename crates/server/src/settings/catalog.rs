@@ -37,6 +37,10 @@ pub struct Catalog {
     /// to 1440.
     #[arg(long, value_name = "N", default_value_t = 15)]
     pub atm_state_fresh_minutes: u32,
+    /// The ATMs' change feed keeps changes this many days, 1 to 366: an app whose cursor
+    /// is older is told to start again (410).
+    #[arg(long, value_name = "DAYS", default_value_t = 30)]
+    pub atm_change_retention_days: u32,
 }
 
 impl Catalog {
@@ -60,7 +64,15 @@ impl Catalog {
         f64::from(self.atm_state_fresh_minutes)
     }
 
+    /// How long the change feed keeps a change, in seconds.
+    pub fn atm_change_retention_seconds(&self) -> i64 {
+        i64::from(self.atm_change_retention_days) * 86_400
+    }
+
     pub(super) fn check(&self) -> Result<(), SettingsError> {
+        if !(1..=366).contains(&self.atm_change_retention_days) {
+            return Err(SettingsError("atm-change-retention-days must be from 1 to 366".to_owned()));
+        }
         if !(1..=1440).contains(&self.queue_live_minutes) {
             return Err(SettingsError("queue-live-minutes must be from 1 to 1440".to_owned()));
         }
