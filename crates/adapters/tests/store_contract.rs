@@ -637,7 +637,7 @@ async fn the_change_feed_numbers_every_change_of_the_set_states_and_closures_in_
     store.atms.edit(&mut |_| edit.clone(), NOW + 1).await.unwrap();
     let system = system_id("atm.monitoring");
     let event = state_event("s-1", "A3", NOW_MICROS, Reported::OutOfService, 0);
-    store.atm_states.apply(&system, &[event.clone()], micros(NOW_MICROS), FRESH).await.unwrap();
+    store.atm_states.apply(&system, std::slice::from_ref(&event), micros(NOW_MICROS), FRESH).await.unwrap();
     store.atm_states.apply(&system, &[event], micros(NOW_MICROS), FRESH).await.unwrap();
     let mut closing = closure("A3", 2027);
     closing.closes_on = time::macros::date!(2027 - 01 - 20);

@@ -14,6 +14,7 @@ use domain::testing::ManualClock;
 use domain::text::Explanation;
 use serde_json::{Value, json};
 
+use crate::atm_changes::{Copy, follow};
 use crate::atm_states::{atms_offering, states_of};
 use crate::helpers::{Session, TestApp, eventually};
 
@@ -54,6 +55,8 @@ async fn an_atm_closes_at_its_date_everywhere_at_once_and_a_cancelled_closure_re
     let (atm, lat, lon) = atms_offering(&app, &session, "CashWithdrawal").await.remove(0);
     let near = format!("/api/v1/atms?latitude={lat}&longitude={lon}");
     let (_, total) = listed(&app, &session, "/api/v1/atms").await;
+    let mut copy = Copy::new();
+    let (start, _) = follow(&app, &session, &mut copy, None, 1_000).await;
     let admin = closures(&app, clock.clone()).await;
     let tomorrow = day_of(clock.unix_now()).next_day().unwrap();
     let id = AtmId::parse(&atm).unwrap();
@@ -104,6 +107,18 @@ async fn an_atm_closes_at_its_date_everywhere_at_once_and_a_cancelled_closure_re
     assert!(reopened.is_some(), "a cancelled closure reopens the ATM");
     let state = states_of(&app, &session, &[&atm]).await.remove(0);
     assert!(state.get("closure").is_none() && state["state"] != "Closed", "{state}");
+
+    // The feed told it all, in order: announced, closed at midnight, reopened.
+    let (_, read) = follow(&app, &session, &mut copy, Some(start), 1_000).await;
+    let told: Vec<(&str, &str)> = (read.iter())
+        .filter(|change| change["atmId"] == atm.as_str())
+        .map(|change| (change["change"].as_str().unwrap(), change["state"]["state"].as_str().unwrap_or("")))
+        .collect();
+    let first_state = told[0];
+    assert_eq!(first_state.0, "state");
+    assert_eq!(&told[1..], [("removed", ""), ("upserted", ""), ("state", first_state.1)], "{told:?}");
+    assert_eq!(read[0]["state"]["closure"], closure);
+    assert!(copy.values().any(|record| record["Identification"] == atm.as_str()), "back in the copy");
 }
 
 #[tokio::test]

@@ -3,6 +3,7 @@
 // Test code: a failed unwrap is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod atm_changes;
 mod atm_closures;
 mod atm_states;
 mod atms;
