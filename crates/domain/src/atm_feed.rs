@@ -301,14 +301,14 @@ impl FeedCursor {
 }
 
 /// The changes an edit of the set makes, for the feed, at `now` (seconds since the
-/// epoch): one per record added or replaced (`upserted`) and per record removed
-/// (`removed`), leaving out the ATMs closed at `now` (listed nowhere, already removed).
+/// epoch): one per record added or replaced (`upserted`) but of an ATM closed at `now`
+/// (listed nowhere), and one per record removed (`removed`), closed or not: a closure
+/// that came due a moment ago may not have fed its removal yet, and goes with its ATM.
 pub fn set_changes(closures: &[AtmClosure], upserts: &[StoredAtm], removals: &[AtmKey], now: i64) -> Vec<AtmChange> {
     let at = EventTime::from_unix_micros(now.saturating_mul(1_000_000));
     let closed = |atm: &str| closures.iter().any(|closure| closure.atm.as_str() == atm && closure.in_effect(now));
     let upserted = upserts.iter().filter(|atm| !closed(&atm.identification)).map(|atm| AtmChange::upserted(atm, at));
-    let removed = removals.iter().filter(|(_, atm)| !closed(atm)).map(|key| AtmChange::removed(key, at));
-    upserted.chain(removed).collect()
+    upserted.chain(removals.iter().map(|key| AtmChange::removed(key, at))).collect()
 }
 
 /// The `state` changes of the ATMs whose state an apply changed (`changed`, the state
@@ -333,6 +333,28 @@ pub fn state_changes(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_edit_feeds_each_record_it_changes_but_never_brings_back_a_closed_atm() {
+        let atm = |id: &str| crate::testing::stored_atm("Alfa", &json!({"Identification": id}));
+        let closure = AtmClosure {
+            atm: AtmId::parse("A2").unwrap(),
+            closes_on: time::macros::date!(2027 - 03 - 01),
+            explanation: crate::text::Explanation::parse("Gone").unwrap(),
+            short_notice: None,
+            announced_at: 0,
+        };
+        let midnight = crate::atm_closure::day_start(closure.closes_on);
+        let removals = [("Alfa".to_owned(), "A2".to_owned())];
+        let told = |now: i64| -> Vec<(ChangeKind, String)> {
+            let changes = set_changes(std::slice::from_ref(&closure), &[atm("A1"), atm("A2")], &removals, now);
+            changes.into_iter().map(|change| (change.kind, change.atm)).collect()
+        };
+        let all = [(ChangeKind::Upserted, "A1"), (ChangeKind::Upserted, "A2"), (ChangeKind::Removed, "A2")];
+        assert_eq!(told(midnight - 1), all.map(|(kind, id)| (kind, id.to_owned())), "announced: still served");
+        let closed = [(ChangeKind::Upserted, "A1"), (ChangeKind::Removed, "A2")];
+        assert_eq!(told(midnight), closed.map(|(kind, id)| (kind, id.to_owned())), "closed: not upserted again");
+    }
 
     #[test]
     fn a_cursor_reads_back_as_written_and_nothing_else_is_one() {
