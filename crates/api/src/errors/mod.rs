@@ -169,11 +169,7 @@ impl Operation for Atms {
     const REFUSALS: &'static str = "bearer";
     /// 503 with `Retry-After` (docs/contract.md).
     fn outage() -> Failure<Self> {
-        Failure {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
-            ..Failure::server_unavailable()
-        }
+        Failure::retry_later()
     }
 }
 
@@ -182,11 +178,7 @@ impl Operation for AtmChanges {
     const REFUSALS: &'static str = "bearer";
     /// 503 with `Retry-After`, as the ATM pages.
     fn outage() -> Failure<Self> {
-        Failure {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
-            ..Failure::server_unavailable()
-        }
+        Failure::retry_later()
     }
 }
 
@@ -196,11 +188,7 @@ impl Operation for Revoke {
     /// 503 with `Retry-After`: RFC 7009 §2.2.1's answer when the token could not be
     /// revoked (the app should assume it is still valid, and try again).
     fn outage() -> Failure<Self> {
-        Failure {
-            status: StatusCode::SERVICE_UNAVAILABLE,
-            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
-            ..Failure::server_unavailable()
-        }
+        Failure::retry_later()
     }
 }
 
@@ -379,6 +367,16 @@ impl<Op> Failure<Op> {
 
     fn server_unavailable() -> Self {
         Self::new(StatusCode::INTERNAL_SERVER_ERROR, code::SERVER_UNAVAILABLE, Message::ServerUnavailable)
+    }
+
+    /// 503 `serverUnavailable` with `Retry-After`: the outage of the operations that ask
+    /// the caller to come back (the ATM reads, revocation).
+    fn retry_later() -> Self {
+        Self {
+            status: StatusCode::SERVICE_UNAVAILABLE,
+            retry_after: Some(OUTAGE_RETRY_AFTER_SECONDS),
+            ..Self::server_unavailable()
+        }
     }
 
     fn noted(self, note: Note) -> Self {
