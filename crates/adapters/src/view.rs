@@ -249,8 +249,11 @@ impl StoreView {
             self.atms.store(Arc::new(catalog));
             if closed {
                 // The feed says `removed` of an ATM once its closure is in effect: written
-                // once, by whichever instance sees it first.
-                self.store.changes.feed_closures_due(unix_now).await?;
+                // once, by whichever instance sees it first. Not a reason to fail the
+                // refresh: the next reload (or the hourly upkeep) tries again.
+                if let Err(error) = self.store.changes.feed_closures_due(unix_now).await {
+                    tracing::warn!(%error, "the removal of a closed ATM could not be fed; tried again later");
+                }
             }
             (done.atms, done.atm_closures) = (now.atms, now.atm_closures);
             reloaded("atms");
@@ -283,14 +286,18 @@ impl StoreView {
         let held = self.feed.load_full();
         let mut tail = (!held.store.is_empty()).then(|| FeedTail::clone(&held));
         // Bounded: a tail that falls this far behind is read whole instead.
+        let mut caught_up = false;
         for _ in 0..FeedTail::MOST / READ {
             let Some(current) = &tail else { break };
             let log = self.store.changes.since(current.head, READ).await?;
-            let complete = log.changes.len() < READ;
+            caught_up = log.changes.len() < READ;
             tail = current.followed_by(log);
-            if complete {
+            if caught_up {
                 break;
             }
+        }
+        if !caught_up {
+            tail = None;
         }
         let tail = match tail {
             Some(tail) => tail,

@@ -624,10 +624,15 @@ async fn feed_after(store: &Store, after: i64) -> Vec<(i64, &'static str, String
 }
 
 async fn the_change_feed_numbers_every_change_of_the_set_states_and_closures_in_order(store: &Store) {
+    let before = store.changes.since(0, 0).await.unwrap().head;
     store.atms.replace(&brand("Alfa", &["A1", "A2"]), NOW).await.unwrap();
     let start = store.changes.since(0, 10).await.unwrap();
     assert!(!start.store.is_empty());
-    assert_eq!((start.floor, start.changes.len()), (start.head, 0), "a whole new set: every cursor starts again");
+    assert_eq!(
+        (start.floor, start.head, start.changes.len()),
+        (before + 1, before + 1, 0),
+        "a whole new set: every cursor starts again, one at the head too"
+    );
     assert_eq!(store.atms.current().await.unwrap().feed_head, start.head, "the set is read with the feed's head");
     let h = start.head;
 
@@ -670,6 +675,15 @@ async fn the_change_feed_numbers_every_change_of_the_set_states_and_closures_in_
     );
     assert_eq!(states[1]["closure"]["closesOn"], "2027-01-20");
     assert_eq!(log.changes[0].change.at, micros(NOW_MICROS), "a state change is dated by its event");
+    // A closure whose date came, cancelled before its removal was fed: reopened all the
+    // same (a snapshot since its date left it out).
+    let mut past = closure("A1", 2027);
+    past.closes_on = time::macros::date!(2027 - 01 - 01);
+    assert!(store.closures.announce(&past).await.unwrap());
+    assert!(store.closures.cancel(&AtmId::parse("A1").unwrap(), at_date).await.unwrap());
+    let reopened: Vec<(&str, String)> =
+        feed_after(store, h + 8).await.into_iter().map(|(_, kind, atm)| (kind, atm)).collect();
+    assert_eq!(reopened, [("state", "*/A1".into()), ("upserted", "Alfa/A1".into()), ("state", "*/A1".into())]);
     let upserted = &store.changes.since(h, 1).await.unwrap().changes[0].change;
     assert!(upserted.body.as_deref().unwrap().contains("Saltillo"), "an upsert carries the record as stored");
     assert_eq!(upserted.at, micros(NOW_MICROS + 1_000_000));

@@ -178,6 +178,9 @@ pub struct FeedTail {
     /// The changes numbered `from + 1 ..= head`, in order (shared: following the log
     /// copies pointers, not records).
     pub changes: Vec<Arc<LoggedChange>>,
+    /// The number of the newest change of the set (`upserted`, `removed`) followed, or
+    /// the first tail's `from` when none was: no change after it altered the set served.
+    pub last_set_change: i64,
 }
 
 impl FeedTail {
@@ -189,13 +192,9 @@ impl FeedTail {
     pub fn of(log: ChangeLog, from: i64) -> Self {
         let from = from.max(log.floor);
         let head = log.changes.last().map_or(from, |c| c.seq);
-        Self {
-            store: log.store,
-            floor: log.floor,
-            from,
-            head,
-            changes: log.changes.into_iter().map(Arc::new).collect(),
-        }
+        let last_set_change = last_set_change(&log.changes).unwrap_or(from);
+        let changes = log.changes.into_iter().map(Arc::new).collect();
+        Self { store: log.store, floor: log.floor, from, head, changes, last_set_change }
     }
 
     /// This tail with `log`'s changes (read after its `head`) added, keeping the newest
@@ -207,12 +206,25 @@ impl FeedTail {
             return None;
         }
         let head = log.changes.last().map_or(self.head, |c| c.seq);
+        let last_set_change = last_set_change(&log.changes).unwrap_or(self.last_set_change);
         let mut changes = self.changes.clone();
         changes.extend(log.changes.into_iter().map(Arc::new));
         changes.drain(..changes.len().saturating_sub(Self::MOST));
         let from = changes.first().map_or(head, |c| c.seq - 1).max(log.floor);
-        Some(Self { store: log.store, floor: log.floor, from, head, changes })
+        Some(Self { store: log.store, floor: log.floor, from, head, changes, last_set_change })
     }
+
+    /// The log's head as far as the set goes, for a catalog read at `catalog_head`: this
+    /// tail's head when no change of the set came after the catalog's (only states: the
+    /// catalog is the set as of the newest change held), else the catalog's own.
+    pub fn set_head(&self, catalog_head: i64) -> i64 {
+        if (self.last_set_change..=self.head).contains(&catalog_head) { self.head } else { catalog_head }
+    }
+}
+
+/// The number of the newest change of the set among `changes`.
+fn last_set_change(changes: &[LoggedChange]) -> Option<i64> {
+    changes.iter().rev().find(|c| c.change.kind != ChangeKind::State).map(|c| c.seq)
 }
 
 /// Where a reader of the feed stands: the opaque `since` of the next page.

@@ -341,7 +341,9 @@ impl AtmRecords for MemoryStore {
         state.atms = atms.iter().map(|atm| (key_of(atm), atm.clone())).collect();
         state.atms_updated = now;
         state.revisions.atms += 1;
-        // A whole new set is no change of the old one: every cursor starts again.
+        // A whole new set is no change of the old one: every cursor starts again, a
+        // cursor at the head too.
+        state.feed.head += 1;
         state.feed.floor = state.feed.head;
         state.revisions.atm_changes += 1;
         Ok(())
@@ -358,6 +360,7 @@ impl AtmRecords for MemoryStore {
         let AtmSetEdit::Apply { upserts, removals } = plan(&found) else { return Ok(()) };
         for atm in found.closures_left_without_atm(&upserts, &removals) {
             state.atm_closures.remove(&atm);
+            state.removal_fed.remove(&atm);
             state.revisions.atm_closures += 1;
         }
         for key in &removals {
@@ -382,7 +385,12 @@ impl AtmClosureRecords for MemoryStore {
             return Ok(false);
         }
         let now = closure.announced_at;
-        let reopened = !closure.in_effect(now) && state.removal_fed.remove(&closure.atm);
+        // A closed ATM given a date to come is open again (its removal fed or not yet).
+        let was_closed = state.atm_closures.get(&closure.atm).is_some_and(|old| old.in_effect(now));
+        let reopened = was_closed && !closure.in_effect(now);
+        if reopened {
+            state.removal_fed.remove(&closure.atm);
+        }
         state.atm_closures.insert(closure.atm.clone(), closure.clone());
         state.revisions.atm_closures += 1;
         state.feed_closure_change(&closure.atm, Some(closure), reopened, now);
@@ -391,11 +399,10 @@ impl AtmClosureRecords for MemoryStore {
 
     async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable> {
         let mut state = self.state()?;
-        if state.atm_closures.remove(atm).is_none() {
-            return Ok(false);
-        }
+        let Some(old) = state.atm_closures.remove(atm) else { return Ok(false) };
         state.revisions.atm_closures += 1;
-        let reopened = state.removal_fed.remove(atm);
+        state.removal_fed.remove(atm);
+        let reopened = old.in_effect(now);
         state.feed_closure_change(atm, None, reopened, now);
         Ok(true)
     }

@@ -190,9 +190,12 @@ pub(crate) struct Statements {
     pub put_atm_closure: &'static str,
     /// Removes the closure of the ATM `$1`.
     pub cancel_atm_closure: &'static str,
-    /// Whether the feed holds the removal of the ATM `$1` closed (`(removal_fed,)`; no row:
-    /// no closure).
-    pub closure_removal_fed: &'static str,
+    /// The closure of the ATM `$1` as it stands: `(closes_on, removal_fed)`; no row, no
+    /// closure.
+    pub closure_standing: &'static str,
+    /// Locks the ATMs' states' log row: a closure's write and a state apply take turns,
+    /// each feeding what the other committed.
+    pub lock_atm_state_log: &'static str,
     /// Sets whether the feed holds the removal of the ATM `$2` closed (`$1`: 0 or 1).
     pub set_closure_removal_fed: &'static str,
     /// The ATMs whose closure took effect by `$1` and whose removal the feed lacks.
@@ -210,8 +213,9 @@ pub(crate) struct Statements {
     pub feed_head: &'static str,
     /// The changes numbered above `$1`, at most `$2` ([`crate::rows::AtmChangeRow`]).
     pub changes_since: &'static str,
-    /// Moves the floor to the head: every cursor starts again (a whole new set).
-    pub reset_change_floor: &'static str,
+    /// Sets the head and the floor to `$1` and `$2` (the same): past every cursor given, so
+    /// each starts again (a whole new set).
+    pub restart_change_log: &'static str,
     /// The highest number appended before `$1` (seconds), if any.
     pub last_change_before: &'static str,
     /// Forgets the changes numbered up to `$1`.
@@ -395,7 +399,8 @@ impl Statements {
                 proposed("announced_at"),
             )),
             cancel_atm_closure: render("DELETE FROM atm_closures WHERE atm_id = $1"),
-            closure_removal_fed: render("SELECT removal_fed FROM atm_closures WHERE atm_id = $1"),
+            closure_standing: render("SELECT closes_on, removal_fed FROM atm_closures WHERE atm_id = $1"),
+            lock_atm_state_log: render(&format!("SELECT id FROM atm_state_log WHERE id = 1{for_update}")),
             set_closure_removal_fed: render("UPDATE atm_closures SET removal_fed = $1 WHERE atm_id = $2"),
             closures_due: render("SELECT atm_id FROM atm_closures WHERE closes_on <= $1 AND removal_fed = 0"),
             atms_with_id: render(
@@ -410,7 +415,7 @@ impl Statements {
                 "SELECT seq, brand, atm_id, kind, at_micros, body FROM atm_changes WHERE seq > $1 ORDER BY seq \
                  LIMIT $2",
             ),
-            reset_change_floor: render("UPDATE atm_change_log SET floor = head WHERE id = 1"),
+            restart_change_log: render("UPDATE atm_change_log SET head = $1, floor = $2 WHERE id = 1"),
             last_change_before: render("SELECT MAX(seq) FROM atm_changes WHERE written_at < $1"),
             forget_changes: render("DELETE FROM atm_changes WHERE seq <= $1"),
             raise_change_floor: render("UPDATE atm_change_log SET floor = $1 WHERE id = 1 AND floor < $2"),

@@ -134,8 +134,7 @@ impl AtmChangeFeed for AtmFeedService {
         let cursor = match since {
             Some(cursor) => cursor,
             None => {
-                let head = self.atms.catalog().await?.feed_head();
-                FeedCursor { store: tail.store.clone(), position: Position::Snapshot { head, after: None } }
+                FeedCursor { store: tail.store.clone(), position: Position::Snapshot { head: i64::MAX, after: None } }
             }
         };
         if cursor.store != tail.store {
@@ -144,10 +143,15 @@ impl AtmChangeFeed for AtmFeedService {
         let store = cursor.store;
         match cursor.position {
             Position::Snapshot { head, after } => {
+                let catalog = self.atms.catalog().await?;
+                // The set this page is cut from is what the changes up to its head made;
+                // the log resumes from the lower of that and the cursor's head (an
+                // instance whose view is behind gives an older set: what it lacks is in
+                // the log after its head). Changes replayed twice are harmless.
+                let head = head.min(tail.set_head(catalog.feed_head()));
                 if head < tail.floor {
                     return Err(FeedError::Expired);
                 }
-                let catalog = self.atms.catalog().await?;
                 let start = after.map_or(0, |(brand, atm)| catalog.open_after(&brand, &atm));
                 let end = start.saturating_add(limit).min(catalog.len());
                 let position = match end.checked_sub(1).and_then(|last| catalog.entry(last)) {
@@ -176,7 +180,8 @@ impl AtmChangeFeed for AtmFeedService {
                     return Err(FeedError::Expired);
                 }
                 if after > log.head {
-                    return Err(FeedError::BadCursor);
+                    // Beyond this store's log: a database restored from an older copy.
+                    return Err(FeedError::Expired);
                 }
                 let last = log.changes.last().map_or(after, |c| c.seq);
                 Ok(FeedPage {
@@ -185,5 +190,70 @@ impl AtmChangeFeed for AtmFeedService {
                 })
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::atm_catalog::StoredAtm;
+    use crate::atm_feed::{AtmChange, ChangeLog};
+    use crate::ports::{MockAtmChangeRecords, MockAtmDirectory, MockAtmFeedDirectory};
+
+    fn catalog(ids: &[&str], feed_head: i64) -> Arc<AtmCatalog> {
+        let atms: Vec<StoredAtm> = ids
+            .iter()
+            .map(|id| crate::testing::stored_atm("Alfa", &serde_json::json!({"Identification": id})))
+            .collect();
+        Arc::new(AtmCatalog::from_stored(atms, 1_800_000_000).at_feed_head(feed_head))
+    }
+
+    /// A tail of the changes `kinds` numbered from `from + 1`, all above the floor.
+    fn tail(from: i64, floor: i64, kinds: &[ChangeKind]) -> FeedTail {
+        let at = EventTime::from_unix_micros(0);
+        let changes = (from + 1..)
+            .zip(kinds)
+            .map(|(seq, &kind)| LoggedChange {
+                seq,
+                change: AtmChange { brand: None, atm: "A1".into(), kind, at, body: None },
+            })
+            .collect();
+        let log = ChangeLog { store: "s1".into(), head: from + kinds.len() as i64, floor, changes };
+        FeedTail::of(log, from)
+    }
+
+    fn feed(catalog: Arc<AtmCatalog>, tail: FeedTail) -> AtmFeedService {
+        let mut atms = MockAtmDirectory::new();
+        atms.expect_catalog().returning(move || Ok(Arc::clone(&catalog)));
+        let mut held = MockAtmFeedDirectory::new();
+        let tail = Arc::new(tail);
+        held.expect_tail().returning(move || Ok(Arc::clone(&tail)));
+        AtmFeedService::new(Arc::new(atms), Arc::new(held), Arc::new(MockAtmChangeRecords::new()))
+    }
+
+    fn snapshot(head: i64) -> FeedCursor {
+        FeedCursor { store: "s1".into(), position: Position::Snapshot { head, after: None } }
+    }
+
+    #[tokio::test]
+    async fn a_snapshot_page_from_an_instance_behind_resumes_the_log_from_its_own_set() {
+        // The cursor began at 9 elsewhere; this instance's set is as of 5, and the tail
+        // holds a change of the set at 7: the log must resume at 5, not 9.
+        let kinds = [ChangeKind::State, ChangeKind::Upserted, ChangeKind::State, ChangeKind::State];
+        let page = feed(catalog(&["A1"], 5), tail(5, 0, &kinds)).page(Some(snapshot(9)), 10).await.unwrap();
+        assert_eq!(page.next.position, Position::Log { after: 5 });
+        assert_eq!(page.items().count(), 1);
+    }
+
+    #[tokio::test]
+    async fn a_fresh_start_passes_state_changes_past_the_floor_instead_of_answering_410() {
+        // The set was read at 5; only states came after (the instance followed them all
+        // since it loaded), and retention forgot up to 8.
+        let followed = FeedTail { last_set_change: 4, ..tail(8, 8, &[ChangeKind::State; 12]) };
+        let page = feed(catalog(&["A1", "A2"], 5), followed).page(None, 1).await.unwrap();
+        assert_eq!(page.next.position, Position::Snapshot { head: 20, after: Some(("Alfa".into(), "A1".into())) });
+        let changed = FeedTail { last_set_change: 7, ..tail(8, 8, &[ChangeKind::State; 12]) };
+        let gone = feed(catalog(&["A1"], 5), changed).page(None, 1).await;
+        assert!(matches!(gone, Err(FeedError::Expired)), "a change of the set after 5 was forgotten");
     }
 }

@@ -69,6 +69,9 @@ where
     }
 }
 
+/// Changes forgotten per statement (by number), so that none holds the table long.
+const FORGET_PER_STATEMENT: i64 = 10_000;
+
 #[async_trait]
 impl<D: SqlDialect> AtmChangeRecords for SqlStore<D>
 where
@@ -109,6 +112,16 @@ where
 
     async fn feed_closures_due(&self, now: i64) -> Result<u64, StoreUnavailable> {
         async {
+            // Looked for first without a lock: the view asks at each reload of a set with a
+            // closed ATM, and must not wait on an import for nothing.
+            let due: Vec<(String,)> = sqlx::query_as(self.sql.closures_due)
+                .bind(now)
+                .fetch_all(self.dialect.pool())
+                .await
+                .map_err(unavailable::<D>)?;
+            if due.is_empty() {
+                return Ok(0);
+            }
             let mut transaction = self.dialect.begin_atm_edit().await?;
             let due: Vec<(String,)> = sqlx::query_as(self.sql.closures_due)
                 .bind(now)
@@ -150,6 +163,10 @@ where
                 .await
                 .map_err(unavailable::<D>)?;
             let Some(last) = last else { return Ok(0) };
+            let (_, _, floor): (String, i64, i64) = sqlx::query_as(self.sql.change_log_state)
+                .fetch_one(self.dialect.pool())
+                .await
+                .map_err(unavailable::<D>)?;
             // The floor first: a cursor below it is refused before its changes go.
             sqlx::query(self.sql.raise_change_floor)
                 .bind(last)
@@ -157,13 +174,23 @@ where
                 .execute(self.dialect.pool())
                 .await
                 .map_err(unavailable::<D>)?;
-            let done = sqlx::query(self.sql.forget_changes)
-                .bind(last)
-                .execute(self.dialect.pool())
-                .await
-                .map_err(unavailable::<D>)?;
-            use crate::sql::RowsAffected as _;
-            Ok(done.rows_affected())
+            // Then in steps, each its own short statement: a day of state changes is
+            // hundreds of thousands of rows, and appends go on meanwhile.
+            let mut forgotten = 0;
+            let mut upto = floor.min(last);
+            loop {
+                upto = upto.saturating_add(FORGET_PER_STATEMENT).min(last);
+                let done = sqlx::query(self.sql.forget_changes)
+                    .bind(upto)
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)?;
+                use crate::sql::RowsAffected as _;
+                forgotten += done.rows_affected();
+                if upto >= last {
+                    return Ok(forgotten);
+                }
+            }
         }
         .instrument(db::<D>("DELETE atm_changes"))
         .await

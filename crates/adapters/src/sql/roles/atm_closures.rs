@@ -54,18 +54,24 @@ where
         self.append_changes(transaction, &changes, now).await
     }
 
-    /// Whether the feed holds the removal of `atm` closed (`None`: no closure).
-    async fn removal_fed(
+    /// Begins a closure's write: the set's lock, then the states' (so a state apply at
+    /// the same time feeds this closure, and this feeds its state), and the closure of
+    /// `atm` as it stands, `(closes_on, removal_fed)`.
+    async fn begin_closure_write(
         &self,
-        transaction: &mut sqlx::Transaction<'static, Db<D>>,
         atm: &AtmId,
-    ) -> Result<Option<bool>, StoreUnavailable> {
-        let fed: Option<(i64,)> = sqlx::query_as(self.sql.closure_removal_fed)
+    ) -> Result<(sqlx::Transaction<'static, Db<D>>, Option<(i64, bool)>), StoreUnavailable>
+    where
+        (i64, i64): for<'r> FromRow<'r, Row<D>>,
+    {
+        let mut transaction = self.dialect.begin_atm_edit().await?;
+        sqlx::query(self.sql.lock_atm_state_log).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
+        let standing: Option<(i64, i64)> = sqlx::query_as(self.sql.closure_standing)
             .bind(atm.as_str())
-            .fetch_optional(&mut **transaction)
+            .fetch_optional(&mut *transaction)
             .await
             .map_err(unavailable::<D>)?;
-        Ok(fed.map(|(fed,)| fed != 0))
+        Ok((transaction, standing.map(|(closes_on, fed)| (closes_on, fed != 0))))
     }
 }
 
@@ -78,12 +84,13 @@ where
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
     (i32,): for<'r> FromRow<'r, Row<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,
+    (i64, i64): for<'r> FromRow<'r, Row<D>>,
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
     rows::AtmStateRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable> {
         async {
-            let mut transaction = self.dialect.begin_atm_edit().await?;
+            let (mut transaction, standing) = self.begin_closure_write(&closure.atm).await?;
             let found: Option<(i32,)> = sqlx::query_as(self.sql.atm_in_set)
                 .bind(closure.atm.as_str())
                 .fetch_optional(&mut *transaction)
@@ -94,9 +101,9 @@ where
                 return Ok(false);
             }
             let now = closure.announced_at;
-            // A closed ATM given a date to come is open again.
-            let reopened =
-                self.removal_fed(&mut transaction, &closure.atm).await? == Some(true) && !closure.in_effect(now);
+            // A closed ATM given a date to come is open again (its removal fed or not yet:
+            // a snapshot may have left it out since its date).
+            let reopened = standing.is_some_and(|(closes_on, _)| closes_on <= now) && !closure.in_effect(now);
             let (atm, closes_on, explanation, short_notice, announced_at) = rows::atm_closure_row(closure);
             sqlx::query(self.sql.put_atm_closure)
                 .bind(atm.as_str())
@@ -125,17 +132,18 @@ where
 
     async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable> {
         async {
-            let mut transaction = self.dialect.begin_atm_edit().await?;
-            let Some(fed) = self.removal_fed(&mut transaction, atm).await? else {
+            let (mut transaction, standing) = self.begin_closure_write(atm).await?;
+            let Some((closes_on, _)) = standing else {
                 transaction.rollback().await.map_err(unavailable::<D>)?;
                 return Ok(false);
             };
+            let reopened = closes_on <= now;
             sqlx::query(self.sql.cancel_atm_closure)
                 .bind(atm.as_str())
                 .execute(&mut *transaction)
                 .await
                 .map_err(unavailable::<D>)?;
-            self.feed_closure_change(&mut transaction, atm, None, fed, now).await?;
+            self.feed_closure_change(&mut transaction, atm, None, reopened, now).await?;
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(true)
         }

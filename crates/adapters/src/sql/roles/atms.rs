@@ -68,8 +68,18 @@ where
             sqlx::query(self.sql.delete_every_atm).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
             D::write_atms(&mut transaction, atms).await?;
             sqlx::query(self.sql.date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
-            // A whole new set is no change of the old one: every cursor starts again.
-            sqlx::query(self.sql.reset_change_floor).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
+            // A whole new set is no change of the old one: every cursor starts again, a
+            // cursor at the head too.
+            let (head,): (i64,) = sqlx::query_as(self.sql.lock_change_log)
+                .fetch_one(&mut *transaction)
+                .await
+                .map_err(unavailable::<D>)?;
+            sqlx::query(self.sql.restart_change_log)
+                .bind(head + 1)
+                .bind(head + 1)
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable::<D>)?;
             transaction.commit().await.map_err(unavailable::<D>)
         }
         .instrument(db::<D>("REPLACE atms"))
