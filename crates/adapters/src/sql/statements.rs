@@ -216,7 +216,8 @@ pub(crate) struct Statements {
     /// Sets the head and the floor to `$1` and `$2` (the same): past every cursor given, so
     /// each starts again (a whole new set).
     pub restart_change_log: &'static str,
-    /// The highest number appended before `$1` (seconds), if any.
+    /// The number of the last change appended before `$1` (seconds), if any (numbers and
+    /// append times go together but for hosts' clocks).
     pub last_change_before: &'static str,
     /// Forgets the changes numbered up to `$1`.
     pub forget_changes: &'static str,
@@ -416,7 +417,12 @@ impl Statements {
                  LIMIT $2",
             ),
             restart_change_log: render("UPDATE atm_change_log SET head = $1, floor = $2 WHERE id = 1"),
-            last_change_before: render("SELECT MAX(seq) FROM atm_changes WHERE written_at < $1"),
+            // By the index on `written_at`, newest first: `MAX(seq)` walked the whole log
+            // backwards by number when nothing was old enough (callgrind: 10 million
+            // instructions at each start on a log of 100,000 changes).
+            last_change_before: render(
+                "SELECT seq FROM atm_changes WHERE written_at < $1 ORDER BY written_at DESC, seq DESC LIMIT 1",
+            ),
             forget_changes: render("DELETE FROM atm_changes WHERE seq <= $1"),
             raise_change_floor: render("UPDATE atm_change_log SET floor = $1 WHERE id = 1 AND floor < $2"),
         }

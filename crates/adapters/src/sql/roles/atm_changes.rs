@@ -80,7 +80,6 @@ where
     for<'q> Option<&'q str>: Encode<'q, Db<D>> + Type<Db<D>>,
     i64: for<'q> Encode<'q, Db<D>> + Type<Db<D>>,
     (i64,): for<'r> FromRow<'r, Row<D>>,
-    (Option<i64>,): for<'r> FromRow<'r, Row<D>>,
     (String,): for<'r> FromRow<'r, Row<D>>,
     (String, i64, i64): for<'r> FromRow<'r, Row<D>>,
     rows::AtmRow: for<'r> FromRow<'r, Row<D>>,
@@ -157,12 +156,12 @@ where
 
     async fn forget_before(&self, before: i64) -> Result<u64, StoreUnavailable> {
         async {
-            let (last,): (Option<i64>,) = sqlx::query_as(self.sql.last_change_before)
+            let last: Option<(i64,)> = sqlx::query_as(self.sql.last_change_before)
                 .bind(before)
-                .fetch_one(self.dialect.pool())
+                .fetch_optional(self.dialect.pool())
                 .await
                 .map_err(unavailable::<D>)?;
-            let Some(last) = last else { return Ok(0) };
+            let Some((last,)) = last else { return Ok(0) };
             let (_, _, floor): (String, i64, i64) = sqlx::query_as(self.sql.change_log_state)
                 .fetch_one(self.dialect.pool())
                 .await
