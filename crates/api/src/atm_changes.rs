@@ -2,8 +2,9 @@
 
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse};
-use domain::atm_feed::{DEFAULT_CHANGES, FeedCursor, MOST_CHANGES};
+use domain::atm_feed::{ChangeKind, DEFAULT_CHANGES, FeedCursor, MOST_CHANGES};
 use domain::input::Expected;
+use domain::posted::EventTime;
 use domain::services::atm_feed::{FeedItem, FeedPage};
 use serde_json::Value;
 use utoipa::ToSchema;
@@ -11,6 +12,7 @@ use utoipa::ToSchema;
 use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
 use crate::errors::{ApiError, AtmChanges, BadRequest, Message, answer, mime_json};
 use crate::headers::{BearerHeaders, ErrorLanguage, OptionalCorrelation};
+use crate::json_text::push_string;
 use crate::request::{Query, authenticate, optional_uuid};
 use crate::state::AppState;
 
@@ -85,28 +87,30 @@ fn feed_query(raw: &str) -> Result<(Option<FeedCursor>, usize), BadRequest> {
     Ok((since, limit))
 }
 
-/// Writes `text` into `body` as a JSON string.
-fn push_string(body: &mut String, text: &str) {
-    body.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned()));
-}
-
-fn push_item(body: &mut String, item: &FeedItem<'_>) {
+/// Writes `item` into `body`; `at` holds the last time written, RFC 3339, reused while
+/// the items' times are the same (a snapshot's are all the set's date; an import's
+/// changes share theirs): formatting a date costs more than the rest of an item.
+fn push_item(body: &mut String, item: &FeedItem<'_>, at: &mut Option<(EventTime, String)>) {
     body.push_str(r#"{"atmId":"#);
     push_string(body, item.atm);
     body.push_str(r#","change":""#);
     body.push_str(item.kind.name());
     body.push_str(r#"","at":""#);
-    body.push_str(&item.at.to_string());
+    match at {
+        Some((time, text)) if *time == item.at => body.push_str(text),
+        _ => {
+            let text = item.at.to_string();
+            body.push_str(&text);
+            *at = Some((item.at, text));
+        }
+    }
     body.push('"');
     if let Some(brand) = item.brand {
         body.push_str(r#","brand":"#);
         push_string(body, brand);
     }
     if let Some(json) = item.body {
-        body.push_str(match item.kind {
-            domain::atm_feed::ChangeKind::State => r#","state":"#,
-            _ => r#","record":"#,
-        });
+        body.push_str(if item.kind == ChangeKind::State { r#","state":"# } else { r#","record":"# });
         // Stored as JSON by the service (the record validated at import, the state
         // written by `domain::atm_feed`): copied as it is.
         body.push_str(json);
@@ -116,13 +120,15 @@ fn push_item(body: &mut String, item: &FeedItem<'_>) {
 
 /// The answer's body, written in place: records and states are JSON already.
 fn render(page: &FeedPage, self_link: &str) -> Vec<u8> {
-    let mut body = String::with_capacity(4096);
+    let (items, size) = page.items_and_size();
+    let mut body = String::with_capacity(256 + size + self_link.len());
     body.push_str(r#"{"data":{"changes":["#);
-    for (n, item) in page.items().enumerate() {
+    let mut at = None;
+    for (n, item) in items.enumerate() {
         if n > 0 {
             body.push(',');
         }
-        push_item(&mut body, &item);
+        push_item(&mut body, &item, &mut at);
     }
     body.push_str(r#"],"next":""#);
     body.push_str(&page.next.to_string());

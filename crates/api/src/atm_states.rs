@@ -19,6 +19,7 @@ use crate::errors::bodies::ErrorResponseBody as ErrorResponse;
 use crate::errors::bodies::ObieErrorBody as AtmError;
 use crate::errors::{ApiError, Atms, BadRequest, Failure, Message, SystemPosts, answer, mime_json};
 use crate::headers::{BearerHeaders, ErrorLanguage, OptionalCorrelation};
+use crate::json_text::push_string;
 use crate::posts::{RejectedEventOut, posted_events};
 use crate::request::{Query, authenticate, optional_uuid};
 use crate::state::AppState;
@@ -231,12 +232,6 @@ fn state_query(raw: &str) -> Result<(PageRequest, Option<Vec<AtmId>>, String), B
         ids.push(id);
     }
     Ok((page, (!ids.is_empty()).then_some(ids), filters.finish()))
-}
-
-/// Writes `text` into `body` as a JSON string.
-fn push_string(body: &mut String, text: &str) {
-    // A `&str` always serializes; the fallback only keeps this total.
-    body.push_str(&serde_json::to_string(text).unwrap_or_else(|_| "\"\"".to_owned()));
 }
 
 /// Writes the link to page `page` (its `atmId`s kept) into `body`, quoted.

@@ -48,6 +48,7 @@ pub mod discovery;
 pub mod dpop;
 pub mod errors;
 pub mod headers;
+mod json_text;
 pub mod language;
 pub mod log_summary;
 pub mod meta;

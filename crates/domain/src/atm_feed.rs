@@ -259,8 +259,13 @@ pub enum Position {
 #[error("not a cursor of this feed")]
 pub struct BadCursor;
 
-fn hex(text: &str) -> String {
-    text.bytes().map(|byte| format!("{byte:02x}")).collect()
+/// `text`'s bytes as lower-case hex, written into `out`.
+fn push_hex(out: &mut String, text: &str) {
+    const DIGITS: &[u8; 16] = b"0123456789abcdef";
+    for byte in text.bytes() {
+        out.push(char::from(DIGITS[usize::from(byte >> 4)]));
+        out.push(char::from(DIGITS[usize::from(byte & 0x0f)]));
+    }
 }
 
 fn unhex(text: &str) -> Option<String> {
@@ -280,7 +285,11 @@ impl fmt::Display for FeedCursor {
             Position::Log { after } => write!(f, "l.{}.{after}", self.store),
             Position::Snapshot { head, after: None } => write!(f, "s.{}.{head}", self.store),
             Position::Snapshot { head, after: Some((brand, atm)) } => {
-                write!(f, "s.{}.{head}.{}.{}", self.store, hex(brand), hex(atm))
+                let mut key = String::with_capacity(2 * (brand.len() + atm.len()) + 1);
+                push_hex(&mut key, brand);
+                key.push('.');
+                push_hex(&mut key, atm);
+                write!(f, "s.{}.{head}.{key}", self.store)
             }
         }
     }

@@ -74,6 +74,13 @@ fn item(logged: &LoggedChange) -> FeedItem<'_> {
 }
 
 impl FeedPage {
+    /// The page's changes, in order, and about how many bytes they take as JSON (to size
+    /// the answer once).
+    pub fn items_and_size(&self) -> (Box<dyn Iterator<Item = FeedItem<'_>> + '_>, usize) {
+        let size = self.items().map(|item| 120 + item.atm.len() * 2 + item.body.map_or(0, str::len)).sum();
+        (self.items(), size)
+    }
+
     /// The page's changes, in order.
     pub fn items(&self) -> Box<dyn Iterator<Item = FeedItem<'_>> + '_> {
         match &self.items {
