@@ -87,48 +87,60 @@ fn feed_query(raw: &str) -> Result<(Option<FeedCursor>, usize), BadRequest> {
     Ok((since, limit))
 }
 
-/// Writes `item` into `body`; `at` holds the last time written, RFC 3339, reused while
-/// the items' times are the same (a snapshot's are all the set's date; an import's
-/// changes share theirs): formatting a date costs more than the rest of an item.
-fn push_item(body: &mut String, item: &FeedItem<'_>, at: &mut Option<(EventTime, String)>) {
-    body.push_str(r#"{"atmId":"#);
-    push_string(body, item.atm);
-    body.push_str(r#","change":""#);
-    body.push_str(item.kind.name());
-    body.push_str(r#"","at":""#);
-    match at {
-        Some((time, text)) if *time == item.at => body.push_str(text),
-        _ => {
-            let text = item.at.to_string();
-            body.push_str(&text);
-            *at = Some((item.at, text));
-        }
-    }
-    body.push('"');
-    if let Some(brand) = item.brand {
-        body.push_str(r#","brand":"#);
-        push_string(body, brand);
-    }
-    if let Some(json) = item.body {
-        body.push_str(if item.kind == ChangeKind::State { r#","state":"# } else { r#","record":"# });
-        // Stored as JSON by the service (the record validated at import, the state
-        // written by `domain::atm_feed`): copied as it is.
-        body.push_str(json);
-    }
-    body.push('}');
+/// What an item writes between its `atmId` and its JSON: `,"change":…,"at":…`, its brand
+/// and the name of what follows. Written once per run of items that share it (a
+/// snapshot's items all do, but for brand changes; an import's changes share theirs):
+/// formatting a date costs more than the rest of an item.
+struct Middle<'a> {
+    kind: ChangeKind,
+    at: EventTime,
+    brand: Option<&'a str>,
+    text: String,
 }
 
-/// The answer's body, written in place: records and states are JSON already.
+impl<'a> Middle<'a> {
+    fn of(item: &FeedItem<'a>) -> Self {
+        let mut text = String::with_capacity(96);
+        text.push_str(r#","change":""#);
+        text.push_str(item.kind.name());
+        text.push_str(r#"","at":""#);
+        text.push_str(&item.at.to_string());
+        text.push('"');
+        if let Some(brand) = item.brand {
+            text.push_str(r#","brand":"#);
+            push_string(&mut text, brand);
+        }
+        if item.body.is_some() {
+            text.push_str(if item.kind == ChangeKind::State { r#","state":"# } else { r#","record":"# });
+        }
+        Self { kind: item.kind, at: item.at, brand: item.brand, text }
+    }
+
+    fn fits(&self, item: &FeedItem<'_>) -> bool {
+        self.kind == item.kind && self.at == item.at && self.brand == item.brand
+    }
+}
+
+/// The answer's body, written in place: records and states are JSON already, copied as
+/// they are (the record validated at import, the state written by `domain::atm_feed`).
 fn render(page: &FeedPage, self_link: &str) -> Vec<u8> {
     let (items, size) = page.items_and_size();
     let mut body = String::with_capacity(256 + size + self_link.len());
     body.push_str(r#"{"data":{"changes":["#);
-    let mut at = None;
+    let mut middle: Option<Middle<'_>> = None;
     for (n, item) in items.enumerate() {
-        if n > 0 {
-            body.push(',');
+        body.push_str(if n > 0 { r#",{"atmId":"# } else { r#"{"atmId":"# });
+        push_string(&mut body, item.atm);
+        let current = match middle.take() {
+            Some(kept) if kept.fits(&item) => kept,
+            _ => Middle::of(&item),
+        };
+        body.push_str(&current.text);
+        if let Some(json) = item.body {
+            body.push_str(json);
         }
-        push_item(&mut body, &item, &mut at);
+        body.push('}');
+        middle = Some(current);
     }
     body.push_str(r#"],"next":""#);
     body.push_str(&page.next.to_string());

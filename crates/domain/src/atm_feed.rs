@@ -281,17 +281,31 @@ impl fmt::Display for FeedCursor {
     /// `l.STORE.N` in the log; `s.STORE.HEAD[.BRAND.ID]` (hex) in the snapshot: letters,
     /// digits and dots only, so it goes into a URL as it is.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        // Written piece by piece: a page writes one, and `write!`'s machinery cost more
+        // than the rest of it.
+        let mut text = String::with_capacity(self.store.len() + 96);
+        let number = |text: &mut String, n: i64| text.push_str(itoa::Buffer::new().format(n));
         match &self.position {
-            Position::Log { after } => write!(f, "l.{}.{after}", self.store),
-            Position::Snapshot { head, after: None } => write!(f, "s.{}.{head}", self.store),
-            Position::Snapshot { head, after: Some((brand, atm)) } => {
-                let mut key = String::with_capacity(2 * (brand.len() + atm.len()) + 1);
-                push_hex(&mut key, brand);
-                key.push('.');
-                push_hex(&mut key, atm);
-                write!(f, "s.{}.{head}.{key}", self.store)
+            Position::Log { after } => {
+                text.push_str("l.");
+                text.push_str(&self.store);
+                text.push('.');
+                number(&mut text, *after);
+            }
+            Position::Snapshot { head, after } => {
+                text.push_str("s.");
+                text.push_str(&self.store);
+                text.push('.');
+                number(&mut text, *head);
+                if let Some((brand, atm)) = after {
+                    text.push('.');
+                    push_hex(&mut text, brand);
+                    text.push('.');
+                    push_hex(&mut text, atm);
+                }
             }
         }
+        f.write_str(&text)
     }
 }
 
