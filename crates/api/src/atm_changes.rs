@@ -123,12 +123,13 @@ impl<'a> Middle<'a> {
 
 /// The answer's body, written in place: records and states are JSON already, copied as
 /// they are (the record validated at import, the state written by `domain::atm_feed`).
-fn render(page: &FeedPage, self_link: &str) -> Vec<u8> {
-    let (items, size) = page.items_and_size();
-    let mut body = String::with_capacity(256 + size + self_link.len());
+fn render(page: &FeedPage, base: &str, query: &str) -> Vec<u8> {
+    // Sized for records of about OBIE's usual size (real feeds: 430 to 561 bytes); a page
+    // of larger ones grows its buffer.
+    let mut body = String::with_capacity(512 + base.len() + query.len() + page.len() * 800);
     body.push_str(r#"{"data":{"changes":["#);
     let mut middle: Option<Middle<'_>> = None;
-    for (n, item) in items.enumerate() {
+    for (n, item) in page.items().enumerate() {
         body.push_str(if n > 0 { r#",{"atmId":"# } else { r#"{"atmId":"# });
         push_string(&mut body, item.atm);
         let current = match middle.take() {
@@ -145,7 +146,14 @@ fn render(page: &FeedPage, self_link: &str) -> Vec<u8> {
     body.push_str(r#"],"next":""#);
     body.push_str(&page.next.to_string());
     body.push_str(r#""},"links":{"Self":"#);
-    push_string(&mut body, self_link);
+    let mut link = String::with_capacity(base.len() + query.len() + 24);
+    link.push_str(base);
+    link.push_str("/api/v1/atms/changes");
+    if !query.is_empty() {
+        link.push('?');
+        link.push_str(query);
+    }
+    push_string(&mut body, &link);
     body.push_str(r#"},"meta":{}}"#);
     body.into_bytes()
 }
@@ -196,17 +204,11 @@ pub async fn list(request: HttpRequest) -> Result<HttpResponse, ApiError> {
             // 2. Call the use case.
             let page = state.atm_changes.page(since, limit).await?;
             // 3. Map to the wire.
-            let query = request.query_string();
-            let base = state.public_base_url.as_str();
-            let self_link = if query.is_empty() {
-                format!("{base}/api/v1/atms/changes")
-            } else {
-                format!("{base}/api/v1/atms/changes?{query}")
-            };
+            let body = render(&page, state.public_base_url.as_str(), request.query_string());
             Ok(HttpResponse::Ok()
                 .insert_header((header::CACHE_CONTROL, HeaderValue::from_static(CACHE_CONTROL)))
                 .content_type(mime_json())
-                .body(render(&page, &self_link)))
+                .body(body))
         }
         .await,
     )

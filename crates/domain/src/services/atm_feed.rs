@@ -74,11 +74,17 @@ fn item(logged: &LoggedChange) -> FeedItem<'_> {
 }
 
 impl FeedPage {
-    /// The page's changes, in order, and about how many bytes they take as JSON (to size
-    /// the answer once).
-    pub fn items_and_size(&self) -> (Box<dyn Iterator<Item = FeedItem<'_>> + '_>, usize) {
-        let size = self.items().map(|item| 120 + item.atm.len() * 2 + item.body.map_or(0, str::len)).sum();
-        (self.items(), size)
+    /// How many changes the page holds.
+    pub fn len(&self) -> usize {
+        match &self.items {
+            Items::Snapshot(_, run) | Items::Held(_, run) => run.len(),
+            Items::Read(changes) => changes.len(),
+        }
+    }
+
+    /// Whether the page holds no change.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
     }
 
     /// The page's changes, in order.
