@@ -20,7 +20,6 @@ use actix_web::http::StatusCode;
 use actix_web::http::header::{self, HeaderValue};
 use actix_web::{HttpRequest, HttpResponse, ResponseError};
 use domain::dpop::ProofRefusal;
-use domain::input::Expected;
 use domain::limits::LimitExceeded;
 use domain::ports::TokenRejected;
 use domain::services::atm_feed::FeedError;
@@ -628,7 +627,6 @@ impl From<ListAtmsError> for Failure<Atms> {
 impl From<FeedError> for Failure<AtmChanges> {
     fn from(error: FeedError) -> Self {
         match error {
-            FeedError::BadCursor => BadRequest::new("since", Message::Malformed(Expected::FeedCursor)).into(),
             FeedError::Expired => Self {
                 location: Some("since".into()),
                 ..Self::new(StatusCode::GONE, code::CURSOR_EXPIRED, Message::CursorExpired)

@@ -16,9 +16,6 @@ use crate::posted::EventTime;
 /// Why no page of the feed was given.
 #[derive(Debug, thiserror::Error)]
 pub enum FeedError {
-    /// The cursor was not one this feed gives.
-    #[error("not a cursor of this feed")]
-    BadCursor,
     /// The cursor is older than what the store keeps, or of another store: start again
     /// without one.
     #[error("the cursor is older than the changes kept; start again without since")]
