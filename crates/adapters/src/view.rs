@@ -250,7 +250,8 @@ impl StoreView {
             if closed {
                 // The feed says `removed` of an ATM once its closure is in effect: written
                 // once, by whichever instance sees it first. Not a reason to fail the
-                // refresh: the next reload (or the hourly upkeep) tries again.
+                // refresh: the next reload of the set tries again (any instance's, or this
+                // one's after its next restart).
                 if let Err(error) = self.store.changes.feed_closures_due(unix_now).await {
                     tracing::warn!(%error, "the removal of a closed ATM could not be fed; tried again later");
                 }
