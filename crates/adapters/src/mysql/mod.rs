@@ -74,23 +74,30 @@ impl MysqlStore {
         // The server's kind and settings first, on a connection of its own: the pool's
         // connections set MariaDB's session variables, which another server refuses.
         let mut first = MySqlConnection::connect_with(&options).await.map_err(unavailable)?;
-        let (version, flush, binary_log, sync_binlog): (String, i64, i64, i64) = sqlx::query_as(
-            "SELECT VERSION(), CAST(@@innodb_flush_log_at_trx_commit AS SIGNED), CAST(@@log_bin AS SIGNED), \
-             CAST(@@sync_binlog AS SIGNED)",
-        )
-        .fetch_one(&mut first)
-        .await
-        .map_err(unavailable)?;
+        type Row = (String, i64, i64, i64, i64, Option<i64>, Option<String>, Option<String>);
+        let (version, flush_log_at_trx_commit, binary_log, sync_binlog, wsrep_on, cluster_size, cluster_status, local_state): Row =
+            sqlx::query_as(SERVER_SETTINGS).fetch_one(&mut first).await.map_err(unavailable)?;
+        let settings = ServerSettings {
+            version,
+            flush_log_at_trx_commit,
+            binary_log,
+            sync_binlog,
+            wsrep_on,
+            cluster_size,
+            cluster_status,
+            local_state,
+        };
         let _ = first.close().await;
-        if let Some(refusal) = server_refusal(&version, flush, binary_log != 0, sync_binlog) {
+        if let Some(refusal) = settings.refusal() {
             return Err(StoreUnavailable::new(refusal));
         }
+        let session = if settings.wsrep_on != 0 { GALERA_SESSION } else { SESSION };
         let pool = MySqlPoolOptions::new()
             .max_connections(POOL_SIZE)
             .acquire_timeout(CONNECT_WAIT)
             .idle_timeout(Duration::from_secs(600))
             .max_lifetime(Duration::from_secs(1800))
-            .after_connect(|connection, _| Box::pin(async move { connection.execute(SESSION).await.map(drop) }))
+            .after_connect(move |connection, _| Box::pin(async move { connection.execute(session).await.map(drop) }))
             .connect_with(options)
             .await
             .map_err(unavailable)?;
@@ -98,34 +105,115 @@ impl MysqlStore {
     }
 }
 
-/// Why this service will not run on a server of `version` with these settings, if it
-/// will not. A token is answered only once its record is committed, and a commit must
-/// then survive the server's crash: InnoDB writes and flushes its log at each commit only
-/// with `innodb_flush_log_at_trx_commit` 1 (or 3, which flushes at prepare too; 2 flushes
-/// once a second, 0 leaves it to the OS), and with the binary log on, `sync_binlog = 1`
-/// keeps the log in step, or a crash can lose commits from replicas and point-in-time
-/// recovery. The schema is MariaDB's (its collation, its generated columns): MySQL
-/// itself is refused by name rather than failing on a setting it lacks.
-pub(crate) fn server_refusal(version: &str, flush_log_at_trx_commit: i64, binary_log: bool, sync_binlog: i64) -> Option<String> {
-    if !version.contains("MariaDB") {
-        return Some(format!(
-            "the server at the database URL is not MariaDB (version {version}): this store's schema is MariaDB's; \
-             MySQL is not supported"
-        ));
+/// What [`ServerSettings`] is read with: a server's kind, how it flushes its logs, and
+/// whether it is a Galera node, with its cluster as the node sees it (`NULL`s on a server
+/// that is not).
+const SERVER_SETTINGS: &str = "SELECT VERSION(), CAST(@@innodb_flush_log_at_trx_commit AS SIGNED), \
+     CAST(@@log_bin AS SIGNED), CAST(@@sync_binlog AS SIGNED), CAST(@@wsrep_on AS SIGNED), \
+     (SELECT CAST(VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS \
+       WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'), \
+     (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATUS'), \
+     (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
+       WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')";
+
+/// [`SESSION`] on a Galera node, and `wsrep_sync_wait = 1`: each read (and each
+/// transaction's start) waits until the node has applied every commit the cluster
+/// acknowledged before it. With one writer that changes nothing; just after a failover,
+/// the new writer may still be applying the last commits the old one acknowledged, and a
+/// token's lookup or an edit's read must see them.
+const GALERA_SESSION: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), \
+                              innodb_lock_wait_timeout = 60, idle_transaction_timeout = 30, wsrep_sync_wait = 1";
+
+/// The fewest nodes a Galera cluster may have for this service to rely on it rather than
+/// on each node's flush at commit: a commit is acknowledged once every node of the
+/// primary component holds it, and three nodes keep a primary component (a majority)
+/// when one is lost.
+const GALERA_NODES: i64 = 3;
+
+/// What a MariaDB server says of itself that decides whether it keeps what it
+/// acknowledges ([`SERVER_SETTINGS`]).
+#[derive(Debug, Clone)]
+pub(crate) struct ServerSettings {
+    /// `VERSION()`.
+    pub version: String,
+    /// `innodb_flush_log_at_trx_commit`.
+    pub flush_log_at_trx_commit: i64,
+    /// `log_bin`: 1 when the binary log is on.
+    pub binary_log: i64,
+    /// `sync_binlog`.
+    pub sync_binlog: i64,
+    /// `wsrep_on`: 1 on a Galera node.
+    pub wsrep_on: i64,
+    /// `wsrep_cluster_size`: nodes in the node's component.
+    pub cluster_size: Option<i64>,
+    /// `wsrep_cluster_status`: `Primary` when the node's component has the majority.
+    pub cluster_status: Option<String>,
+    /// `wsrep_local_state_comment`: `Synced` when the node has applied what it received.
+    pub local_state: Option<String>,
+}
+
+impl ServerSettings {
+    /// Why this service will not run on this server, if it will not, in one line.
+    ///
+    /// A token is answered only once its record is committed, and a commit must then
+    /// survive what the server is there to survive:
+    /// - a single server, its crash: InnoDB writes and flushes its log at each commit only
+    ///   with `innodb_flush_log_at_trx_commit` 1 (or 3, which flushes at prepare too; 2
+    ///   flushes once a second, 0 leaves it to the OS), and with the binary log on,
+    ///   `sync_binlog = 1` keeps the log in step, or a crash can lose commits from
+    ///   replicas and point-in-time recovery;
+    /// - a Galera node, the loss of nodes: a commit is acknowledged once every node of
+    ///   the primary component has it, so a node synced in a primary component of at
+    ///   least [`GALERA_NODES`] nodes keeps commits through the loss of all but one node
+    ///   whatever it flushes; a smaller cluster needs the single server's flush.
+    ///
+    /// The schema is MariaDB's (its collation, its generated columns): MySQL itself is
+    /// refused by name rather than failing on a setting it lacks.
+    pub(crate) fn refusal(&self) -> Option<String> {
+        let Self { version, flush_log_at_trx_commit: flush, binary_log, sync_binlog, .. } = self;
+        if !version.contains("MariaDB") {
+            return Some(format!(
+                "the server at the database URL is not MariaDB (version {version}): this store's schema is MariaDB's; \
+                 MySQL is not supported"
+            ));
+        }
+        if self.wsrep_on != 0 {
+            let status = self.cluster_status.as_deref().unwrap_or("unknown");
+            let state = self.local_state.as_deref().unwrap_or("unknown");
+            if status != "Primary" || state != "Synced" {
+                return Some(format!(
+                    "the Galera node at the database URL is not synced in its cluster's primary component (it is \
+                     {state}, its component {status}): point the URL at the cluster's writer, through a proxy that \
+                     sends connections only to a synced node"
+                ));
+            }
+            let nodes = self.cluster_size.unwrap_or(0);
+            if nodes >= GALERA_NODES {
+                return None;
+            }
+            if !matches!(flush, 1 | 3) {
+                return Some(format!(
+                    "the Galera cluster would lose acknowledged commits if its nodes crashed: it has {nodes} node(s) \
+                     and innodb_flush_log_at_trx_commit is {flush}; this service needs {GALERA_NODES} nodes or more, \
+                     or 1 on every node"
+                ));
+            }
+            return None;
+        }
+        if !matches!(flush, 1 | 3) {
+            return Some(format!(
+                "the MariaDB server would lose acknowledged commits in a crash: innodb_flush_log_at_trx_commit is \
+                 {flush}, and this service needs 1 (set it in the server's configuration)"
+            ));
+        }
+        if *binary_log != 0 && *sync_binlog != 1 {
+            return Some(format!(
+                "the MariaDB server would lose acknowledged commits from its binary log in a crash: sync_binlog is \
+                 {sync_binlog} with log_bin on, and this service needs 1 (set it in the server's configuration)"
+            ));
+        }
+        None
     }
-    if !matches!(flush_log_at_trx_commit, 1 | 3) {
-        return Some(format!(
-            "the MariaDB server would lose acknowledged commits in a crash: innodb_flush_log_at_trx_commit is \
-             {flush_log_at_trx_commit}, and this service needs 1 (set it in the server's configuration)"
-        ));
-    }
-    if binary_log && sync_binlog != 1 {
-        return Some(format!(
-            "the MariaDB server would lose acknowledged commits from its binary log in a crash: sync_binlog is \
-             {sync_binlog} with log_bin on, and this service needs 1 (set it in the server's configuration)"
-        ));
-    }
-    None
 }
 
 /// A driver's error, as MariaDB's codes say ([`meaning`]).
@@ -145,6 +233,16 @@ fn meaning(error: &sqlx::Error) -> Meaning {
         ),
         // ER_SERVER_SHUTDOWN, ER_CONNECTION_KILLED.
         1053 | 1927 => Meaning::Lost("no connection to the database: the server is shutting down".to_owned()),
+        // ER_UNKNOWN_COM_ERROR, as a Galera node answers while it is not in the cluster's
+        // primary component or not synced ("WSREP has not yet prepared node for
+        // application use").
+        1047 => Meaning::Lost(
+            "no connection to a primary: the Galera node is not synced with its cluster's primary component".to_owned(),
+        ),
+        // ER_LOCK_DEADLOCK: InnoDB chose this transaction to end a deadlock, or a Galera
+        // cluster aborted it for a conflicting one committed on another node (SQLSTATE
+        // 40001 both).
+        1213 => Meaning::Conflict,
         number if refuses_the_data(number, mysql.code().unwrap_or("")) => Meaning::RefusedData,
         _ => Meaning::Failed,
     }
@@ -204,18 +302,54 @@ mod tests {
 
     use super::*;
 
+    fn server(version: &str, flush: i64, binary_log: bool, sync_binlog: i64) -> ServerSettings {
+        ServerSettings {
+            version: version.to_owned(),
+            flush_log_at_trx_commit: flush,
+            binary_log: i64::from(binary_log),
+            sync_binlog,
+            wsrep_on: 0,
+            cluster_size: Some(0),
+            cluster_status: Some("Disconnected".to_owned()),
+            local_state: None,
+        }
+    }
+
+    fn galera(nodes: i64, state: &str, status: &str, flush: i64) -> ServerSettings {
+        ServerSettings {
+            wsrep_on: 1,
+            cluster_size: Some(nodes),
+            cluster_status: Some(status.to_owned()),
+            local_state: Some(state.to_owned()),
+            ..server("10.11.19-MariaDB-0+deb12u1", flush, true, 0)
+        }
+    }
+
     #[test]
     fn a_server_that_would_lose_acknowledged_commits_or_is_not_mariadb_is_named_with_what_to_change() {
         let mariadb = "10.11.19-MariaDB-0+deb12u1";
-        assert_eq!(server_refusal(mariadb, 1, false, 0), None);
-        assert_eq!(server_refusal(mariadb, 3, true, 1), None, "3 flushes at each commit too");
-        let lazy = server_refusal(mariadb, 2, false, 0).unwrap();
+        assert_eq!(server(mariadb, 1, false, 0).refusal(), None);
+        assert_eq!(server(mariadb, 3, true, 1).refusal(), None, "3 flushes at each commit too");
+        let lazy = server(mariadb, 2, false, 0).refusal().unwrap();
         assert!(lazy.contains("innodb_flush_log_at_trx_commit is 2") && !lazy.contains('\n'), "{lazy}");
-        assert!(server_refusal(mariadb, 0, false, 0).unwrap().contains("is 0"));
-        let binlog = server_refusal(mariadb, 1, true, 0).unwrap();
+        assert!(server(mariadb, 0, false, 0).refusal().unwrap().contains("is 0"));
+        let binlog = server(mariadb, 1, true, 0).refusal().unwrap();
         assert!(binlog.contains("sync_binlog is 0 with log_bin on"), "{binlog}");
-        let mysql = server_refusal("8.0.36", 1, true, 1).unwrap();
+        let mysql = server("8.0.36", 1, true, 1).refusal().unwrap();
         assert!(mysql.contains("not MariaDB (version 8.0.36)") && mysql.contains("MySQL is not supported"), "{mysql}");
+    }
+
+    #[test]
+    fn a_synced_galera_node_of_three_is_trusted_whatever_it_flushes_and_any_other_node_is_named_with_what_is_wrong() {
+        assert_eq!(galera(3, "Synced", "Primary", 2).refusal(), None, "the cluster keeps the commit");
+        assert_eq!(galera(5, "Synced", "Primary", 0).refusal(), None);
+        assert_eq!(galera(2, "Synced", "Primary", 1).refusal(), None, "each node flushes at commit");
+        let two = galera(2, "Synced", "Primary", 2).refusal().unwrap();
+        assert!(two.contains("2 node(s) and innodb_flush_log_at_trx_commit is 2") && !two.contains('\n'), "{two}");
+        let donor = galera(3, "Donor/Desynced", "Primary", 1).refusal().unwrap();
+        assert!(donor.contains("not synced") && donor.contains("it is Donor/Desynced, its component Primary"), "{donor}");
+        let cut_off = galera(1, "Synced", "non-Primary", 1).refusal().unwrap();
+        assert!(cut_off.contains("its component non-Primary") && !cut_off.contains('\n'), "{cut_off}");
     }
 
     #[test]

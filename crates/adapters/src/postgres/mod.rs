@@ -129,6 +129,8 @@ fn meaning(error: &sqlx::Error) -> Meaning {
                     .to_owned(),
             ),
             Some(postgres) if refuses_the_data(postgres.code()) => Meaning::RefusedData,
+            // serialization_failure, deadlock_detected.
+            Some(postgres) if matches!(postgres.code(), "40001" | "40P01") => Meaning::Conflict,
             _ => Meaning::Failed,
         },
         _ => Meaning::Failed,

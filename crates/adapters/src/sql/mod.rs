@@ -26,9 +26,11 @@ use crate::store::ChangeFeed;
 
 pub(crate) mod many_rows;
 pub(crate) mod migrations;
+mod retry;
 mod roles;
 mod statements;
 
+pub(crate) use retry::Replan;
 pub(crate) use statements::{Placeholders, Statements, Syntax};
 
 /// A SQL database as a store: every role, in the shared statements ([`roles`]), with what
@@ -76,6 +78,10 @@ pub(crate) enum Meaning {
     /// The database answered, refusing the data it was given (too long, not text, a
     /// constraint): never told as an outage.
     RefusedData,
+    /// The transaction lost to another at once (a serialization failure, a deadlock, a
+    /// failed certification on a Galera cluster) and was rolled back: begun again, the
+    /// same work may succeed ([`retry`]). Told as an outage if it never does.
+    Conflict,
     /// Anything else the backend recognises as its own: the store did not answer as it
     /// should.
     Failed,
@@ -88,6 +94,8 @@ pub(crate) fn unavailable<D: SqlDialect>(error: sqlx::Error) -> StoreUnavailable
     match D::meaning(&error) {
         Meaning::Lost(meaning) => StoreUnavailable::new(meaning),
         Meaning::RefusedData => StoreUnavailable::refused(error),
+        // The driver's error is kept as the cause: `retry` reads it again.
+        Meaning::Conflict => StoreUnavailable::new(error),
         Meaning::Failed => match &error {
             sqlx::Error::Io(io) => StoreUnavailable::new(format!("no connection to the database: {io}")),
             _ => StoreUnavailable::new(error),

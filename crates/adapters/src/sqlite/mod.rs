@@ -57,6 +57,15 @@ pub(crate) fn is_busy(extended_code: i32) -> bool {
     extended_code & 0xff == SQLITE_BUSY
 }
 
+/// Whether an extended result code is `SQLITE_BUSY_SNAPSHOT` (517): a transaction that
+/// began by reading tried to write after another connection committed since its
+/// snapshot, so it must begin again (the stores' writers begin with `BEGIN IMMEDIATE`
+/// and never meet it; a deferred one that writes does).
+pub(crate) fn lost_its_snapshot(extended_code: i32) -> bool {
+    const SQLITE_BUSY_SNAPSHOT: i32 = 517;
+    extended_code == SQLITE_BUSY_SNAPSHOT
+}
+
 /// The extended result code SQLite answered `error` with, if it is SQLite's answer.
 pub(crate) fn result_code(error: &sqlx::Error) -> Option<i32> {
     let sqlx::Error::Database(database) = error else { return None };

@@ -53,7 +53,11 @@ impl SqlDialect for SqliteDialect {
     const MIGRATIONS: &'static str = super::BACKEND.name;
 
     fn meaning(error: &sqlx::Error) -> Meaning {
-        if super::result_code(error).is_some_and(super::refuses_the_data) { Meaning::RefusedData } else { Meaning::Failed }
+        match super::result_code(error) {
+            Some(code) if super::refuses_the_data(code) => Meaning::RefusedData,
+            Some(code) if super::lost_its_snapshot(code) => Meaning::Conflict,
+            _ => Meaning::Failed,
+        }
     }
 
     fn pool(&self) -> &SqlitePool {

@@ -69,7 +69,9 @@ pub trait ChannelRecords: Send + Sync {
 }
 
 /// Decides, from what a store holds when it has locked it for writing, what to write:
-/// [`WaitTimeRecords::edit`]'s and [`AtmRecords::edit`]'s `plan`.
+/// [`WaitTimeRecords::edit`]'s and [`AtmRecords::edit`]'s `plan`. A store may call it
+/// more than once, each time with what it read again (a transaction that lost a conflict
+/// is run again whole): it must decide from what it is given alone.
 pub type EditPlan<'a, Found, Edit> = dyn FnMut(&Found) -> Edit + Send + 'a;
 
 /// Branches' estimated wait times.

@@ -110,7 +110,7 @@ where
     }
 
     async fn feed_closures_due(&self, now: i64) -> Result<u64, StoreUnavailable> {
-        async {
+        self.retrying("INSERT atm_changes", move || async move {
             // Looked for first without a lock: the view asks at each reload of a set with a
             // closed ATM, and must not wait on an import for nothing.
             let due: Vec<(String,)> = sqlx::query_as(self.sql.closures_due)
@@ -149,13 +149,12 @@ where
             self.append_changes(&mut transaction, &changes, now).await?;
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(due.len() as u64)
-        }
-        .instrument(db::<D>("INSERT atm_changes"))
+        })
         .await
     }
 
     async fn forget_before(&self, before: i64) -> Result<u64, StoreUnavailable> {
-        async {
+        self.retrying("DELETE atm_changes", move || async move {
             let last: Option<(i64,)> = sqlx::query_as(self.sql.last_change_before)
                 .bind(before)
                 .fetch_optional(self.dialect.pool())
@@ -190,8 +189,7 @@ where
                     return Ok(forgotten);
                 }
             }
-        }
-        .instrument(db::<D>("DELETE atm_changes"))
+        })
         .await
     }
 }

@@ -11,9 +11,7 @@ use domain::atm_state::{AtmId, AtmState};
 use domain::ports::{AtmClosureRecords, StoreUnavailable};
 use domain::posted::EventTime;
 use sqlx::{Encode, Executor, FromRow, Type};
-use tracing::Instrument as _;
 
-use super::db;
 use crate::rows;
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 
@@ -89,7 +87,7 @@ where
     rows::AtmStateRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn announce(&self, closure: &AtmClosure) -> Result<bool, StoreUnavailable> {
-        async {
+        self.retrying("UPSERT atm_closures", move || async move {
             let (mut transaction, standing) = self.begin_closure_write(&closure.atm).await?;
             let found: Option<(i32,)> = sqlx::query_as(self.sql.atm_in_set)
                 .bind(closure.atm.as_str())
@@ -125,13 +123,12 @@ where
             self.feed_closure_change(&mut transaction, &closure.atm, Some(closure), reopened, now).await?;
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(true)
-        }
-        .instrument(db::<D>("UPSERT atm_closures"))
+        })
         .await
     }
 
     async fn cancel(&self, atm: &AtmId, now: i64) -> Result<bool, StoreUnavailable> {
-        async {
+        self.retrying("DELETE atm_closures", move || async move {
             let (mut transaction, standing) = self.begin_closure_write(atm).await?;
             let Some((closes_on, _)) = standing else {
                 transaction.rollback().await.map_err(unavailable::<D>)?;
@@ -146,8 +143,7 @@ where
             self.feed_closure_change(&mut transaction, atm, None, reopened, now).await?;
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(true)
-        }
-        .instrument(db::<D>("DELETE atm_closures"))
+        })
         .await
     }
 }

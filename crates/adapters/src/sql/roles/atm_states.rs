@@ -41,7 +41,8 @@ where
         let mut in_order: Vec<usize> = (0..events.len()).collect();
         in_order
             .sort_by(|&a, &b| (&events[a].atm, events[a].order_key()).cmp(&(&events[b].atm, events[b].order_key())));
-        async {
+        let in_order = &in_order;
+        self.retrying("UPSERT atm_states", move || async move {
             let mut outcomes = vec![StateOutcome::Duplicate; events.len()];
             let mut transaction = self.dialect.begin_state_apply().await?;
             let mut changed = Vec::new();
@@ -104,8 +105,7 @@ where
             }
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(outcomes)
-        }
-        .instrument(db::<D>("UPSERT atm_states"))
+        })
         .await
     }
 

@@ -8,11 +8,9 @@ use domain::atm_closure::AtmClosure;
 use domain::atm_feed::set_changes;
 use domain::ports::{AtmRecords, AtmSetEdit, EditPlan, StoreUnavailable};
 use sqlx::{Encode, Executor, FromRow, Type};
-use tracing::Instrument as _;
 
-use super::db;
 use crate::rows;
-use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
+use crate::sql::{Connection, Db, Replan, Row, SqlDialect, SqlStore, unavailable};
 use crate::store::{AtmSet, ViewSource};
 
 impl<D: SqlDialect> SqlStore<D>
@@ -63,7 +61,7 @@ where
     Self: ViewSource,
 {
     async fn replace(&self, atms: &[StoredAtm], now: i64) -> Result<(), StoreUnavailable> {
-        async {
+        self.retrying("REPLACE atms", move || async move {
             let mut transaction = self.dialect.begin_atm_edit().await?;
             sqlx::query(self.sql.delete_every_atm).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
             D::write_atms(&mut transaction, atms).await?;
@@ -81,8 +79,7 @@ where
                 .await
                 .map_err(unavailable::<D>)?;
             transaction.commit().await.map_err(unavailable::<D>)
-        }
-        .instrument(db::<D>("REPLACE atms"))
+        })
         .await
     }
 
@@ -92,25 +89,29 @@ where
 
     #[tracing::instrument(skip_all)]
     async fn edit<'a>(&self, plan: &mut EditPlan<'a, AtmSet, AtmSetEdit>, now: i64) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.dialect.begin_atm_edit().await?;
-        // Read in the transaction that holds the set's lock: what the last writer
-        // committed, and nothing can change it until this one ends.
-        let stored = self.read_atm_set(&mut transaction).await?;
-        let AtmSetEdit::Apply { upserts, removals } = plan(&stored) else {
-            return transaction.rollback().await.map_err(unavailable::<D>);
-        };
-        for atm in stored.closures_left_without_atm(&upserts, &removals) {
-            sqlx::query(self.sql.cancel_atm_closure)
-                .bind(atm.as_str())
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable::<D>)?;
-        }
-        D::delete_atms(&mut transaction, &removals).await?;
-        D::write_atms(&mut transaction, &upserts).await?;
-        sqlx::query(self.sql.date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
-        let changes = set_changes(&stored.closures, &upserts, &removals, now);
-        self.append_changes(&mut transaction, &changes, now).await?;
-        transaction.commit().await.map_err(unavailable::<D>)
+        let plan = &Replan::new(plan);
+        self.retrying("EDIT atms", move || async move {
+            let mut transaction = self.dialect.begin_atm_edit().await?;
+            // Read in the transaction that holds the set's lock: what the last writer
+            // committed, and nothing can change it until this one ends.
+            let stored = self.read_atm_set(&mut transaction).await?;
+            let AtmSetEdit::Apply { upserts, removals } = plan.plan(&stored) else {
+                return transaction.rollback().await.map_err(unavailable::<D>);
+            };
+            for atm in stored.closures_left_without_atm(&upserts, &removals) {
+                sqlx::query(self.sql.cancel_atm_closure)
+                    .bind(atm.as_str())
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?;
+            }
+            D::delete_atms(&mut transaction, &removals).await?;
+            D::write_atms(&mut transaction, &upserts).await?;
+            sqlx::query(self.sql.date_atm_set).bind(now).execute(&mut *transaction).await.map_err(unavailable::<D>)?;
+            let changes = set_changes(&stored.closures, &upserts, &removals, now);
+            self.append_changes(&mut transaction, &changes, now).await?;
+            transaction.commit().await.map_err(unavailable::<D>)
+        })
+        .await
     }
 }

@@ -18,13 +18,16 @@ where
     (String, String, String): for<'r> FromRow<'r, Row<D>>,
 {
     async fn allow(&self, scope: &ChannelScope) -> Result<bool, StoreUnavailable> {
-        let done = sqlx::query(self.sql.allow_channel)
-            .bind(scope.country.as_str())
-            .bind(scope.business.as_str())
-            .bind(scope.channel.as_str())
-            .execute(self.dialect.pool())
-            .await;
-        inserted::<D>(done)
+        self.retrying("INSERT channels", move || async move {
+            let done = sqlx::query(self.sql.allow_channel)
+                .bind(scope.country.as_str())
+                .bind(scope.business.as_str())
+                .bind(scope.channel.as_str())
+                .execute(self.dialect.pool())
+                .await;
+            inserted::<D>(done)
+        })
+        .await
     }
 
     async fn all(&self) -> Result<Vec<ChannelScope>, StoreUnavailable> {

@@ -23,19 +23,22 @@ where
     rows::ClientRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn insert(&self, client: &ClientRegistration, now: i64) -> Result<bool, StoreUnavailable> {
-        let done = sqlx::query(self.sql.insert_client)
-            .bind(client.client_id.as_str())
-            .bind(client.scope.country.as_str())
-            .bind(client.scope.business.as_str())
-            .bind(client.scope.channel.as_str())
-            .bind(rows::redirect_uris_text(&client.redirect_uris)?)
-            .bind(rows::origins_text(&client.allowed_origins)?)
-            .bind(rows::status_text(client.status))
-            .bind(client.dpop.as_str())
-            .bind(now)
-            .execute(self.dialect.pool())
-            .await;
-        inserted::<D>(done)
+        self.retrying("INSERT clients", move || async move {
+            let done = sqlx::query(self.sql.insert_client)
+                .bind(client.client_id.as_str())
+                .bind(client.scope.country.as_str())
+                .bind(client.scope.business.as_str())
+                .bind(client.scope.channel.as_str())
+                .bind(rows::redirect_uris_text(&client.redirect_uris)?)
+                .bind(rows::origins_text(&client.allowed_origins)?)
+                .bind(rows::status_text(client.status))
+                .bind(client.dpop.as_str())
+                .bind(now)
+                .execute(self.dialect.pool())
+                .await;
+            inserted::<D>(done)
+        })
+        .await
     }
 
     async fn all(&self) -> Result<Vec<ClientRegistration>, StoreUnavailable> {
@@ -48,12 +51,16 @@ where
     }
 
     async fn set_status(&self, client_id: &ClientId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
-        let found = sqlx::query(self.sql.set_client_status)
-            .bind(rows::status_text(status))
-            .bind(client_id.as_str())
-            .execute(self.dialect.pool())
-            .await
-            .map_err(unavailable::<D>)?
+        let found = self
+            .retrying("UPDATE clients", move || async move {
+                sqlx::query(self.sql.set_client_status)
+                    .bind(rows::status_text(status))
+                    .bind(client_id.as_str())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?
             .rows_affected();
         Ok(found == 1)
     }
@@ -61,14 +68,19 @@ where
     async fn change(&self, client_id: &ClientId, addresses: &ClientChanges) -> Result<bool, StoreUnavailable> {
         let uris = addresses.redirect_uris.as_deref().map(rows::redirect_uris_text).transpose()?;
         let origins = addresses.allowed_origins.as_deref().map(rows::origins_text).transpose()?;
-        let found = sqlx::query(self.sql.change_client)
-            .bind(uris)
-            .bind(origins)
-            .bind(addresses.dpop.map(DpopPolicy::as_str))
-            .bind(client_id.as_str())
-            .execute(self.dialect.pool())
-            .await
-            .map_err(unavailable::<D>)?
+        let (uris, origins) = (&uris, &origins);
+        let found = self
+            .retrying("UPDATE clients", move || async move {
+                sqlx::query(self.sql.change_client)
+                    .bind(uris.clone())
+                    .bind(origins.clone())
+                    .bind(addresses.dpop.map(DpopPolicy::as_str))
+                    .bind(client_id.as_str())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?
             .rows_affected();
         Ok(found == 1)
     }

@@ -3,9 +3,7 @@
 use async_trait::async_trait;
 use domain::ports::{ImportKind, ImportLog, ImportOutcome, ImportTally, StoreUnavailable};
 use sqlx::{Encode, Executor, FromRow, Type};
-use tracing::Instrument as _;
 
-use super::db;
 use crate::rows;
 use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
 
@@ -19,14 +17,16 @@ where
 {
     async fn record(&self, kind: ImportKind, outcome: ImportOutcome, at: i64) -> Result<(), StoreUnavailable> {
         // The last time never moves back (a host whose clock is behind).
-        sqlx::query(self.sql.record_import)
-            .bind(kind.label())
-            .bind(outcome.label())
-            .bind(at)
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("INSERT import_runs"))
-            .await
-            .map_err(unavailable::<D>)?;
+        self.retrying("INSERT import_runs", move || async move {
+            sqlx::query(self.sql.record_import)
+                .bind(kind.label())
+                .bind(outcome.label())
+                .bind(at)
+                .execute(self.dialect.pool())
+                .await
+                .map_err(unavailable::<D>)
+        })
+        .await?;
         Ok(())
     }
 

@@ -17,16 +17,19 @@ where
     rows::OutageRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn schedule(&self, outage: &PlannedOutage, now: i64) -> Result<(), StoreUnavailable> {
-        sqlx::query(self.sql.insert_outage)
-            .bind(outage.id.as_str())
-            .bind(outage.starts_at)
-            .bind(outage.duration.seconds())
-            .bind(i64::from(outage.partial))
-            .bind(outage.explanation.as_str())
-            .bind(now)
-            .execute(self.dialect.pool())
-            .await
-            .map_err(unavailable::<D>)?;
+        self.retrying("INSERT outages", move || async move {
+            sqlx::query(self.sql.insert_outage)
+                .bind(outage.id.as_str())
+                .bind(outage.starts_at)
+                .bind(outage.duration.seconds())
+                .bind(i64::from(outage.partial))
+                .bind(outage.explanation.as_str())
+                .bind(now)
+                .execute(self.dialect.pool())
+                .await
+                .map_err(unavailable::<D>)
+        })
+        .await?;
         Ok(())
     }
 
@@ -40,11 +43,15 @@ where
     }
 
     async fn cancel(&self, id: &OutageId) -> Result<bool, StoreUnavailable> {
-        let done = sqlx::query(self.sql.cancel_outage)
-            .bind(id.as_str())
-            .execute(self.dialect.pool())
-            .await
-            .map_err(unavailable::<D>)?;
+        let done = self
+            .retrying("DELETE outages", move || async move {
+                sqlx::query(self.sql.cancel_outage)
+                    .bind(id.as_str())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?;
         Ok(done.rows_affected() > 0)
     }
 }

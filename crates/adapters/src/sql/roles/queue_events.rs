@@ -37,10 +37,11 @@ where
     ) -> Result<Vec<bool>, StoreUnavailable> {
         let mut in_id_order: Vec<usize> = (0..events.len()).collect();
         in_id_order.sort_by_key(|&index| (events[index].id.as_str(), index));
-        async {
+        let in_id_order = &in_id_order;
+        self.retrying("INSERT queue_events", move || async move {
             let mut new = vec![false; events.len()];
             let mut transaction = self.dialect.begin_event_append().await?;
-            for index in in_id_order {
+            for &index in in_id_order {
                 let event = &events[index];
                 let done = sqlx::query(self.sql.append_queue_event)
                     .bind(event.id.as_str())
@@ -69,8 +70,7 @@ where
             // `synchronous = FULL`, the servers' settings checked or set at connection).
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(new)
-        }
-        .instrument(db::<D>("INSERT queue_events"))
+        })
         .await
     }
 
@@ -102,12 +102,15 @@ where
     }
 
     async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
-        let done = sqlx::query(self.sql.forget_queue_events)
-            .bind(before.unix_micros())
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("DELETE queue_events"))
-            .await
-            .map_err(unavailable::<D>)?;
+        let done = self
+            .retrying("DELETE queue_events", move || async move {
+                sqlx::query(self.sql.forget_queue_events)
+                    .bind(before.unix_micros())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?;
         Ok(done.rows_affected())
     }
 }

@@ -64,46 +64,49 @@ where
         key: Option<&SigningKey>,
         now: i64,
     ) -> Result<bool, StoreUnavailable> {
-        let mut transaction = self.dialect.begin_key_rotation().await?;
-        if let Some(kid) = revoking {
-            let revoked = sqlx::query(self.sql.revoke_key)
-                .bind(now)
-                .bind(kid)
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable::<D>)?
-                .rows_affected();
-            if revoked == 0 {
-                return Ok(false);
+        self.retrying("UPDATE signing_keys", move || async move {
+            let mut transaction = self.dialect.begin_key_rotation().await?;
+            if let Some(kid) = revoking {
+                let revoked = sqlx::query(self.sql.revoke_key)
+                    .bind(now)
+                    .bind(kid)
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?
+                    .rows_affected();
+                if revoked == 0 {
+                    return Ok(false);
+                }
             }
-        }
-        if let Some(key) = key {
-            // Waiting keys are dropped; revoked ones stay, to be listed.
-            sqlx::query(self.sql.drop_waiting_keys)
-                .bind(now)
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable::<D>)?;
-            // The key signing at `now` (its retirement not yet reached: none, or the
-            // activation of a waiting key just dropped) signs until the new one does.
-            sqlx::query(self.sql.retire_current_key)
-                .bind(key.activates_at)
-                .bind(now)
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable::<D>)?;
-            sqlx::query(self.sql.insert_key)
-                .bind(&key.kid)
-                .bind(&key.private_pkcs8)
-                .bind(&key.public_key)
-                .bind(key.created_at)
-                .bind(key.activates_at)
-                .execute(&mut *transaction)
-                .await
-                .map_err(unavailable::<D>)?;
-        }
-        transaction.commit().await.map_err(unavailable::<D>)?;
-        Ok(true)
+            if let Some(key) = key {
+                // Waiting keys are dropped; revoked ones stay, to be listed.
+                sqlx::query(self.sql.drop_waiting_keys)
+                    .bind(now)
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?;
+                // The key signing at `now` (its retirement not yet reached: none, or the
+                // activation of a waiting key just dropped) signs until the new one does.
+                sqlx::query(self.sql.retire_current_key)
+                    .bind(key.activates_at)
+                    .bind(now)
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?;
+                sqlx::query(self.sql.insert_key)
+                    .bind(&key.kid)
+                    .bind(&key.private_pkcs8)
+                    .bind(&key.public_key)
+                    .bind(key.created_at)
+                    .bind(key.activates_at)
+                    .execute(&mut *transaction)
+                    .await
+                    .map_err(unavailable::<D>)?;
+            }
+            transaction.commit().await.map_err(unavailable::<D>)?;
+            Ok(true)
+        })
+        .await
     }
 }
 
@@ -115,13 +118,17 @@ where
     for<'q> &'q [u8]: Encode<'q, Db<D>> + Type<Db<D>>,
 {
     async fn reseal(&self, kid: &str, from: &[u8], to: &[u8]) -> Result<bool, StoreUnavailable> {
-        let changed = sqlx::query(self.sql.reseal_key)
-            .bind(to)
-            .bind(kid)
-            .bind(from)
-            .execute(self.dialect.pool())
-            .await
-            .map_err(unavailable::<D>)?
+        let changed = self
+            .retrying("UPDATE signing_keys", move || async move {
+                sqlx::query(self.sql.reseal_key)
+                    .bind(to)
+                    .bind(kid)
+                    .bind(from)
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?
             .rows_affected();
         Ok(changed == 1)
     }

@@ -24,17 +24,19 @@ where
     rows::SystemRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn insert(&self, system: &SystemRegistration, now: i64) -> Result<bool, StoreUnavailable> {
-        let done = sqlx::query(self.sql.insert_system)
-            .bind(system.id.as_str())
-            .bind(system.keys.json())
-            .bind(rows::key_count(&system.keys)?)
-            .bind(system.scopes.to_string())
-            .bind(rows::status_text(system.status))
-            .bind(now)
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("INSERT systems"))
-            .await;
-        inserted::<D>(done)
+        self.retrying("INSERT systems", move || async move {
+            let done = sqlx::query(self.sql.insert_system)
+                .bind(system.id.as_str())
+                .bind(system.keys.json())
+                .bind(rows::key_count(&system.keys)?)
+                .bind(system.scopes.to_string())
+                .bind(rows::status_text(system.status))
+                .bind(now)
+                .execute(self.dialect.pool())
+                .await;
+            inserted::<D>(done)
+        })
+        .await
     }
 
     async fn all(&self) -> Result<Vec<SystemRegistration>, StoreUnavailable> {
@@ -58,13 +60,16 @@ where
     }
 
     async fn set_status(&self, id: &SystemId, status: ClientStatus) -> Result<bool, StoreUnavailable> {
-        let found = sqlx::query(self.sql.set_system_status)
-            .bind(rows::status_text(status))
-            .bind(id.as_str())
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("UPDATE systems"))
-            .await
-            .map_err(unavailable::<D>)?
+        let found = self
+            .retrying("UPDATE systems", move || async move {
+                sqlx::query(self.sql.set_system_status)
+                    .bind(rows::status_text(status))
+                    .bind(id.as_str())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?
             .rows_affected();
         Ok(found == 1)
     }
@@ -72,15 +77,18 @@ where
     async fn change(&self, id: &SystemId, changes: &SystemChanges) -> Result<bool, StoreUnavailable> {
         // The document and its count change together, or neither does.
         let key_count = changes.keys.as_ref().map(rows::key_count).transpose()?;
-        let found = sqlx::query(self.sql.change_system)
-            .bind(changes.keys.as_ref().map(PublicKeySet::json))
-            .bind(key_count)
-            .bind(changes.scopes.as_ref().map(ToString::to_string))
-            .bind(id.as_str())
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("UPDATE systems"))
-            .await
-            .map_err(unavailable::<D>)?
+        let found = self
+            .retrying("UPDATE systems", move || async move {
+                sqlx::query(self.sql.change_system)
+                    .bind(changes.keys.as_ref().map(PublicKeySet::json))
+                    .bind(key_count)
+                    .bind(changes.scopes.as_ref().map(ToString::to_string))
+                    .bind(id.as_str())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?
             .rows_affected();
         Ok(found == 1)
     }
@@ -94,23 +102,28 @@ where
         jti: &AssertionId,
         expires_at: i64,
     ) -> Result<bool, StoreUnavailable> {
-        let done = sqlx::query(self.sql.use_assertion)
-            .bind(system.as_str())
-            .bind(jti.as_str())
-            .bind(expires_at)
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("INSERT system_assertions"))
-            .await;
-        inserted::<D>(done)
+        self.retrying("INSERT used_assertions", move || async move {
+            let done = sqlx::query(self.sql.use_assertion)
+                .bind(system.as_str())
+                .bind(jti.as_str())
+                .bind(expires_at)
+                .execute(self.dialect.pool())
+                .await;
+            inserted::<D>(done)
+        })
+        .await
     }
 
     async fn forget_assertions(&self, now: i64) -> Result<u64, StoreUnavailable> {
-        let done = sqlx::query(self.sql.forget_assertions)
-            .bind(now)
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("DELETE system_assertions"))
-            .await
-            .map_err(unavailable::<D>)?;
+        let done = self
+            .retrying("DELETE used_assertions", move || async move {
+                sqlx::query(self.sql.forget_assertions)
+                    .bind(now)
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?;
         Ok(done.rows_affected())
     }
 }

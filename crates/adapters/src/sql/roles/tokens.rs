@@ -23,7 +23,7 @@ where
     rows::TokenRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn record(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
-        self.dialect.record_tokens(tokens).instrument(db::<D>("INSERT token_records")).await
+        self.retrying("INSERT token_records", move || async move { self.dialect.record_tokens(tokens).await }).await
     }
 
     async fn find(&self, opaque: &OpaqueToken) -> Result<Option<TokenRecord>, StoreUnavailable> {
@@ -37,7 +37,7 @@ where
     }
 
     async fn revoke(&self, token_id: &TokenId, now: i64) -> Result<bool, StoreUnavailable> {
-        async {
+        self.retrying("UPDATE token_records", move || async move {
             let mut transaction = self.dialect.begin_revocation().await?;
             let changed = sqlx::query(self.sql.revoke_token)
                 .bind(now)
@@ -48,23 +48,25 @@ where
                 .rows_affected();
             transaction.commit().await.map_err(unavailable::<D>)?;
             Ok(changed == 1)
-        }
-        .instrument(db::<D>("UPDATE token_records"))
+        })
         .await
     }
 
     async fn revoke_live_of(&self, client_id: &ClientId, now: i64) -> Result<u64, StoreUnavailable> {
-        let mut transaction = self.dialect.begin_revocation().await?;
-        let revoked = sqlx::query(self.sql.revoke_live_of)
-            .bind(now)
-            .bind(client_id.as_str())
-            .bind(now)
-            .execute(&mut *transaction)
-            .await
-            .map_err(unavailable::<D>)?
-            .rows_affected();
-        transaction.commit().await.map_err(unavailable::<D>)?;
-        Ok(revoked)
+        self.retrying("REVOKE token_records", move || async move {
+            let mut transaction = self.dialect.begin_revocation().await?;
+            let revoked = sqlx::query(self.sql.revoke_live_of)
+                .bind(now)
+                .bind(client_id.as_str())
+                .bind(now)
+                .execute(&mut *transaction)
+                .await
+                .map_err(unavailable::<D>)?
+                .rows_affected();
+            transaction.commit().await.map_err(unavailable::<D>)?;
+            Ok(revoked)
+        })
+        .await
     }
 
     async fn revoked_live(&self, now: i64) -> Result<Vec<TokenId>, StoreUnavailable> {
@@ -87,6 +89,8 @@ where
     }
 
     async fn purge_expired(&self, before: i64) -> Result<u64, StoreUnavailable> {
-        self.dialect.purge_expired_tokens(before).await
+        // Each batch commits on its own: a rerun deletes what is left.
+        self.retrying("DELETE token_records", move || async move { self.dialect.purge_expired_tokens(before).await })
+            .await
     }
 }

@@ -10,7 +10,7 @@ use tracing::Instrument as _;
 
 use super::db;
 use crate::rows;
-use crate::sql::{Connection, Db, Row, SqlDialect, SqlStore, unavailable};
+use crate::sql::{Connection, Db, Replan, Row, SqlDialect, SqlStore, unavailable};
 
 #[async_trait]
 impl<D: SqlDialect> WaitTimeRecords for SqlStore<D>
@@ -19,12 +19,11 @@ where
     rows::WaitTimeRow: for<'r> FromRow<'r, Row<D>>,
 {
     async fn upsert(&self, estimates: &[WaitTimeEstimate]) -> Result<(), StoreUnavailable> {
-        async {
+        self.retrying("UPSERT wait_times", move || async move {
             let mut transaction = self.dialect.begin_wait_time_edit().await?;
             D::write_wait_times(&mut transaction, estimates).await?;
             transaction.commit().await.map_err(unavailable::<D>)
-        }
-        .instrument(db::<D>("UPSERT wait_times"))
+        })
         .await
     }
 
@@ -42,15 +41,19 @@ where
         &self,
         plan: &mut EditPlan<'a, Vec<WaitTimeEstimate>, Vec<WaitTimeEstimate>>,
     ) -> Result<(), StoreUnavailable> {
-        let mut transaction = self.dialect.begin_wait_time_edit().await?;
-        let found: Vec<rows::WaitTimeRow> =
-            sqlx::query_as(self.sql.wait_times).fetch_all(&mut *transaction).await.map_err(unavailable::<D>)?;
-        let stored = found.into_iter().map(rows::wait_time).collect::<Result<Vec<_>, _>>()?;
-        let writes = plan(&stored);
-        if writes.is_empty() {
-            return transaction.rollback().await.map_err(unavailable::<D>);
-        }
-        D::write_wait_times(&mut transaction, &writes).await?;
-        transaction.commit().await.map_err(unavailable::<D>)
+        let plan = &Replan::new(plan);
+        self.retrying("EDIT wait_times", move || async move {
+            let mut transaction = self.dialect.begin_wait_time_edit().await?;
+            let found: Vec<rows::WaitTimeRow> =
+                sqlx::query_as(self.sql.wait_times).fetch_all(&mut *transaction).await.map_err(unavailable::<D>)?;
+            let stored = found.into_iter().map(rows::wait_time).collect::<Result<Vec<_>, _>>()?;
+            let writes = plan.plan(&stored);
+            if writes.is_empty() {
+                return transaction.rollback().await.map_err(unavailable::<D>);
+            }
+            D::write_wait_times(&mut transaction, &writes).await?;
+            transaction.commit().await.map_err(unavailable::<D>)
+        })
+        .await
     }
 }
