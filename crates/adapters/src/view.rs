@@ -250,8 +250,8 @@ impl StoreView {
             if closed {
                 // The feed says `removed` of an ATM once its closure is in effect: written
                 // once, by whichever instance sees it first. Not a reason to fail the
-                // refresh: the next reload of the set tries again (any instance's, or this
-                // one's after its next restart).
+                // refresh: the next reload of the set tries again (any instance's), and
+                // the server's hourly upkeep.
                 if let Err(error) = self.store.changes.feed_closures_due(unix_now).await {
                     tracing::warn!(%error, "the removal of a closed ATM could not be fed; tried again later");
                 }

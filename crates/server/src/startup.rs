@@ -362,6 +362,13 @@ fn spawn_store_upkeep(
         let (systems, queue_events, atm_states, changes) =
             (Arc::clone(&systems), Arc::clone(&queue_events), Arc::clone(&atm_states), Arc::clone(&changes));
         async move {
+            // A closure that took effect is fed as its ATM's removal by the view that
+            // rebuilds its catalog; should that write have failed, it is fed here.
+            match changes.feed_closures_due(clock.unix_now()).await {
+                Ok(0) => {}
+                Ok(fed) => tracing::info!(fed, "fed the removals of ATMs whose closure took effect"),
+                Err(error) => tracing::warn!(error = %error, "the removals of closed ATMs could not be fed"),
+            }
             // The feed keeps its retention; an app with an older cursor starts again.
             match changes.forget_before(clock.unix_now().saturating_sub(retention_seconds)).await {
                 Ok(0) => {}

@@ -9,8 +9,8 @@
 //! Anything else is returned at once. Attempts are bounded in number and in time, each
 //! pause drawn at random up to a limit that doubles ("full jitter"), so two losers do not
 //! meet again in step. A transaction still losing when the bounds are reached is
-//! answered as the store being unavailable (503 on a request, a failed command for an
-//! operator), never as data the store refused.
+//! answered as the store being unavailable (an outage to a request, a failed command to
+//! an operator), never as data the store refused.
 
 use std::future::Future;
 use std::sync::{Mutex, PoisonError};
