@@ -6,6 +6,9 @@
 //! (`deploy/galera start --database-only` prints them; `.ci/run` sets them). Without it
 //! the test says it did not run; under `CI=true` that fails it.
 
+// Test code: a failed unwrap is a failed test, which is what it should be.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
 use std::time::Duration;
 
 use adapters::store::Store;
@@ -14,7 +17,6 @@ use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
 use sqlx::Connection as _;
 
 /// The nodes' URLs, or `None` (said) where no cluster was given.
-#[allow(clippy::panic)]
 fn nodes() -> Option<Vec<String>> {
     match std::env::var("TEST_GALERA_URLS") {
         Ok(urls) if !urls.is_empty() => Some(urls.split(',').map(str::to_owned).collect()),
@@ -88,8 +90,8 @@ async fn writers_on_two_nodes_conflict_and_every_write_is_run_again_until_it_win
     // Both nodes hold the same last write.
     tokio::time::sleep(Duration::from_millis(100)).await;
     let (mut mine, mut theirs) = (first.wait_times.all().await.unwrap(), second.wait_times.all().await.unwrap());
-    mine.sort_by_key(|estimate| estimate.estimate.branch.clone());
-    theirs.sort_by_key(|estimate| estimate.estimate.branch.clone());
+    mine.sort_by_key(|estimate| estimate.estimate.branch);
+    theirs.sort_by_key(|estimate| estimate.estimate.branch);
     assert_eq!(mine, theirs);
     execute_sql(&nodes[0], &format!("DROP DATABASE {database}")).await.unwrap();
 }
