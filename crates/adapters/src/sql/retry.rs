@@ -129,7 +129,7 @@ mod tests {
     use crate::postgres::{PostgresStore, TEST_SERVER as POSTGRES};
     use crate::sql::{Connection, Db, unavailable};
     use crate::sqlite::SqliteStore;
-    use crate::testing::{TempFolder, TestDatabase};
+    use crate::testing::{TempFolder, TestDatabase, TestServer};
 
     /// Two writers, each adding its `amount` to both rows of `retry_test` in one
     /// transaction, begun together so that each reads before either writes; then, on a
@@ -246,30 +246,28 @@ mod tests {
         a_lost_conflict_is_run_again_and_told_as_unavailable_when_it_keeps_losing(store, other).await;
     }
 
+    /// Two new databases on `server`, each a store by `connect`, or `None` (said) without
+    /// that server.
+    async fn two_stores_on<D: SqlDialect>(
+        server: &'static TestServer,
+        connect: impl AsyncFn(&str) -> Result<SqlStore<D>, StoreUnavailable>,
+    ) -> Option<(SqlStore<D>, SqlStore<D>, [TestDatabase; 2])> {
+        let what = "the retry of a transaction that lost a deadlock";
+        let one = TestDatabase::create(server, what).await?;
+        let other = TestDatabase::create(server, what).await?;
+        Some((connect(&one.url).await.unwrap(), connect(&other.url).await.unwrap(), [one, other]))
+    }
+
     #[tokio::test]
     async fn on_postgres_a_deadlock_is_run_again() {
-        let what = "the retry of a transaction that lost a deadlock";
-        let (Some(one), Some(other)) =
-            (TestDatabase::create(&POSTGRES, what).await, TestDatabase::create(&POSTGRES, what).await)
-        else {
-            return;
-        };
-        let store = PostgresStore::connect(&one.url).await.unwrap();
-        let other_store = PostgresStore::connect(&other.url).await.unwrap();
-        a_lost_conflict_is_run_again_and_told_as_unavailable_when_it_keeps_losing(store, other_store).await;
+        let Some((store, other, _databases)) = two_stores_on(&POSTGRES, PostgresStore::connect).await else { return };
+        a_lost_conflict_is_run_again_and_told_as_unavailable_when_it_keeps_losing(store, other).await;
     }
 
     #[tokio::test]
     async fn on_mariadb_a_deadlock_is_run_again() {
-        let what = "the retry of a transaction that lost a deadlock";
-        let (Some(one), Some(other)) =
-            (TestDatabase::create(&MYSQL, what).await, TestDatabase::create(&MYSQL, what).await)
-        else {
-            return;
-        };
-        let store = MysqlStore::connect(&one.url).await.unwrap();
-        let other_store = MysqlStore::connect(&other.url).await.unwrap();
-        a_lost_conflict_is_run_again_and_told_as_unavailable_when_it_keeps_losing(store, other_store).await;
+        let Some((store, other, _databases)) = two_stores_on(&MYSQL, MysqlStore::connect).await else { return };
+        a_lost_conflict_is_run_again_and_told_as_unavailable_when_it_keeps_losing(store, other).await;
     }
 
     #[test]
