@@ -64,7 +64,8 @@ impl MysqlStore {
     ///
     /// # Errors
     /// [`StoreUnavailable`] if the URL is not a MariaDB URL, the server cannot be reached,
-    /// or the server is not MariaDB or would lose commits it acknowledged (`server_refusal`).
+    /// or the server is not MariaDB or would lose commits it acknowledged
+    /// ([`ServerSettings::refusal`]).
     pub async fn connect(url: &str) -> Result<Self, StoreUnavailable> {
         // sqlx's MySQL driver reads any scheme; `mariadb://` names the same server.
         let options = MySqlConnectOptions::from_str(url)
@@ -74,19 +75,7 @@ impl MysqlStore {
         // The server's kind and settings first, on a connection of its own: the pool's
         // connections set MariaDB's session variables, which another server refuses.
         let mut first = MySqlConnection::connect_with(&options).await.map_err(unavailable)?;
-        type Row = (String, i64, i64, i64, i64, Option<i64>, Option<String>, Option<String>);
-        let (version, flush_log_at_trx_commit, binary_log, sync_binlog, wsrep_on, cluster_size, cluster_status, local_state): Row =
-            sqlx::query_as(SERVER_SETTINGS).fetch_one(&mut first).await.map_err(unavailable)?;
-        let settings = ServerSettings {
-            version,
-            flush_log_at_trx_commit,
-            binary_log,
-            sync_binlog,
-            wsrep_on,
-            cluster_size,
-            cluster_status,
-            local_state,
-        };
+        let settings = ServerSettings::read(&mut first).await.map_err(unavailable)?;
         let _ = first.close().await;
         if let Some(refusal) = settings.refusal() {
             return Err(StoreUnavailable::new(refusal));
@@ -105,16 +94,17 @@ impl MysqlStore {
     }
 }
 
-/// What [`ServerSettings`] is read with: a server's kind, how it flushes its logs, and
-/// whether it is a Galera node, with its cluster as the node sees it (`NULL`s on a server
-/// that is not).
+/// What [`ServerSettings`] is read with first: the server's kind and how it flushes its
+/// logs (MySQL answers this too, and is then refused by name).
 const SERVER_SETTINGS: &str = "SELECT VERSION(), CAST(@@innodb_flush_log_at_trx_commit AS SIGNED), \
-     CAST(@@log_bin AS SIGNED), CAST(@@sync_binlog AS SIGNED), CAST(@@wsrep_on AS SIGNED), \
-     (SELECT CAST(VARIABLE_VALUE AS SIGNED) FROM information_schema.GLOBAL_STATUS \
-       WHERE VARIABLE_NAME = 'WSREP_CLUSTER_SIZE'), \
-     (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS WHERE VARIABLE_NAME = 'WSREP_CLUSTER_STATUS'), \
-     (SELECT VARIABLE_VALUE FROM information_schema.GLOBAL_STATUS \
-       WHERE VARIABLE_NAME = 'WSREP_LOCAL_STATE_COMMENT')";
+     CAST(@@log_bin AS SIGNED), CAST(@@sync_binlog AS SIGNED)";
+
+/// Then whether it is a Galera node (no row where MariaDB was built without it)...
+const WSREP_ON: &str = "SHOW GLOBAL VARIABLES LIKE 'wsrep\\_on'";
+
+/// ...and its cluster as the node sees it.
+const WSREP_STATUS: &str = "SHOW GLOBAL STATUS WHERE Variable_name IN \
+     ('wsrep_cluster_size', 'wsrep_cluster_status', 'wsrep_local_state_comment')";
 
 /// [`SESSION`] on a Galera node, and `wsrep_sync_wait = 1`: each read (and each
 /// transaction's start) waits until the node has applied every commit the cluster
@@ -124,11 +114,11 @@ const SERVER_SETTINGS: &str = "SELECT VERSION(), CAST(@@innodb_flush_log_at_trx_
 const GALERA_SESSION: &str = "SET SESSION sql_mode = CONCAT(@@sql_mode, ',STRICT_ALL_TABLES'), \
                               innodb_lock_wait_timeout = 60, idle_transaction_timeout = 30, wsrep_sync_wait = 1";
 
-/// The fewest nodes a Galera cluster may have for this service to rely on it rather than
-/// on each node's flush at commit: a commit is acknowledged once every node of the
-/// primary component holds it, and three nodes keep a primary component (a majority)
-/// when one is lost.
-const GALERA_NODES: i64 = 3;
+/// The fewest nodes a Galera node's primary component may have for this service to rely
+/// on it rather than on each node's flush at commit: a commit is acknowledged once every
+/// node of the component holds it, so with two it is on two hosts. (Three nodes keep a
+/// component of two when one is lost: restarts and operators' commands go on.)
+const GALERA_NODES: i64 = 2;
 
 /// What a MariaDB server says of itself that decides whether it keeps what it
 /// acknowledges ([`SERVER_SETTINGS`]).
@@ -153,6 +143,40 @@ pub(crate) struct ServerSettings {
 }
 
 impl ServerSettings {
+    /// What the server at `connection` says of itself.
+    async fn read(connection: &mut MySqlConnection) -> Result<Self, sqlx::Error> {
+        let (version, flush_log_at_trx_commit, binary_log, sync_binlog): (String, i64, i64, i64) =
+            sqlx::query_as(SERVER_SETTINGS).fetch_one(&mut *connection).await?;
+        let mut settings = Self {
+            version,
+            flush_log_at_trx_commit,
+            binary_log,
+            sync_binlog,
+            wsrep_on: 0,
+            cluster_size: None,
+            cluster_status: None,
+            local_state: None,
+        };
+        if !settings.version.contains("MariaDB") {
+            return Ok(settings);
+        }
+        let wsrep: Option<(String, String)> = sqlx::query_as(WSREP_ON).fetch_optional(&mut *connection).await?;
+        settings.wsrep_on = i64::from(wsrep.is_some_and(|(_, on)| on.eq_ignore_ascii_case("ON")));
+        if settings.wsrep_on == 0 {
+            return Ok(settings);
+        }
+        let status: Vec<(String, String)> = sqlx::query_as(WSREP_STATUS).fetch_all(&mut *connection).await?;
+        for (name, value) in status {
+            match name.to_ascii_lowercase().as_str() {
+                "wsrep_cluster_size" => settings.cluster_size = value.parse().ok(),
+                "wsrep_cluster_status" => settings.cluster_status = Some(value),
+                "wsrep_local_state_comment" => settings.local_state = Some(value),
+                _ => {}
+            }
+        }
+        Ok(settings)
+    }
+
     /// Why this service will not run on this server, if it will not, in one line.
     ///
     /// A token is answered only once its record is committed, and a commit must then
@@ -165,7 +189,9 @@ impl ServerSettings {
     /// - a Galera node, the loss of nodes: a commit is acknowledged once every node of
     ///   the primary component has it, so a node synced in a primary component of at
     ///   least [`GALERA_NODES`] nodes keeps commits through the loss of all but one node
-    ///   whatever it flushes; a smaller cluster needs the single server's flush.
+    ///   if each writes its log at commit (`innodb_flush_log_at_trx_commit` 2, or 1 or
+    ///   3; 0 leaves it to the OS, and nodes crashing together would lose it); a node
+    ///   alone is a single server.
     ///
     /// The schema is MariaDB's (its collation, its generated columns): MySQL itself is
     /// refused by name rather than failing on a setting it lacks.
@@ -187,23 +213,20 @@ impl ServerSettings {
                      sends connections only to a synced node"
                 ));
             }
-            let nodes = self.cluster_size.unwrap_or(0);
-            if nodes >= GALERA_NODES {
-                return None;
+            if self.cluster_size.unwrap_or(0) >= GALERA_NODES {
+                return (*flush == 0).then(|| {
+                    "the Galera cluster would lose acknowledged commits if its nodes crashed together: \
+                     innodb_flush_log_at_trx_commit is 0, which leaves InnoDB's log to the OS; this service needs 2 \
+                     (or 1) on every node"
+                        .to_owned()
+                });
             }
-            if !matches!(flush, 1 | 3) {
-                return Some(format!(
-                    "the Galera cluster would lose acknowledged commits if its nodes crashed: it has {nodes} node(s) \
-                     and innodb_flush_log_at_trx_commit is {flush}; this service needs {GALERA_NODES} nodes or more, \
-                     or 1 on every node"
-                ));
-            }
-            return None;
         }
         if !matches!(flush, 1 | 3) {
+            let alone = if self.wsrep_on != 0 { " (a Galera node alone in its primary component is one server)" } else { "" };
             return Some(format!(
                 "the MariaDB server would lose acknowledged commits in a crash: innodb_flush_log_at_trx_commit is \
-                 {flush}, and this service needs 1 (set it in the server's configuration)"
+                 {flush}, and this service needs 1{alone} (set it in the server's configuration)"
             ));
         }
         if *binary_log != 0 && *sync_binlog != 1 {
@@ -253,8 +276,8 @@ fn meaning(error: &sqlx::Error) -> Meaning {
 /// duplicate key, a NULL, a failed CHECK), and the refusals MariaDB files under the
 /// general `HY000`: ER_TRUNCATED_WRONG_VALUE_FOR_FIELD (1366, bytes that are no UTF-8
 /// text) and a failed CHECK as MySQL numbers it (3819). Every other error (a lock wait, a
-/// deadlock, a full disk, a lost connection, a syntax error) is the store being
-/// unavailable.
+/// deadlock once its reruns are spent, a full disk, a lost connection, a syntax error) is
+/// the store being unavailable.
 pub(crate) fn refuses_the_data(number: u16, sqlstate: &str) -> bool {
     sqlstate.starts_with("22") || sqlstate.starts_with("23") || matches!(number, 1366 | 3819)
 }
@@ -321,7 +344,7 @@ mod tests {
             cluster_size: Some(nodes),
             cluster_status: Some(status.to_owned()),
             local_state: Some(state.to_owned()),
-            ..server("10.11.19-MariaDB-0+deb12u1", flush, true, 0)
+            ..server("10.11.19-MariaDB-0+deb12u1", flush, false, 0)
         }
     }
 
@@ -340,12 +363,15 @@ mod tests {
     }
 
     #[test]
-    fn a_synced_galera_node_of_three_is_trusted_whatever_it_flushes_and_any_other_node_is_named_with_what_is_wrong() {
+    fn a_synced_galera_node_of_two_or_more_is_trusted_if_it_writes_at_commit_and_any_other_node_is_named_with_what_is_wrong() {
         assert_eq!(galera(3, "Synced", "Primary", 2).refusal(), None, "the cluster keeps the commit");
-        assert_eq!(galera(5, "Synced", "Primary", 0).refusal(), None);
-        assert_eq!(galera(2, "Synced", "Primary", 1).refusal(), None, "each node flushes at commit");
-        let two = galera(2, "Synced", "Primary", 2).refusal().unwrap();
-        assert!(two.contains("2 node(s) and innodb_flush_log_at_trx_commit is 2") && !two.contains('\n'), "{two}");
+        assert_eq!(galera(2, "Synced", "Primary", 2).refusal(), None, "one of three lost: restarts go on");
+        assert_eq!(galera(5, "Synced", "Primary", 1).refusal(), None);
+        let lazy = galera(3, "Synced", "Primary", 0).refusal().unwrap();
+        assert!(lazy.contains("innodb_flush_log_at_trx_commit is 0") && !lazy.contains('\n'), "{lazy}");
+        let alone = galera(1, "Synced", "Primary", 2).refusal().unwrap();
+        assert!(alone.contains("is 2") && alone.contains("alone in its primary component"), "{alone}");
+        assert_eq!(galera(1, "Synced", "Primary", 1).refusal(), None, "a node alone that flushes at commit");
         let donor = galera(3, "Donor/Desynced", "Primary", 1).refusal().unwrap();
         assert!(donor.contains("not synced") && donor.contains("it is Donor/Desynced, its component Primary"), "{donor}");
         let cut_off = galera(1, "Synced", "non-Primary", 1).refusal().unwrap();

@@ -13,7 +13,7 @@ use sqlx::{Executor as _, MySql, MySqlPool, QueryBuilder};
 
 use super::{MysqlDialect, unavailable};
 use crate::sql::many_rows::{self, ROWS_PER_STATEMENT};
-use crate::sql::{Meaning, Placeholders, RowsAffected, SqlDialect, Syntax};
+use crate::sql::{Meaning, Placeholders, Retries, RowsAffected, SqlDialect, Syntax, retry};
 
 /// Token records deleted per statement by a purge: each batch is its own short
 /// transaction, so a purge of millions of records never holds many row locks or one long
@@ -161,13 +161,17 @@ impl SqlDialect for MysqlDialect {
         let mut purged = 0;
         loop {
             let started = std::time::Instant::now();
-            let deleted = sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ? ORDER BY expires_at LIMIT ?")
-                .bind(before)
-                .bind(PURGE_ROWS_PER_STATEMENT)
-                .execute(&self.pool)
-                .await
-                .map_err(unavailable)?
-                .rows_affected();
+            let pool = &self.pool;
+            let deleted = retry::<Self, _, _>(Retries::STORE, "DELETE token_records", move || async move {
+                sqlx::query("DELETE FROM issued_tokens WHERE expires_at < ? ORDER BY expires_at LIMIT ?")
+                    .bind(before)
+                    .bind(PURGE_ROWS_PER_STATEMENT)
+                    .execute(pool)
+                    .await
+                    .map_err(unavailable)
+            })
+            .await?
+            .rows_affected();
             purged += deleted;
             if deleted < PURGE_ROWS_PER_STATEMENT {
                 return Ok(purged);

@@ -30,7 +30,7 @@ mod retry;
 mod roles;
 mod statements;
 
-pub(crate) use retry::Replan;
+pub(crate) use retry::{Replan, Retries, retry};
 pub(crate) use statements::{Placeholders, Statements, Syntax};
 
 /// A SQL database as a store: every role, in the shared statements ([`roles`]), with what

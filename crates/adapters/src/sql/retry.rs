@@ -27,14 +27,16 @@ use super::{Meaning, SqlDialect, SqlStore, db_span};
 pub(crate) struct Retries {
     /// Attempts in all, the first included.
     pub attempts: u32,
-    /// No attempt begins later than this after the first began.
+    /// No rerun begins later than this after the first attempt lost: a write that takes
+    /// long (an import of a large set) may still run again.
     pub within: Duration,
     /// The longest pause before the second attempt; each later one may be twice as long.
     pub first_pause: Duration,
 }
 
 impl Retries {
-    /// The stores' bounds: 6 attempts within 2 s, pauses up to 5, 10, 20, 40, 80 ms.
+    /// The stores' bounds: 6 attempts, the reruns within 2 s of the first loss, pauses up
+    /// to 5, 10, 20, 40, 80 ms.
     /// Conflicts end in milliseconds (the winner commits), so a sixth loss in a row is a
     /// store in trouble, and a caller (a request) should hear so well inside its deadline.
     pub(crate) const STORE: Self =
@@ -75,14 +77,16 @@ pub(crate) async fn retry<D: SqlDialect, T, Attempt: Future<Output = Result<T, S
     mut attempt: impl FnMut() -> Attempt,
 ) -> Result<T, StoreUnavailable> {
     let started = Instant::now();
+    let mut first_lost = None;
     let mut attempts = 1;
     loop {
         let error = match attempt().await {
             Err(error) if lost_a_conflict::<D>(&error) => error,
             done => return done,
         };
+        let lost_since = *first_lost.get_or_insert_with(Instant::now);
         let pause = bounds.pause_before(attempts + 1);
-        if attempts >= bounds.attempts || started.elapsed() + pause > bounds.within {
+        if attempts >= bounds.attempts || lost_since.elapsed() + pause > bounds.within {
             metrics::counter!("branch_atm_store_conflicts_lost_total", "operation" => operation).increment(1);
             tracing::warn!(operation, attempts, "a write lost a conflict every time it ran: {error}");
             return Err(StoreUnavailable::new(format!(

@@ -154,42 +154,45 @@ where
     }
 
     async fn forget_before(&self, before: i64) -> Result<u64, StoreUnavailable> {
-        self.retrying("DELETE atm_changes", move || async move {
-            let last: Option<(i64,)> = sqlx::query_as(self.sql.last_change_before)
-                .bind(before)
-                .fetch_optional(self.dialect.pool())
-                .await
-                .map_err(unavailable::<D>)?;
-            let Some((last,)) = last else { return Ok(0) };
-            let (_, _, floor): (String, i64, i64) = sqlx::query_as(self.sql.change_log_state)
-                .fetch_one(self.dialect.pool())
-                .await
-                .map_err(unavailable::<D>)?;
-            // The floor first: a cursor below it is refused before its changes go.
+        let last: Option<(i64,)> = sqlx::query_as(self.sql.last_change_before)
+            .bind(before)
+            .fetch_optional(self.dialect.pool())
+            .await
+            .map_err(unavailable::<D>)?;
+        let Some((last,)) = last else { return Ok(0) };
+        let (_, _, floor): (String, i64, i64) =
+            sqlx::query_as(self.sql.change_log_state).fetch_one(self.dialect.pool()).await.map_err(unavailable::<D>)?;
+        // The floor first: a cursor below it is refused before its changes go.
+        self.retrying("UPDATE atm_change_log", move || async move {
             sqlx::query(self.sql.raise_change_floor)
                 .bind(last)
                 .bind(last)
                 .execute(self.dialect.pool())
                 .await
-                .map_err(unavailable::<D>)?;
-            // Then in steps, each its own short statement: a day of state changes is
-            // hundreds of thousands of rows, and appends go on meanwhile.
-            let mut forgotten = 0;
-            let mut upto = floor.min(last);
-            loop {
-                upto = upto.saturating_add(FORGET_PER_STATEMENT).min(last);
-                let done = sqlx::query(self.sql.forget_changes)
-                    .bind(upto)
-                    .execute(self.dialect.pool())
-                    .await
-                    .map_err(unavailable::<D>)?;
-                use crate::sql::RowsAffected as _;
-                forgotten += done.rows_affected();
-                if upto >= last {
-                    return Ok(forgotten);
-                }
-            }
+                .map_err(unavailable::<D>)
         })
-        .await
+        .await?;
+        // Then in steps, each its own short statement (and run again alone if it loses a
+        // conflict): a day of state changes is hundreds of thousands of rows, and appends
+        // go on meanwhile.
+        let mut forgotten = 0;
+        let mut upto = floor.min(last);
+        loop {
+            upto = upto.saturating_add(FORGET_PER_STATEMENT).min(last);
+            let done = self
+                .retrying("DELETE atm_changes", move || async move {
+                    sqlx::query(self.sql.forget_changes)
+                        .bind(upto)
+                        .execute(self.dialect.pool())
+                        .await
+                        .map_err(unavailable::<D>)
+                })
+                .await?;
+            use crate::sql::RowsAffected as _;
+            forgotten += done.rows_affected();
+            if upto >= last {
+                return Ok(forgotten);
+            }
+        }
     }
 }

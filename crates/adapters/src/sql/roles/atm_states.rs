@@ -119,12 +119,15 @@ where
     }
 
     async fn forget_before(&self, before: EventTime) -> Result<u64, StoreUnavailable> {
-        let done = sqlx::query(self.sql.forget_state_events)
-            .bind(before.unix_micros())
-            .execute(self.dialect.pool())
-            .instrument(db::<D>("DELETE atm_state_events"))
-            .await
-            .map_err(unavailable::<D>)?;
+        let done = self
+            .retrying("DELETE atm_state_events", move || async move {
+                sqlx::query(self.sql.forget_state_events)
+                    .bind(before.unix_micros())
+                    .execute(self.dialect.pool())
+                    .await
+                    .map_err(unavailable::<D>)
+            })
+            .await?;
         Ok(done.rows_affected())
     }
 }

@@ -102,7 +102,7 @@ where
         jti: &AssertionId,
         expires_at: i64,
     ) -> Result<bool, StoreUnavailable> {
-        self.retrying("INSERT used_assertions", move || async move {
+        self.retrying("INSERT system_assertions", move || async move {
             let done = sqlx::query(self.sql.use_assertion)
                 .bind(system.as_str())
                 .bind(jti.as_str())
@@ -116,7 +116,7 @@ where
 
     async fn forget_assertions(&self, now: i64) -> Result<u64, StoreUnavailable> {
         let done = self
-            .retrying("DELETE used_assertions", move || async move {
+            .retrying("DELETE system_assertions", move || async move {
                 sqlx::query(self.sql.forget_assertions)
                     .bind(now)
                     .execute(self.dialect.pool())
