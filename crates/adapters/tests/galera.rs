@@ -9,8 +9,6 @@
 // Test code: a failed unwrap is a failed test, which is what it should be.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::time::Duration;
-
 use adapters::store::Store;
 use adapters::testing::execute_sql;
 use domain::branch::{BranchId, BranchWaitTime, WaitTime, WaitTimeEstimate};
@@ -87,8 +85,8 @@ async fn writers_on_two_nodes_conflict_and_every_write_is_run_again_until_it_win
     let after = conflicts(&one).await + conflicts(&other).await;
     assert!(after > before, "the two nodes' writers met no conflict ({before} before, {after} after): no retry shown");
 
-    // Both nodes hold the same last write.
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Both nodes hold the same last write, read at once: each read waits for its node to
+    // apply what the cluster acknowledged (`wsrep_sync_wait`).
     let (mut mine, mut theirs) = (first.wait_times.all().await.unwrap(), second.wait_times.all().await.unwrap());
     mine.sort_by_key(|estimate| estimate.estimate.branch);
     theirs.sort_by_key(|estimate| estimate.estimate.branch);

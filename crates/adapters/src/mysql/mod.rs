@@ -80,7 +80,7 @@ impl MysqlStore {
         if let Some(refusal) = settings.refusal() {
             return Err(StoreUnavailable::new(refusal));
         }
-        let session = if settings.wsrep_on != 0 { GALERA_SESSION } else { SESSION };
+        let session = if settings.galera { GALERA_SESSION } else { SESSION };
         let pool = MySqlPoolOptions::new()
             .max_connections(POOL_SIZE)
             .acquire_timeout(CONNECT_WAIT)
@@ -132,8 +132,8 @@ pub(crate) struct ServerSettings {
     pub binary_log: i64,
     /// `sync_binlog`.
     pub sync_binlog: i64,
-    /// `wsrep_on`: 1 on a Galera node.
-    pub wsrep_on: i64,
+    /// `wsrep_on`: a Galera node.
+    pub galera: bool,
     /// `wsrep_cluster_size`: nodes in the node's component.
     pub cluster_size: Option<i64>,
     /// `wsrep_cluster_status`: `Primary` when the node's component has the majority.
@@ -152,7 +152,7 @@ impl ServerSettings {
             flush_log_at_trx_commit,
             binary_log,
             sync_binlog,
-            wsrep_on: 0,
+            galera: false,
             cluster_size: None,
             cluster_status: None,
             local_state: None,
@@ -161,8 +161,8 @@ impl ServerSettings {
             return Ok(settings);
         }
         let wsrep: Option<(String, String)> = sqlx::query_as(WSREP_ON).fetch_optional(&mut *connection).await?;
-        settings.wsrep_on = i64::from(wsrep.is_some_and(|(_, on)| on.eq_ignore_ascii_case("ON")));
-        if settings.wsrep_on == 0 {
+        settings.galera = wsrep.is_some_and(|(_, on)| on.eq_ignore_ascii_case("ON"));
+        if !settings.galera {
             return Ok(settings);
         }
         let status: Vec<(String, String)> = sqlx::query_as(WSREP_STATUS).fetch_all(&mut *connection).await?;
@@ -203,7 +203,7 @@ impl ServerSettings {
                  MySQL is not supported"
             ));
         }
-        if self.wsrep_on != 0 {
+        if self.galera {
             let status = self.cluster_status.as_deref().unwrap_or("unknown");
             let state = self.local_state.as_deref().unwrap_or("unknown");
             if status != "Primary" || state != "Synced" {
@@ -223,7 +223,7 @@ impl ServerSettings {
             }
         }
         if !matches!(flush, 1 | 3) {
-            let alone = if self.wsrep_on != 0 { " (a Galera node alone in its primary component is one server)" } else { "" };
+            let alone = if self.galera { " (a Galera node alone in its primary component is one server)" } else { "" };
             return Some(format!(
                 "the MariaDB server would lose acknowledged commits in a crash: innodb_flush_log_at_trx_commit is \
                  {flush}, and this service needs 1{alone} (set it in the server's configuration)"
@@ -331,7 +331,7 @@ mod tests {
             flush_log_at_trx_commit: flush,
             binary_log: i64::from(binary_log),
             sync_binlog,
-            wsrep_on: 0,
+            galera: false,
             cluster_size: Some(0),
             cluster_status: Some("Disconnected".to_owned()),
             local_state: None,
@@ -340,7 +340,7 @@ mod tests {
 
     fn galera(nodes: i64, state: &str, status: &str, flush: i64) -> ServerSettings {
         ServerSettings {
-            wsrep_on: 1,
+            galera: true,
             cluster_size: Some(nodes),
             cluster_status: Some(status.to_owned()),
             local_state: Some(state.to_owned()),
