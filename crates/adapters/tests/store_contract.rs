@@ -213,6 +213,39 @@ async fn a_purge_of_more_records_than_a_batch_purges_every_expired_one(store: &S
     assert_eq!(store.tokens.purge_expired(NOW).await.unwrap(), 0, "nothing left to purge");
 }
 
+/// MariaDB purges client by client and keeps revocations apart (`revoked_tokens`): a
+/// purge reaches every client's expired records, and a purged revocation is gone with
+/// its record.
+async fn a_purge_reaches_every_clients_records_and_their_revocations(store: &Store) {
+    const HOUR: i64 = TOKEN_PURGE_GRANULARITY_SECONDS;
+    store
+        .tokens
+        .record(&[
+            token(1, "a-app", NOW - 3 * HOUR),
+            token(2, "b-app", NOW - 3 * HOUR),
+            token(3, "c-app", NOW - 3 * HOUR),
+            token(4, "a-app", NOW + 600),
+            token(5, "b-app", NOW + 600),
+        ])
+        .await
+        .unwrap();
+    let long_ago = NOW - 10 * HOUR;
+    for jti in ["jti-3", "jti-4"] {
+        assert!(store.tokens.revoke(&TokenId::new(jti.into()), long_ago).await.unwrap());
+    }
+    let mut revoked = store.tokens.revoked_live(long_ago).await.unwrap();
+    revoked.sort_by(|a, b| a.as_str().cmp(b.as_str()));
+    assert_eq!(revoked, vec![TokenId::new("jti-3".into()), TokenId::new("jti-4".into())]);
+
+    assert_eq!(store.tokens.purge_expired(NOW).await.unwrap(), 3);
+    assert_eq!(store.tokens.revoked_live(long_ago).await.unwrap(), vec![TokenId::new("jti-4".into())]);
+    for (opaque, kept) in
+        [("opaque-1", false), ("opaque-2", false), ("opaque-3", false), ("opaque-4", true), ("opaque-5", true)]
+    {
+        assert_eq!(store.tokens.find(&OpaqueToken::new(opaque.into())).await.unwrap().is_some(), kept, "{opaque}");
+    }
+}
+
 /// Opaque tokens are compared byte for byte: a store whose text collation folds case or
 /// ignores trailing spaces (MariaDB's defaults) would answer one token's record for
 /// another's.
@@ -1478,6 +1511,7 @@ macro_rules! contract_suite {
                     a_token_id_cannot_be_recorded_twice,
                     expired_tokens_are_purged_and_live_ones_kept,
                     a_purge_of_more_records_than_a_batch_purges_every_expired_one,
+                    a_purge_reaches_every_clients_records_and_their_revocations,
                     opaque_tokens_that_differ_only_in_case_or_a_trailing_space_are_different_tokens,
                     a_clients_revocation_and_its_tokens_revocations_at_once_all_succeed,
                     live_token_records_are_listed_with_their_revocation,

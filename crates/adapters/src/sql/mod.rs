@@ -133,6 +133,10 @@ pub(crate) trait SqlDialect: Send + Sync + 'static {
     /// ` FOR UPDATE` on a server; empty for SQLite, whose writers hold the whole database.
     const FOR_UPDATE: &'static str;
 
+    /// The ids of revoked tokens still live at `$1` ([`Statements::revoked_live`]): read
+    /// from `issued_tokens` (through a partial index) unless the dialect keeps them apart.
+    const REVOKED_LIVE: &'static str = statements::REVOKED_IN_ISSUED_TOKENS;
+
     /// What `error`, raised by this backend's driver, means: a lost connection, data the
     /// database refused, or another failure, as this database's codes say.
     fn meaning(error: &sqlx::Error) -> Meaning;

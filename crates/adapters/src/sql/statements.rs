@@ -72,6 +72,11 @@ impl Syntax {
     }
 }
 
+/// The ids of revoked tokens still live at `$1`, where a partial index of `issued_tokens`
+/// finds them (PostgreSQL, SQLite).
+pub(crate) const REVOKED_IN_ISSUED_TOKENS: &str =
+    "SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= $1";
+
 /// Every statement the shared roles ([`super::roles`]) run, rendered for one backend. Made
 /// once per dialect ([`Statements::of`]) and kept for the process's life.
 pub(crate) struct Statements {
@@ -248,7 +253,7 @@ impl Statements {
         if let Some(&(_, statements)) = rendered.iter().find(|(dialect, _)| *dialect == TypeId::of::<D>()) {
             return statements;
         }
-        let statements: &'static Self = Box::leak(Box::new(Self::new(&D::SYNTAX, D::FOR_UPDATE)));
+        let statements: &'static Self = Box::leak(Box::new(Self::new(&D::SYNTAX, D::FOR_UPDATE, D::REVOKED_LIVE)));
         rendered.push((TypeId::of::<D>(), statements));
         statements
     }
@@ -256,8 +261,9 @@ impl Statements {
     /// Every statement, rendered for `syntax` and kept for the process's life (a few
     /// kilobytes, once per backend).
     /// `for_update` ends a SELECT that locks the rows it reads until the transaction ends
-    /// (` FOR UPDATE`; empty where writers lock the whole database).
-    pub(crate) fn new(syntax: &Syntax, for_update: &str) -> Self {
+    /// (` FOR UPDATE`; empty where writers lock the whole database); `revoked_live` is
+    /// [`Statements::revoked_live`] as the dialect phrases it.
+    pub(crate) fn new(syntax: &Syntax, for_update: &str, revoked_live: &str) -> Self {
         let render = |template: &str| -> &'static str { syntax.render(template).leak() };
         let proposed = syntax.proposed;
         Self {
@@ -324,7 +330,7 @@ impl Statements {
                 "UPDATE issued_tokens SET revoked_at = $1 \
                  WHERE client_id = $2 AND revoked_at IS NULL AND expires_at >= $3",
             ),
-            revoked_live: render("SELECT jti FROM issued_tokens WHERE revoked_at IS NOT NULL AND expires_at >= $1"),
+            revoked_live: render(revoked_live),
             live_tokens: render(&format!(
                 "SELECT {TOKEN_COLUMNS} FROM issued_tokens WHERE expires_at >= $1 ORDER BY expires_at, jti"
             )),
@@ -460,8 +466,8 @@ mod tests {
     /// the same number of parameters.
     #[test]
     fn every_shared_statement_renders_for_every_syntax_with_the_same_parameters() {
-        let numbered = Statements::new(&Syntax::ON_CONFLICT, " FOR UPDATE");
-        let positional = Statements::new(&POSITIONAL, " FOR UPDATE");
+        let numbered = Statements::new(&Syntax::ON_CONFLICT, " FOR UPDATE", REVOKED_IN_ISSUED_TOKENS);
+        let positional = Statements::new(&POSITIONAL, " FOR UPDATE", REVOKED_IN_ISSUED_TOKENS);
         assert!(numbered.record_import.contains("ON CONFLICT (kind, outcome) DO UPDATE SET"));
         assert!(numbered.record_import.contains("CASE WHEN excluded.last_at > import_runs.last_at"));
         assert!(positional.record_import.contains("ON DUPLICATE KEY UPDATE runs = import_runs.runs + 1"));
