@@ -15,8 +15,9 @@ use sqlx::mysql::MySqlPoolOptions;
 
 const NOW: i64 = 1_800_000_000;
 
-/// The last migration before revocations were kept apart.
-const BEFORE: &str = "20261128000008";
+/// The migration that keeps revocations apart: the store is migrated up to it, not
+/// through it.
+const SPLIT: &str = "20261129000009";
 
 #[tokio::test]
 async fn revocations_made_before_the_upgrade_stay_in_force_and_token_writes_enter_three_indexes() {
@@ -25,7 +26,7 @@ async fn revocations_made_before_the_upgrade_stay_in_force_and_token_writes_ente
     let source = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../migrations/mysql");
     for entry in std::fs::read_dir(source).unwrap() {
         let path = entry.unwrap().path();
-        if path.file_name().unwrap().to_str().unwrap() <= BEFORE {
+        if path.file_name().unwrap().to_str().unwrap() < SPLIT {
             std::fs::copy(&path, folder.path().join(path.file_name().unwrap())).unwrap();
         }
     }
@@ -70,9 +71,13 @@ async fn revocations_made_before_the_upgrade_stay_in_force_and_token_writes_ente
         "the purged one's revocation went with it"
     );
 
+    // A revocation cleared by hand (plain SQL) leaves the revoked ones too.
+    let pool = MySqlPoolOptions::new().connect(&fresh.url).await.unwrap();
+    sqlx::query("UPDATE issued_tokens SET revoked_at = NULL WHERE jti = 'jti-live'").execute(&pool).await.unwrap();
+    assert_eq!(store.tokens.revoked_live(NOW).await.unwrap(), vec![TokenId::new("jti-live-revoked".into())]);
+
     // What each token write enters: the primary key, the opaque token's index and the
     // client's, no more.
-    let pool = MySqlPoolOptions::new().connect(&fresh.url).await.unwrap();
     let indexes: Vec<(String,)> = sqlx::query_as(
         "SELECT DISTINCT index_name FROM information_schema.statistics \
          WHERE table_schema = DATABASE() AND table_name = 'issued_tokens' ORDER BY index_name",

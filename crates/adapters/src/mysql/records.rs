@@ -50,7 +50,8 @@ const LOCK_SIGNING_KEYS: &str = "SELECT revision FROM change_log WHERE topic = '
 
 /// Runs the bounded DELETE `batch` makes until it deletes fewer than
 /// [`PURGE_ROWS_PER_STATEMENT`] rows, each batch its own transaction (run again if it
-/// loses a conflict), paced by [`PURGE_PAUSE_FACTOR`]. The rows deleted.
+/// loses a conflict), each that deleted rows followed by a pause of
+/// [`PURGE_PAUSE_FACTOR`] times its length. The rows deleted.
 async fn purge_in_batches<'q>(
     pool: &MySqlPool,
     operation: &'static str,
@@ -66,10 +67,14 @@ async fn purge_in_batches<'q>(
         .await?
         .rows_affected();
         purged += deleted;
+        // Paced after every statement that deleted something, the last of a client's
+        // too: many clients with a few expired records each are as many statements.
+        if deleted > 0 {
+            tokio::time::sleep(started.elapsed() * PURGE_PAUSE_FACTOR).await;
+        }
         if deleted < PURGE_ROWS_PER_STATEMENT {
             return Ok(purged);
         }
-        tokio::time::sleep(started.elapsed() * PURGE_PAUSE_FACTOR).await;
     }
 }
 
@@ -177,6 +182,9 @@ impl SqlDialect for MysqlDialect {
 
     #[tracing::instrument(skip_all, fields(tokens = tokens.len()))]
     async fn record_tokens(&self, tokens: &[IssuedToken]) -> Result<(), StoreUnavailable> {
+        if tokens.is_empty() {
+            return Ok(());
+        }
         if tokens.len() <= ROWS_PER_STATEMENT {
             // One statement is its own transaction (autocommit), all or none: without
             // BEGIN and COMMIT, a group commit is one round trip, not three.
@@ -195,8 +203,8 @@ impl SqlDialect for MysqlDialect {
 
     /// Deletes exactly the records that expired before `before`, client by client (the
     /// index on `(client_id, expires_at)`; the table has none on expiry alone, to keep
-    /// token writes light), in batches of [`PURGE_ROWS_PER_STATEMENT`], oldest first,
-    /// paced by [`PURGE_PAUSE_FACTOR`]; then the revocations of those records.
+    /// token writes light), in batches of [`PURGE_ROWS_PER_STATEMENT`], each client's
+    /// oldest first, paced by [`PURGE_PAUSE_FACTOR`]; then the revocations of those records.
     async fn purge_expired_tokens(&self, before: i64) -> Result<u64, StoreUnavailable> {
         let pool = &self.pool;
         // A loose scan of the index: one step per client, not per record.
